@@ -1,0 +1,1 @@
+"""eagerflow.autodiff: not written yet (see the project's issue for this package)."""

@@ -1,0 +1,606 @@
+"""Array ops: making tensors, changing their shape, joining, splitting, indexing, selecting.
+
+As in ``math_ops``, each op's registered NumPy kernel (with its shape and dtype rules) sits
+right above the public function that calls ``execute``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from eagerflow.tensor import dtypes
+from eagerflow.tensor.dtypes import ANY, INTEGERS, DType
+from eagerflow.tensor.errors import (
+    DTypeError,
+    InvalidArgumentError,
+    OutOfRangeError,
+    ShapeError,
+)
+from eagerflow.tensor.execution import NO_ATTRS, execute
+from eagerflow.tensor.registry import Attrs, Shape, op
+from eagerflow.tensor.rules import (
+    attr_dtype_rule,
+    broadcast,
+    broadcast_rule,
+    fmt,
+    normalize_axis,
+    same_dtype,
+    same_shape_rule,
+)
+from eagerflow.tensor.tensor import Tensor, convert_operands, convert_to_tensor, to_array
+
+ShapeLike = Sequence[int] | int
+
+
+def static_shape(shape: Any, what: str) -> tuple[int, ...]:
+    """A shape argument as a tuple of Python ints (a tensor's value is read, eagerly)."""
+    if isinstance(shape, int | np.integer):
+        return (int(shape),)
+    try:
+        return tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"{what}: shape must be a sequence of ints, got {shape!r}") from None
+
+
+def _no_inputs_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """Ops that make a tensor from attributes alone: the shape is an attribute."""
+    return [attrs["shape"]]
+
+
+# --- making tensors --------------------------------------------------------------------------
+def const_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """A constant has its value's shape."""
+    return [attrs["value"].shape]
+
+
+def const_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    return [dtypes.from_numpy(attrs["value"].dtype)]  # type: ignore[list-item]
+
+
+@op("Const", shape=const_shape, dtype=const_dtype)
+def const_kernel(value: np.ndarray) -> np.ndarray:
+    """A constant: its value is stored in the op itself (in a graph: in the node)."""
+    return value
+
+
+def constant(
+    value: Any,
+    dtype: DType | str | None = None,
+    shape: ShapeLike | None = None,
+    name: str | None = None,
+) -> Tensor:
+    """A constant tensor from a Python or NumPy value (see ``convert_to_tensor`` for dtypes).
+
+    With ``shape``, a single value fills the shape and any other value is reshaped to it.
+    In graph mode this adds a ``Const`` node holding the value.
+    """
+    if isinstance(value, Tensor):
+        value = value.numpy()
+    array = to_array(value, None if dtype is None else dtypes.as_dtype(dtype))
+    if shape is not None:
+        target = static_shape(shape, "constant")
+        if array.size == 1:
+            array = np.full(target, array.reshape(()), dtype=array.dtype)
+        elif array.size == math.prod(target):
+            array = array.reshape(target)
+        else:
+            raise ShapeError(
+                f"constant: {array.size} values cannot fill shape {fmt(target)} "
+                f"({math.prod(target)} elements)"
+            )
+    return execute("Const", (), {"value": array}, name)[0]
+
+
+@op("Fill", shape=_no_inputs_shape, dtype=attr_dtype_rule)
+def fill_kernel(shape: tuple[int, ...], value: Any, dtype: DType) -> np.ndarray:
+    """A tensor of ``shape`` whose every element is ``value``."""
+    return np.full(shape, value, dtype=dtype.np)
+
+
+def fill(dims: ShapeLike, value: Any, name: str | None = None) -> Tensor:
+    """A tensor of shape ``dims`` filled with ``value`` (its dtype is the value's)."""
+    scalar = to_array(value)
+    if scalar.ndim:
+        raise ShapeError(f"Fill: value must be a scalar, got shape {fmt(scalar.shape)}")
+    attrs = {
+        "shape": check_dims(static_shape(dims, "fill")),
+        "value": scalar.item(),
+        "dtype": dtypes.from_numpy(scalar.dtype),
+    }
+    return execute("Fill", (), attrs, name)[0]
+
+
+def check_dims(shape: tuple[int, ...]) -> tuple[int, ...]:
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"dimensions must be >= 0, got shape {fmt(shape)}")
+    return shape
+
+
+def zeros(shape: ShapeLike, dtype: DType | str = dtypes.float32, name: str | None = None) -> Tensor:
+    """A tensor of ``shape`` filled with zeros."""
+    dt = dtypes.as_dtype(dtype)
+    attrs = {"shape": check_dims(static_shape(shape, "zeros")), "value": 0, "dtype": dt}
+    return execute("Fill", (), attrs, name)[0]
+
+
+def ones(shape: ShapeLike, dtype: DType | str = dtypes.float32, name: str | None = None) -> Tensor:
+    """A tensor of ``shape`` filled with ones."""
+    dt = dtypes.as_dtype(dtype)
+    attrs = {"shape": check_dims(static_shape(shape, "ones")), "value": 1, "dtype": dt}
+    return execute("Fill", (), attrs, name)[0]
+
+
+@op("ZerosLike", shape=same_shape_rule, dtype=same_dtype(ANY))
+def zeros_like_kernel(x: np.ndarray) -> np.ndarray:
+    """Zeros of x's shape and dtype."""
+    return np.zeros_like(x)
+
+
+def zeros_like(x: Any, name: str | None = None) -> Tensor:
+    """Zeros of x's shape and dtype."""
+    return execute("ZerosLike", (convert_to_tensor(x),), NO_ATTRS, name)[0]
+
+
+@op("OnesLike", shape=same_shape_rule, dtype=same_dtype(ANY))
+def ones_like_kernel(x: np.ndarray) -> np.ndarray:
+    """Ones of x's shape and dtype."""
+    return np.ones_like(x)
+
+
+def ones_like(x: Any, name: str | None = None) -> Tensor:
+    """Ones of x's shape and dtype."""
+    return execute("OnesLike", (convert_to_tensor(x),), NO_ATTRS, name)[0]
+
+
+def range_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """The number of steps from start toward limit: max(0, ceil((limit - start) / delta))."""
+    start, limit, delta = attrs["start"], attrs["limit"], attrs["delta"]
+    if delta == 0:
+        raise InvalidArgumentError("range: delta must not be 0")
+    return [(builtins.max(0, math.ceil((limit - start) / delta)),)]
+
+
+@op("Range", shape=range_shape, dtype=attr_dtype_rule)
+def range_kernel(start: Any, limit: Any, delta: Any, dtype: DType) -> np.ndarray:
+    """[start, start + delta, ...] up to but excluding limit."""
+    count = range_shape((), {"start": start, "limit": limit, "delta": delta})[0][0]
+    return (start + delta * np.arange(count)).astype(dtype.np)
+
+
+def range(  # TensorFlow's name; shadows the builtin in this module (see `builtins`)
+    start: Any,
+    limit: Any = None,
+    delta: Any = 1,
+    dtype: DType | str | None = None,
+    name: str | None = None,
+) -> Tensor:
+    """Like Python's ``range`` (``range(5)``, ``range(1, 10, 2)``) but a tensor; floats allowed.
+
+    The dtype defaults to int32 for int arguments and float32 otherwise.
+    """
+    if limit is None:
+        start, limit = 0, start
+    values = [to_array(v).item() for v in (start, limit, delta)]
+    if dtype is None:
+        dtype = dtypes.int32 if all(isinstance(v, int) for v in values) else dtypes.float32
+    attrs = dict(zip(("start", "limit", "delta"), values, strict=True))
+    attrs["dtype"] = dtypes.as_dtype(dtype)
+    return execute("Range", (), attrs, name)[0]
+
+
+@op("Identity", shape=same_shape_rule, dtype=same_dtype(ANY))
+def identity_kernel(x: np.ndarray) -> np.ndarray:
+    """x itself (useful to name a value in a graph, or to give an op a node of its own)."""
+    return x
+
+
+def identity(x: Any, name: str | None = None) -> Tensor:
+    """x itself, as a new op's output."""
+    return execute("Identity", (convert_to_tensor(x),), NO_ATTRS, name)[0]
+
+
+# --- reshaping --------------------------------------------------------------------------------
+def reshape_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """The new shape, with its one ``-1`` (if any) inferred from the number of elements."""
+    old, new = shapes[0], attrs["shape"]
+    if list(new).count(-1) > 1 or any(d < -1 for d in new):
+        raise ShapeError(f"new shape {fmt(new)} may have at most one -1 and no other negatives")
+    known_new = math.prod(d for d in new if d != -1)
+    if any(d is None for d in old):
+        return [tuple(None if d == -1 else d for d in new)]
+    size = math.prod(old)  # type: ignore[arg-type]
+    if -1 in new:
+        if known_new == 0 or size % known_new:
+            raise ShapeError(f"cannot reshape {fmt(old)} ({size} elements) to {fmt(new)}")
+        return [tuple(size // known_new if d == -1 else d for d in new)]
+    if size != known_new:
+        raise ShapeError(
+            f"cannot reshape {fmt(old)} ({size} elements) to {fmt(new)} ({known_new} elements)"
+        )
+    return [tuple(new)]
+
+
+@op("Reshape", shape=reshape_shape, dtype=same_dtype(ANY))
+def reshape_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The same elements in row-major order, in a new shape."""
+    return np.reshape(x, shape)
+
+
+def reshape(x: Any, shape: ShapeLike, name: str | None = None) -> Tensor:
+    """The same elements in a new ``shape``; one dimension may be -1 (inferred)."""
+    attrs = {"shape": static_shape(shape, "reshape")}
+    return execute("Reshape", (convert_to_tensor(x),), attrs, name)[0]
+
+
+def transpose_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """Dimension i of the output is dimension perm[i] of the input."""
+    shape, perm = shapes[0], attrs["perm"]
+    if sorted(perm) != list(builtins.range(len(shape))):
+        raise ShapeError(f"perm {perm} is not a permutation of the axes of shape {fmt(shape)}")
+    return [tuple(shape[p] for p in perm)]
+
+
+@op("Transpose", shape=transpose_shape, dtype=same_dtype(ANY))
+def transpose_kernel(x: np.ndarray, perm: tuple[int, ...]) -> np.ndarray:
+    """The axes of x permuted by ``perm``."""
+    return np.transpose(x, perm)
+
+
+def transpose(x: Any, perm: Sequence[int] | None = None, name: str | None = None) -> Tensor:
+    """Permute the axes of x (by default reverse them: a matrix transpose)."""
+    x = convert_to_tensor(x)
+    perm = tuple(reversed(builtins.range(x.ndim))) if perm is None else tuple(perm)
+    return execute("Transpose", (x,), {"perm": perm}, name)[0]
+
+
+def expand_dims_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """A new axis of size 1 at ``axis``."""
+    shape = shapes[0]
+    axis = normalize_axis(attrs["axis"], len(shape), extra=1)
+    return [(*shape[:axis], 1, *shape[axis:])]
+
+
+@op("ExpandDims", shape=expand_dims_shape, dtype=same_dtype(ANY))
+def expand_dims_kernel(x: np.ndarray, axis: int) -> np.ndarray:
+    """x with a new axis of size 1 at ``axis``."""
+    return np.expand_dims(x, axis)
+
+
+def expand_dims(x: Any, axis: int, name: str | None = None) -> Tensor:
+    """x with a new axis of size 1 inserted at ``axis``."""
+    return execute("ExpandDims", (convert_to_tensor(x),), {"axis": int(axis)}, name)[0]
+
+
+def squeeze_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """Drop the size-1 axes listed in ``axis`` (None: every size-1 axis)."""
+    shape, axis = shapes[0], attrs["axis"]
+    if axis is None:
+        if None in shape:
+            raise ShapeError(f"squeeze of shape {fmt(shape)} with unknown dimensions needs axis=")
+        return [tuple(d for d in shape if d != 1)]
+    axes = {normalize_axis(a, len(shape)) for a in axis}
+    for a in axes:
+        if shape[a] not in (1, None):
+            raise ShapeError(f"cannot squeeze axis {a} of shape {fmt(shape)}: its size is not 1")
+    return [tuple(d for i, d in enumerate(shape) if i not in axes)]
+
+
+@op("Squeeze", shape=squeeze_shape, dtype=same_dtype(ANY))
+def squeeze_kernel(x: np.ndarray, axis: tuple[int, ...] | None) -> np.ndarray:
+    """x without the size-1 axes in ``axis`` (None: all of them)."""
+    return np.squeeze(x, axis=axis)
+
+
+def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = None) -> Tensor:
+    """x without its size-1 axes (only those in ``axis``, when given)."""
+    if axis is not None:
+        axis = (int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis)
+    return execute("Squeeze", (convert_to_tensor(x),), {"axis": axis}, name)[0]
+
+
+def broadcast_to_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """x stretched to ``shape`` by broadcasting; the result must have exactly that shape."""
+    target = attrs["shape"]
+    if broadcast(shapes[0], target) != target:
+        raise ShapeError(f"shape {fmt(shapes[0])} cannot be broadcast to {fmt(target)}")
+    return [target]
+
+
+@op("BroadcastTo", shape=broadcast_to_shape, dtype=same_dtype(ANY))
+def broadcast_to_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """x broadcast to ``shape`` (a read-only view: no copy)."""
+    return np.broadcast_to(x, shape)
+
+
+def broadcast_to(x: Any, shape: ShapeLike, name: str | None = None) -> Tensor:
+    """x stretched to ``shape`` by NumPy's broadcasting rules."""
+    attrs = {"shape": check_dims(static_shape(shape, "broadcast_to"))}
+    return execute("BroadcastTo", (convert_to_tensor(x),), attrs, name)[0]
+
+
+def tile_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """Each dimension multiplied by its entry in ``multiples``."""
+    shape, multiples = shapes[0], attrs["multiples"]
+    if len(multiples) != len(shape) or any(m < 0 for m in multiples):
+        raise ShapeError(
+            f"multiples {multiples} must be {len(shape)} non-negative ints for shape {fmt(shape)}"
+        )
+    return [tuple(None if d is None else d * m for d, m in zip(shape, multiples, strict=True))]
+
+
+@op("Tile", shape=tile_shape, dtype=same_dtype(ANY))
+def tile_kernel(x: np.ndarray, multiples: tuple[int, ...]) -> np.ndarray:
+    """x repeated ``multiples[i]`` times along each axis i."""
+    return np.tile(x, multiples)
+
+
+def tile(x: Any, multiples: Sequence[int], name: str | None = None) -> Tensor:
+    """x repeated ``multiples[i]`` times along axis i."""
+    attrs = {"multiples": static_shape(multiples, "tile")}
+    return execute("Tile", (convert_to_tensor(x),), attrs, name)[0]
+
+
+# --- joining and splitting ---------------------------------------------------------------------
+def concat_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """Shapes equal except along ``axis``, where the sizes add up."""
+    first = shapes[0]
+    axis = normalize_axis(attrs["axis"], len(first))
+    out = list(first)
+    for s in shapes[1:]:
+        if len(s) != len(first):
+            raise ShapeError(f"cannot concat shapes {fmt(first)} and {fmt(s)}: ranks differ")
+        for i, (a, b) in enumerate(zip(out, s, strict=True)):
+            if i == axis:
+                out[i] = None if a is None or b is None else a + b
+            elif a is not None and b is not None and a != b:
+                raise ShapeError(
+                    f"cannot concat shapes {fmt(first)} and {fmt(s)} along axis {axis}: "
+                    f"dimension {i} differs"
+                )
+            elif a is None:
+                out[i] = b
+    return [tuple(out)]
+
+
+@op("ConcatV2", shape=concat_shape, dtype=same_dtype(ANY))
+def concat_kernel(*xs: np.ndarray, axis: int) -> np.ndarray:
+    """The inputs joined end to end along an existing ``axis``."""
+    return np.concatenate(xs, axis=axis)
+
+
+def concat(values: Sequence[Any], axis: int, name: str | None = None) -> Tensor:
+    """Join tensors along an existing ``axis``."""
+    if not values:
+        raise ValueError("concat: needs at least one tensor")
+    return execute("ConcatV2", tuple(convert_operands(*values)), {"axis": int(axis)}, name)[0]
+
+
+def stack_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """N equal shapes become one with a new axis of size N at ``axis``."""
+    first = shapes[0]
+    for s in shapes[1:]:
+        if len(s) != len(first) or any(
+            a is not None and b is not None and a != b for a, b in zip(first, s, strict=True)
+        ):
+            raise ShapeError(f"cannot stack shapes {fmt(first)} and {fmt(s)}: they differ")
+    axis = normalize_axis(attrs["axis"], len(first), extra=1)
+    return [(*first[:axis], len(shapes), *first[axis:])]
+
+
+@op("Pack", shape=stack_shape, dtype=same_dtype(ANY))
+def stack_kernel(*xs: np.ndarray, axis: int) -> np.ndarray:
+    """The inputs (all of one shape) stacked along a new ``axis``."""
+    return np.stack(xs, axis=axis)
+
+
+def stack(values: Sequence[Any], axis: int = 0, name: str | None = None) -> Tensor:
+    """Stack tensors of one shape along a new ``axis``."""
+    if not values:
+        raise ValueError("stack: needs at least one tensor")
+    return execute("Pack", tuple(convert_operands(*values)), {"axis": int(axis)}, name)[0]
+
+
+def split_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """One output per size in ``sizes``, which must add up to the dimension along ``axis``."""
+    shape, sizes = shapes[0], attrs["sizes"]
+    axis = normalize_axis(attrs["axis"], len(shape))
+    if any(s < 0 for s in sizes) or (shape[axis] is not None and sum(sizes) != shape[axis]):
+        raise ShapeError(
+            f"split sizes {sizes} must be >= 0 and add up to {shape[axis]}, "
+            f"the size of axis {axis} of shape {fmt(shape)}"
+        )
+    return [(*shape[:axis], s, *shape[axis + 1 :]) for s in sizes]
+
+
+def split_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    return [dts[0]] * len(attrs["sizes"])
+
+
+@op("SplitV", shape=split_shape, dtype=split_dtype, multi_output=True)
+def split_kernel(x: np.ndarray, sizes: tuple[int, ...], axis: int) -> tuple[np.ndarray, ...]:
+    """x cut along ``axis`` into consecutive pieces of the given ``sizes``."""
+    return tuple(np.split(x, np.cumsum(sizes[:-1]), axis=axis))
+
+
+def split(
+    value: Any, num_or_size_splits: int | Sequence[int], axis: int = 0, name: str | None = None
+) -> list[Tensor]:
+    """Cut ``value`` along ``axis`` into N equal pieces (an int) or pieces of given sizes."""
+    value = convert_to_tensor(value)
+    if isinstance(num_or_size_splits, int):
+        n = num_or_size_splits
+        dim = value.shape[normalize_axis(axis, value.ndim)] if value.ndim else None
+        if n <= 0 or dim is None or dim % n:
+            raise ShapeError(
+                f"SplitV: cannot split axis {axis} of shape {fmt(value.shape)} into {n} equal parts"
+            )
+        sizes = (dim // n,) * n
+    else:
+        sizes = tuple(int(s) for s in num_or_size_splits)
+    return list(execute("SplitV", (value,), {"sizes": sizes, "axis": int(axis)}, name))
+
+
+# --- indexing and selecting -----------------------------------------------------------------------
+def gather_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """params.shape[:axis] + indices.shape + params.shape[axis+1:]."""
+    params, indices = shapes
+    axis = normalize_axis(attrs["axis"], len(params))
+    return [(*params[:axis], *indices, *params[axis + 1 :])]
+
+
+def gather_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    if dts[1] not in INTEGERS:
+        raise DTypeError(f"indices must be int32 or int64, got {dts[1]}")
+    return [dts[0]]
+
+
+@op("GatherV2", shape=gather_shape, dtype=gather_dtype)
+def gather_kernel(params: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
+    """The slices of ``params`` along ``axis`` at ``indices``; an index out of range is an error."""
+    size = params.shape[axis]
+    if indices.size and (indices.min() < 0 or indices.max() >= size):
+        bad = indices[(indices < 0) | (indices >= size)].flat[0]
+        raise OutOfRangeError(f"index {bad} is out of range [0, {size}) for axis {axis}")
+    return np.take(params, indices, axis=axis)
+
+
+def gather(params: Any, indices: Any, axis: int = 0, name: str | None = None) -> Tensor:
+    """Pick slices of ``params`` along ``axis`` at integer ``indices`` (any shape)."""
+    params = convert_to_tensor(params)
+    indices = convert_to_tensor(indices)
+    return execute("GatherV2", (params, indices), {"axis": int(axis)}, name)[0]
+
+
+def one_hot_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """A new axis of size ``depth`` at ``axis`` (default: last)."""
+    shape, depth = shapes[0], attrs["depth"]
+    if depth < 0:
+        raise InvalidArgumentError(f"depth must be >= 0, got {depth}")
+    axis = normalize_axis(attrs["axis"], len(shape), extra=1)
+    return [(*shape[:axis], depth, *shape[axis:])]
+
+
+def one_hot_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    if dts[0] not in INTEGERS:
+        raise DTypeError(f"indices must be int32 or int64, got {dts[0]}")
+    return [attrs["dtype"]]
+
+
+@op("OneHot", shape=one_hot_shape, dtype=one_hot_dtype)
+def one_hot_kernel(
+    indices: np.ndarray, depth: int, on_value: Any, off_value: Any, axis: int, dtype: DType
+) -> np.ndarray:
+    """``on_value`` where the new axis equals the index, ``off_value`` elsewhere (all off if
+    the index is out of range)."""
+    hot = np.expand_dims(indices, -1) == np.arange(depth)
+    out = np.where(hot, on_value, off_value).astype(dtype.np)
+    return np.moveaxis(out, -1, axis)
+
+
+def one_hot(
+    indices: Any,
+    depth: int,
+    on_value: Any = 1,
+    off_value: Any = 0,
+    axis: int = -1,
+    dtype: DType | str = dtypes.float32,
+    name: str | None = None,
+) -> Tensor:
+    """Integer class indices as one-hot vectors of length ``depth`` (along ``axis``)."""
+    attrs = {
+        "depth": int(depth),
+        "on_value": on_value,
+        "off_value": off_value,
+        "axis": int(axis),
+        "dtype": dtypes.as_dtype(dtype),
+    }
+    return execute("OneHot", (convert_to_tensor(indices),), attrs, name)[0]
+
+
+def where_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    if dts[0] is not dtypes.bool_:
+        raise DTypeError(f"condition must be bool, got {dts[0]}")
+    if dts[1] is not dts[2]:
+        raise DTypeError(f"x and y must have the same dtype, got {dts[1]} and {dts[2]}")
+    return [dts[1]]
+
+
+@op("SelectV2", shape=broadcast_rule, dtype=where_dtype)
+def where_kernel(condition: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x where ``condition`` is True, y elsewhere (all three broadcast together)."""
+    return np.where(condition, x, y)
+
+
+def where(condition: Any, x: Any, y: Any, name: str | None = None) -> Tensor:
+    """Elementwise choice: ``x`` where ``condition`` is True, else ``y`` (broadcasting)."""
+    condition = convert_to_tensor(condition)
+    x, y = convert_operands(x, y)
+    return execute("SelectV2", (condition, x, y), NO_ATTRS, name)[0]
+
+
+# --- t[...]: basic indexing --------------------------------------------------------------------
+Index = int | slice | None | type(Ellipsis)
+
+
+def slice_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """The shape NumPy's basic indexing ``x[key]`` gives: ints drop an axis, slices keep it,
+    ``None`` inserts one; unknown dimensions stay unknown."""
+    shape, key = shapes[0], attrs["key"]
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if key.count(Ellipsis) > 1:
+        raise InvalidArgumentError("an index can only have a single ellipsis ('...')")
+    if consumed > len(shape):
+        raise OutOfRangeError(f"too many indices ({consumed}) for shape {fmt(shape)}")
+    if Ellipsis not in key:
+        key = (*key, Ellipsis)
+    out: list[int | None] = []
+    dims = iter(enumerate(shape))
+    for k in key:
+        if k is None:
+            out.append(1)
+        elif k is Ellipsis:
+            for _ in builtins.range(len(shape) - consumed):
+                out.append(next(dims)[1])
+        else:
+            axis, dim = next(dims)
+            if isinstance(k, slice):
+                out.append(None if dim is None else len(builtins.range(*k.indices(dim))))
+            elif dim is not None and not -dim <= k < dim:
+                raise OutOfRangeError(f"index {k} is out of range for axis {axis} of size {dim}")
+    return [tuple(out)]
+
+
+@op("StridedSlice", shape=slice_shape, dtype=same_dtype(ANY))
+def slice_kernel(x: np.ndarray, key: tuple[Index, ...]) -> np.ndarray:
+    """x[key] for a basic index (ints, slices, ``None`` and ``...``): usually a view."""
+    return x[key]
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    """``x[key]``: basic indexing is one ``StridedSlice`` op; an integer list, array or tensor
+    picks along the first axis with ``gather``."""
+    if isinstance(key, list | np.ndarray) or (isinstance(key, Tensor) and key.ndim):
+        return gather(x, key)
+    items = key if isinstance(key, tuple) else (key,)
+    return execute("StridedSlice", (x,), {"key": tuple(_index(k) for k in items)})[0]
+
+
+def _index(k: Any) -> Index:
+    if k is None or k is Ellipsis:
+        return k
+    if isinstance(k, slice):
+        return slice(*(None if v is None else operator.index(v) for v in (k.start, k.stop, k.step)))
+    if isinstance(k, bool | np.bool_):
+        raise TypeError("indexing with a bool is not supported; use where() or gather()")
+    try:
+        return operator.index(k)
+    except TypeError:
+        raise TypeError(
+            f"a tensor index must be an int, slice, None, ... or an int list, got {k!r:.40}"
+        ) from None

@@ -1,0 +1,61 @@
+"""The errors eagerflow raises for bad input.
+
+Each is also a subclass of the built-in exception a Python user would expect
+(``ShapeError`` is a ``ValueError``, ``DTypeError`` a ``TypeError``), so ``except
+ValueError`` keeps working. Shape and dtype rules raise them with a short reason; the
+execution seam then adds the op's name and its inputs' dtypes and shapes (see ``at_op``),
+so every message reads like ``MatMul(float32[2,3], float32[4,5]): inner dimensions ...``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Self
+
+
+class EagerflowError(Exception):
+    """Base class of eagerflow's errors. ``op`` is the op's name once the seam knows it."""
+
+    op: str | None = None
+
+    def at_op(self, op: str, inputs: Sequence[Any]) -> Self:
+        """Prefix the message with ``op`` and its inputs (only once, at the innermost op)."""
+        if self.op is None:
+            self.op = op
+            described = ", ".join(describe(t) for t in inputs)
+            self.args = (f"{op}({described}): {self.args[0] if self.args else ''}",)
+        return self
+
+
+class ShapeError(EagerflowError, ValueError):
+    """Shapes that do not fit: broadcasting, matmul, reshape, concat, ragged lists, ..."""
+
+
+class AxisError(EagerflowError, ValueError):
+    """An axis out of range for a tensor's rank."""
+
+
+class DTypeError(EagerflowError, TypeError):
+    """A dtype an op does not accept, two dtypes that differ, or a value with no dtype."""
+
+
+class OutOfRangeError(EagerflowError, IndexError):
+    """An index past the end of an axis."""
+
+
+class InvalidArgumentError(EagerflowError, ValueError):
+    """Any other bad argument (a negative depth, a zero integer divisor, ...)."""
+
+
+class UnknownOpError(EagerflowError, LookupError):
+    """An op name with no registered definition."""
+
+
+def describe(t: Any) -> str:
+    """``float32[2,3]`` for a tensor (``?`` for an unknown dimension), ``repr`` otherwise."""
+    shape = getattr(t, "shape", None)
+    dtype = getattr(t, "dtype", None)
+    if dtype is None or shape is None:
+        return repr(t)
+    dims = ",".join("?" if d is None else str(d) for d in shape)
+    return f"{dtype}[{dims}]"

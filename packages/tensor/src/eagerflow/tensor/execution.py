@@ -1,0 +1,159 @@
+"""The execution seam: the one function every public op calls, and what decides its meaning.
+
+``execute(op_name, inputs, attrs)`` does two things:
+
+1. with no context installed (eager mode) it runs the op's NumPy kernel now and returns
+   eager tensors. The graph package installs a *context* of its own, whose ``run_op`` adds
+   a node to a graph and returns symbolic tensors instead;
+2. it tells every registered *recorder* what happened (op, inputs, attrs, outputs). The
+   autodiff package's GradientTape is such a recorder.
+
+This package knows neither tapes nor graphs: only these two small interfaces. That is the
+whole trick behind TensorFlow's ``gen_math_ops._mat_mul``: ``if in graph mode: add a node,
+else: execute now; then record the gradient``.
+
+The current context and the recorders are process-wide (not per thread): eagerflow is a
+single-threaded teaching framework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Protocol
+
+from eagerflow.tensor.errors import EagerflowError, InvalidArgumentError, UnknownOpError
+from eagerflow.tensor.registry import OPS, Attrs, OpDef
+from eagerflow.tensor.tensor import Tensor
+
+NO_ATTRS: Attrs = {}  # shared by every op without attributes; never mutated
+
+
+class Context(Protocol):
+    """How ops run: eagerly, or by building a graph (see ``eagerflow.graph``)."""
+
+    def run_op(
+        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
+    ) -> tuple[Tensor, ...]: ...
+
+
+class Recorder(Protocol):
+    """Something told about every op after it ran (a GradientTape, a tracer, a profiler)."""
+
+    def record(
+        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, outputs: tuple[Tensor, ...]
+    ) -> None: ...
+
+
+def explain_failure(
+    op: OpDef, inputs: Sequence[Tensor], attrs: Attrs, error: Exception
+) -> EagerflowError:
+    """Turn a NumPy error into ours: the op's shape rule says what is wrong with the shapes.
+
+    Runs only after a kernel failed, so eager execution never pays for the shape rule.
+    """
+    if any(getattr(t, "_value", None) is None for t in inputs):
+        return InvalidArgumentError(
+            "a symbolic (graph) tensor cannot be used in eager mode; run it with a Session, "
+            "or build this op inside the graph's `as_default()` block"
+        ).at_op(op.name, inputs)
+    try:
+        op.shape_rule([t.shape for t in inputs], attrs)
+    except EagerflowError as e:
+        return e.at_op(op.name, inputs)
+    detail = f"{type(error).__name__}: {error}"
+    return InvalidArgumentError(f"the kernel failed with {detail}").at_op(op.name, inputs)
+
+
+_context: Context | None = None  # None: eager execution
+_recorders: tuple[Recorder, ...] = ()  # replaced, never mutated, so loops need no copy
+
+
+def execute(
+    op_name: str, inputs: tuple[Tensor, ...], attrs: Attrs = NO_ATTRS, name: str | None = None
+) -> tuple[Tensor, ...]:
+    """Run op ``op_name`` on ``inputs`` in the current context and notify the recorders.
+
+    The one entry point of every public op. Returns the op's outputs as a tuple.
+    """
+    try:
+        op = OPS[op_name]
+    except KeyError:
+        raise UnknownOpError(f"no op named {op_name!r} is registered") from None
+
+    if _context is not None:  # e.g. a graph is being built: the context decides
+        outputs = _context.run_op(op, inputs, attrs, name)
+    else:  # eager mode: run the kernel now; `name` is ignored, as in TensorFlow
+        # Inline, with a path of its own for binary ops without attributes: this is the
+        # hottest code in the framework, and in Python 3.11 building an argument tuple or
+        # passing an empty **attrs costs a good part of a small NumPy add.
+        try:
+            if attrs:
+                out_dtypes = op.dtype_rule(tuple(t._dtype for t in inputs), attrs)
+                result = op.kernel(*(t._value for t in inputs), **attrs)
+            elif len(inputs) == 2:
+                x, y = inputs
+                out_dtypes = op.dtype_rule((x._dtype, y._dtype), attrs)
+                result = op.kernel(x._value, y._value)
+            else:
+                out_dtypes = op.dtype_rule(tuple(t._dtype for t in inputs), attrs)
+                result = op.kernel(*(t._value for t in inputs))
+        except EagerflowError as e:
+            raise e.at_op(op.name, inputs) from None
+        except Exception as e:
+            raise explain_failure(op, inputs, attrs, e) from e
+        if op.multi_output:
+            outputs = tuple(map(Tensor, result, out_dtypes))
+        else:
+            outputs = (Tensor(result, out_dtypes[0]),)
+
+    for recorder in _recorders:
+        recorder.record(op, inputs, attrs, outputs)
+    return outputs
+
+
+# --- the small public interface upper layers plug into ------------------------------------
+def current_context() -> Context | None:
+    """The context ops run in now; None means eager execution."""
+    return _context
+
+
+def executing_eagerly() -> bool:
+    """True when ops run at once (no graph is being built)."""
+    return _context is None
+
+
+@contextmanager
+def context(ctx: Context | None) -> Iterator[Context | None]:
+    """Make ``ctx`` the current context inside the ``with`` block (None: eager; they nest)."""
+    global _context
+    outer, _context = _context, ctx
+    try:
+        yield ctx
+    finally:
+        _context = outer
+
+
+def add_recorder(recorder: Recorder) -> None:
+    """Tell ``recorder`` about every op from now on (until ``remove_recorder``)."""
+    global _recorders
+    _recorders = (*_recorders, recorder)
+
+
+def remove_recorder(recorder: Recorder) -> None:
+    global _recorders
+    _recorders = tuple(r for r in _recorders if r is not recorder)
+
+
+def active_recorders() -> tuple[Recorder, ...]:
+    return _recorders
+
+
+@contextmanager
+def recording(recorder: Recorder) -> Iterator[Recorder]:
+    """``add_recorder`` for the duration of a ``with`` block."""
+    add_recorder(recorder)
+    try:
+        yield recorder
+    finally:
+        remove_recorder(recorder)

@@ -1,0 +1,93 @@
+"""The op registry: every op is defined exactly once, here, as one ``OpDef`` row.
+
+A row holds what every interpretation of the op needs, and nothing about *how* the op is
+run:
+
+- ``kernel``: the NumPy function that computes it (``kernel(*arrays, **attrs)``);
+- ``shape_rule``: input shapes to output shapes, without computing anything. A dimension
+  may be ``None`` (unknown); bad shapes raise ``ShapeError``/``AxisError`` here;
+- ``dtype_rule``: input dtypes to output dtypes; bad dtypes raise ``DTypeError`` here.
+
+The eager context calls the kernel; the graph package calls the two rules to build a
+symbolic tensor and later the kernel inside a Session; the autodiff package looks gradient
+rules up by the same ``name``. Ops are registered with the ``op`` decorator on their kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eagerflow.tensor.dtypes import DType
+from eagerflow.tensor.errors import UnknownOpError
+
+Shape = tuple[int | None, ...]
+Attrs = Mapping[str, Any]
+Kernel = Callable[..., Any]
+ShapeRule = Callable[[Sequence[Shape], Attrs], Sequence[Shape]]
+DTypeRule = Callable[[Sequence[DType], Attrs], Sequence[DType]]
+
+
+@dataclass(frozen=True, slots=True)
+class OpDef:
+    """One op: its TensorFlow name, NumPy kernel and static shape and dtype rules."""
+
+    name: str
+    kernel: Kernel
+    shape_rule: ShapeRule
+    dtype_rule: DTypeRule
+    doc: str
+    multi_output: bool = False  # the kernel returns a tuple of arrays, not one array
+    stateful: bool = False  # random or state-reading: never constant-folded or merged
+
+    def __repr__(self) -> str:
+        return f"<OpDef {self.name}>"
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def register_op(
+    name: str,
+    kernel: Kernel,
+    *,
+    shape: ShapeRule,
+    dtype: DTypeRule,
+    doc: str | None = None,
+    multi_output: bool = False,
+    stateful: bool = False,
+) -> OpDef:
+    """Add op ``name`` to the registry. ``doc`` defaults to the kernel's docstring."""
+    if name in OPS:
+        raise ValueError(f"op {name!r} is already registered")
+    text = (kernel.__doc__ or "").strip() if doc is None else doc
+    OPS[name] = OpDef(name, kernel, shape, dtype, text, multi_output, stateful)
+    return OPS[name]
+
+
+def op(
+    name: str,
+    *,
+    shape: ShapeRule,
+    dtype: DTypeRule,
+    multi_output: bool = False,
+    stateful: bool = False,
+) -> Callable[[Kernel], Kernel]:
+    """Decorator form of ``register_op``: the decorated NumPy function is the kernel."""
+
+    def register(kernel: Kernel) -> Kernel:
+        register_op(
+            name, kernel, shape=shape, dtype=dtype, multi_output=multi_output, stateful=stateful
+        )
+        return kernel
+
+    return register
+
+
+def get_op(name: str) -> OpDef:
+    """The definition of op ``name``; ``UnknownOpError`` if there is none."""
+    try:
+        return OPS[name]
+    except KeyError:
+        raise UnknownOpError(f"no op named {name!r} is registered") from None

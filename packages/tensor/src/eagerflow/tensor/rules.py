@@ -1,0 +1,110 @@
+"""Shape and dtype rules shared by many ops.
+
+A shape is a tuple whose entries are ints or ``None`` (a dimension not known until a graph
+runs). Rules never look at values, only at shapes, dtypes and attributes, so the graph
+package can call them while building a graph. They raise with a short reason; the seam adds
+the op's name and its inputs (``EagerflowError.at_op``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from eagerflow.tensor.dtypes import DType
+from eagerflow.tensor.errors import AxisError, DTypeError, ShapeError
+from eagerflow.tensor.registry import Attrs, DTypeRule, Shape
+
+
+def fmt(shape: Shape) -> str:
+    """``(2, ?)`` for a shape with an unknown dimension."""
+    inner = ", ".join("?" if d is None else str(d) for d in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+# --- shapes ---------------------------------------------------------------------------------
+def broadcast(*shapes: Shape) -> Shape:
+    """NumPy broadcasting: align on the right; a dimension of 1 stretches to the other size.
+
+    Unknown dimensions (None) stay unknown unless the other side settles them.
+    """
+    rank = max(len(s) for s in shapes)
+    out: list[int | None] = []
+    for i in range(-rank, 0):
+        dims = {s[i] for s in shapes if len(s) >= -i} - {1}
+        known = dims - {None}
+        if len(known) > 1:
+            raise ShapeError(
+                "shapes " + " and ".join(fmt(s) for s in shapes) + " cannot be broadcast together"
+            )
+        out.append(known.pop() if known else (None if None in dims else 1))
+    return tuple(out)
+
+
+def broadcast_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """Elementwise ops with broadcasting: one output of the broadcast shape."""
+    return [broadcast(*shapes)]
+
+
+def same_shape_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """Elementwise unary ops: the output has the input's shape."""
+    return [shapes[0]]
+
+
+def normalize_axis(axis: int, rank: int, *, extra: int = 0) -> int:
+    """``axis`` in ``[-rank-extra, rank+extra)`` made non-negative; ``AxisError`` otherwise.
+
+    ``extra=1`` is for ops that insert a new axis (``expand_dims``, ``stack``).
+    """
+    size = rank + extra
+    if not -size <= axis < size:
+        raise AxisError(f"axis {axis} is out of range for rank {rank} (valid: {-size}..{size - 1})")
+    return axis % size if size else 0
+
+
+def reduce_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """Reductions: drop (or keep as 1, with ``keepdims``) every axis in ``attrs['axis']``."""
+    shape = shapes[0]
+    axes = reduced_axes(attrs["axis"], len(shape))
+    if attrs["keepdims"]:
+        return [tuple(1 if i in axes else d for i, d in enumerate(shape))]
+    return [tuple(d for i, d in enumerate(shape) if i not in axes)]
+
+
+def reduced_axes(axis: int | Sequence[int] | None, rank: int) -> set[int]:
+    """The non-negative axes a reduction over ``axis`` (None: all) removes."""
+    if axis is None:
+        return set(range(rank))
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    normalized = [normalize_axis(a, rank) for a in axes]
+    if len(set(normalized)) != len(normalized):
+        raise AxisError(f"axis {tuple(axes)} names the same axis twice")
+    return set(normalized)
+
+
+# --- dtypes ---------------------------------------------------------------------------------
+def names(allowed: frozenset[DType]) -> str:
+    return ", ".join(sorted(d.name for d in allowed))
+
+
+def same_dtype(allowed: frozenset[DType], result: DType | None = None) -> DTypeRule:
+    """Rule: every input has one dtype, from ``allowed``; the output has it too (or ``result``)."""
+
+    def rule(dts: Sequence[DType], attrs: Attrs) -> Sequence[DType]:
+        first = dts[0]
+        if dts.count(first) != len(dts):
+            raise DTypeError(
+                "inputs must have the same dtype, got "
+                + " and ".join(x.name for x in dts)
+                + "; use cast() to convert one of them"
+            )
+        if first not in allowed:
+            raise DTypeError(f"dtype {first} is not supported (supported: {names(allowed)})")
+        return (first,) if result is None else (result,)
+
+    rule.__qualname__ = f"same_dtype({names(allowed)})"
+    return rule
+
+
+def attr_dtype_rule(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    """Ops whose output dtype is their ``dtype`` attribute (fill, range, random, ...)."""
+    return [attrs["dtype"]]

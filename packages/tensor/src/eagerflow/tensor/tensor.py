@@ -1,0 +1,321 @@
+"""``Tensor``: an immutable value wrapping a NumPy array, and conversion to tensors.
+
+A tensor never changes after it is made: ops return new tensors, and the array inside is
+never handed out writable (``numpy()`` copies, ``__array__`` gives a read-only view).
+
+Every operator (``+``, ``@``, ``<``, ``[]``, ...) is one line calling the public op of the
+same meaning, so ``a @ b`` and ``matmul(a, b)`` take exactly the same path through the
+execution seam, in eager and in graph mode alike.
+
+About ``==``: as in NumPy, PyTorch and TensorFlow 2, ``a == b`` is elementwise and returns a
+bool tensor (``equal(a, b)``). Unlike TensorFlow 2, tensors stay hashable, by identity, as in
+PyTorch: graph code keys dictionaries by tensors (``feed_dict={x: ...}``). So ``t in a_set``
+asks "is this the same tensor object", never "an equal value".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from eagerflow.tensor import dtypes
+from eagerflow.tensor.dtypes import DType
+from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError, describe
+
+_INT32 = np.iinfo(np.int32)
+
+
+class Tensor:
+    """An n-dimensional array of one dtype. Eager tensors hold their value.
+
+    The graph package subclasses it for symbolic tensors, which have a static shape and
+    dtype but no value until a Session runs them.
+    """
+
+    __slots__ = ("_dtype", "_value")
+    __array_priority__ = 100  # `ndarray + tensor` calls Tensor.__radd__, not NumPy's add
+    __hash__ = object.__hash__  # by identity (see the module docstring)
+
+    _value: Any  # np.ndarray, or a NumPy scalar for 0-d results of NumPy ufuncs
+    _dtype: DType
+
+    def __init__(self, value: np.ndarray | np.generic, dtype: DType) -> None:
+        """Wrap ``value`` (already of ``dtype``, never shared with user code) as a tensor.
+
+        Users make tensors with ``constant``/``convert_to_tensor``; this is for kernels' output.
+        """
+        self._value = value
+        self._dtype = dtype
+
+    # --- what a tensor is -------------------------------------------------------------
+    @property
+    def dtype(self) -> DType:
+        return self._dtype
+
+    @property
+    def shape(self) -> tuple[int | None, ...]:
+        return self._value.shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def numpy(self) -> Any:
+        """A copy of the value as a NumPy array (a NumPy scalar for a 0-d tensor)."""
+        v = self._value
+        return v.copy() if v.ndim else v[()]
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        view = np.asarray(self._value, dtype=dtype)
+        if copy:
+            return view.copy()
+        if view is self._value or view.base is not None:
+            view = view.view()
+            view.flags.writeable = False  # the tensor's own memory stays immutable
+        return view
+
+    def __repr__(self) -> str:
+        body = str(self._value)
+        if "\n" in body:
+            body = "\n" + body
+        return f"Tensor({body}, shape={self.shape}, dtype={self._dtype.name})"
+
+    # --- Python protocols on one-element and first-axis views ---------------------------
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError(f"len() of a 0-d tensor ({describe(self)}) is undefined")
+        return self.shape[0]  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[Tensor]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def _item(self, what: str) -> Any:
+        value = self._value
+        if value.size != 1:
+            raise ShapeError(
+                f"{what}() needs a tensor with exactly one element, got {describe(self)} "
+                f"({value.size} elements); reduce it first (reduce_sum, reduce_max, ...)"
+            )
+        return value.reshape(()).item()
+
+    def __bool__(self) -> bool:
+        return bool(self._item("bool"))
+
+    def __int__(self) -> int:
+        return int(self._item("int"))
+
+    def __float__(self) -> float:
+        return float(self._item("float"))
+
+    def __index__(self) -> int:
+        if not self._dtype.is_integer:
+            raise TypeError(f"only integer tensors can be used as an index, got {describe(self)}")
+        return int(self._item("index"))
+
+    def __getitem__(self, key: Any) -> Tensor:
+        return array_ops.getitem(self, key)
+
+    # --- operators: each is the public op of the same meaning ---------------------------
+    def __add__(self, other: Any) -> Tensor:
+        return math_ops.add(self, other)
+
+    def __radd__(self, other: Any) -> Tensor:
+        return math_ops.add(other, self)
+
+    def __sub__(self, other: Any) -> Tensor:
+        return math_ops.subtract(self, other)
+
+    def __rsub__(self, other: Any) -> Tensor:
+        return math_ops.subtract(other, self)
+
+    def __mul__(self, other: Any) -> Tensor:
+        return math_ops.multiply(self, other)
+
+    def __rmul__(self, other: Any) -> Tensor:
+        return math_ops.multiply(other, self)
+
+    def __truediv__(self, other: Any) -> Tensor:
+        return math_ops.divide(self, other)
+
+    def __rtruediv__(self, other: Any) -> Tensor:
+        return math_ops.divide(other, self)
+
+    def __floordiv__(self, other: Any) -> Tensor:
+        return math_ops.floordiv(self, other)
+
+    def __rfloordiv__(self, other: Any) -> Tensor:
+        return math_ops.floordiv(other, self)
+
+    def __mod__(self, other: Any) -> Tensor:
+        return math_ops.floormod(self, other)
+
+    def __rmod__(self, other: Any) -> Tensor:
+        return math_ops.floormod(other, self)
+
+    def __pow__(self, other: Any) -> Tensor:
+        return math_ops.pow(self, other)
+
+    def __rpow__(self, other: Any) -> Tensor:
+        return math_ops.pow(other, self)
+
+    def __matmul__(self, other: Any) -> Tensor:
+        return math_ops.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Tensor:
+        return math_ops.matmul(other, self)
+
+    def __neg__(self) -> Tensor:
+        return math_ops.negative(self)
+
+    def __pos__(self) -> Tensor:
+        return self
+
+    def __abs__(self) -> Tensor:
+        return math_ops.abs(self)
+
+    def __invert__(self) -> Tensor:
+        return math_ops.logical_not(self)
+
+    def __and__(self, other: Any) -> Tensor:
+        return math_ops.logical_and(self, other)
+
+    def __rand__(self, other: Any) -> Tensor:
+        return math_ops.logical_and(other, self)
+
+    def __or__(self, other: Any) -> Tensor:
+        return math_ops.logical_or(self, other)
+
+    def __ror__(self, other: Any) -> Tensor:
+        return math_ops.logical_or(other, self)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return math_ops.less(self, other)
+
+    def __le__(self, other: Any) -> Tensor:
+        return math_ops.less_equal(self, other)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return math_ops.greater(self, other)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return math_ops.greater_equal(self, other)
+
+    def __eq__(self, other: object) -> Any:
+        try:
+            return math_ops.equal(self, other)
+        except DTypeError:
+            return NotImplemented  # e.g. `t == None`: Python falls back to identity
+
+    def __ne__(self, other: object) -> Any:
+        try:
+            return math_ops.not_equal(self, other)
+        except DTypeError:
+            return NotImplemented
+
+
+# --- conversion ---------------------------------------------------------------------------
+def convert_to_tensor(value: Any, dtype: DType | str | None = None) -> Tensor:
+    """``value`` as a tensor: tensors pass through, anything else becomes an eager tensor.
+
+    Python floats become float32, ints int32 (int64 if too large), bools bool; NumPy arrays
+    keep their dtype; nested lists must be rectangular. With ``dtype``, Python and NumPy
+    values convert to it when no information is lost by kind: an int may become a float, but
+    a float never becomes an int and nothing becomes or stops being bool. A tensor of another
+    dtype raises ``DTypeError`` (use ``cast``). Objects that define ``__eagerflow_tensor__``
+    (like ``Variable``) convert themselves.
+    """
+    target = None if dtype is None else dtypes.as_dtype(dtype)
+    if isinstance(value, Tensor):
+        if target is not None and value._dtype is not target:
+            raise DTypeError(
+                f"convert_to_tensor: requested dtype {target} for a tensor of dtype "
+                f"{value._dtype}; use cast() to change a tensor's dtype"
+            )
+        return value
+    convert = getattr(type(value), "__eagerflow_tensor__", None)
+    if convert is not None:
+        return convert(value, target)  # type: ignore[no-any-return]
+    array = to_array(value, target)
+    return Tensor(array, dtypes.from_numpy(array.dtype))  # type: ignore[arg-type]
+
+
+def convert_operands(*values: Any) -> list[Tensor]:
+    """Convert an op's tensor arguments; non-tensors take the first tensor's dtype.
+
+    This is TensorFlow's rule for ``x * 2``: a Python scalar takes the tensor's dtype.
+    Two tensors of different dtypes are left alone: the op's dtype rule rejects them.
+    """
+    hint = None
+    for v in values:
+        hint = getattr(v, "dtype", None)
+        if isinstance(hint, DType):
+            break
+    else:
+        hint = None
+    return [convert_to_tensor(v, hint) for v in values]
+
+
+def to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
+    """A fresh NumPy array for a Python or NumPy value, following ``convert_to_tensor``'s rules."""
+    if isinstance(value, str | bytes):
+        raise DTypeError(f"convert_to_tensor: strings are not tensors, got {value!r:.60}")
+    from_numpy = isinstance(value, np.ndarray | np.generic)
+    try:
+        array = np.asarray(value)
+    except ValueError as e:
+        raise ShapeError(
+            f"convert_to_tensor: nested lists must be rectangular, got a ragged one "
+            f"({value!r:.60}): {e}"
+        ) from None
+    natural = _natural_dtype(array, value, from_numpy)
+    target = natural if dtype is None else dtype
+    if target is not natural:
+        _check_lossless(array, natural, target, value)
+    return np.array(array, dtype=target.np, copy=True)
+
+
+def _natural_dtype(array: np.ndarray, value: Any, from_numpy: bool) -> DType:
+    kind = array.dtype.kind
+    if kind not in "fib":
+        what = "strings" if kind in "US" else f"{type(value).__name__} values ({array.dtype})"
+        raise DTypeError(f"convert_to_tensor: {what} cannot be a tensor: {value!r:.60}")
+    if from_numpy:
+        found = dtypes.from_numpy(array.dtype)
+        if found is None:
+            raise DTypeError(
+                f"convert_to_tensor: NumPy dtype {array.dtype} has no eagerflow dtype; "
+                f"cast the array to one of {', '.join(d.name for d in dtypes.ALL)} first"
+            )
+        return found
+    if kind == "f":
+        return dtypes.float32
+    if kind == "b":
+        return dtypes.bool_
+    if array.size and (array.min() < _INT32.min or array.max() > _INT32.max):
+        return dtypes.int64
+    return dtypes.int32
+
+
+def _check_lossless(array: np.ndarray, natural: DType, target: DType, value: Any) -> None:
+    ok = natural.kind == target.kind or (natural.kind == "i" and target.kind == "f")
+    if ok and target.is_integer and array.size:
+        info = np.iinfo(target.np)
+        ok = info.min <= array.min() and array.max() <= info.max
+    if not ok:
+        raise DTypeError(
+            f"convert_to_tensor: cannot convert {value!r:.60} ({natural}) to dtype {target} "
+            "without losing information; use cast() to convert explicitly"
+        )
+
+
+def is_tensor(value: Any) -> bool:
+    return isinstance(value, Tensor)
+
+
+__all__ = ["EagerflowError", "Tensor", "convert_operands", "convert_to_tensor", "is_tensor"]
+
+# The ops import Tensor, so they are imported after it is defined.
+from eagerflow.tensor import array_ops, math_ops  # noqa: E402
