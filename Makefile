@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+export NO_MKDOCS_2_WARNING := 1
 PACKAGES := packages/tensor packages/autodiff packages/graph packages/nn
 
 .PHONY: setup serve test lint bench clean

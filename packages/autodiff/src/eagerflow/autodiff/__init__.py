@@ -1,1 +1,42 @@
-"""eagerflow.autodiff: not written yet (see the project's issue for this package)."""
+"""eagerflow.autodiff: Variables, GradientTape, one gradient registry, a gradient checker.
+
+Read it in this order:
+
+1. ``variables.py``  ``Variable``: state read and written through ops on the seam;
+2. ``registry.py``   one gradient rule per op name (``register_gradient``);
+3. ``tape.py``       ``GradientTape``: a recorder on the seam, and backpropagation;
+4. ``math_grad.py``, ``array_grad.py``: the rules, written with public ops only;
+5. ``custom.py``     ``custom_gradient``; ``checker.py``: ``check_gradients``.
+"""
+
+# Importing the rule modules registers the rules.
+from eagerflow.autodiff import array_grad, math_grad  # noqa: F401
+from eagerflow.autodiff.checker import GradientCheckError, check_gradients
+from eagerflow.autodiff.custom import custom_gradient
+from eagerflow.autodiff.registry import (
+    GRADIENTS,
+    OpRecord,
+    get_gradient,
+    not_differentiable,
+    register_gradient,
+)
+from eagerflow.autodiff.tape import GradientTape
+from eagerflow.autodiff.variables import Variable
+from eagerflow.tensor import stop_gradient
+
+not_differentiable("ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
+                   "AssignSubVariableOp")  # fmt: skip
+
+__all__ = [
+    "GRADIENTS",
+    "GradientCheckError",
+    "GradientTape",
+    "OpRecord",
+    "Variable",
+    "check_gradients",
+    "custom_gradient",
+    "get_gradient",
+    "not_differentiable",
+    "register_gradient",
+    "stop_gradient",
+]

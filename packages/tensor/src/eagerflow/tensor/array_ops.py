@@ -205,6 +205,17 @@ def identity(x: Any, name: str | None = None) -> Tensor:
     return execute("Identity", (convert_to_tensor(x),), NO_ATTRS, name)[0]
 
 
+@op("StopGradient", shape=same_shape_rule, dtype=same_dtype(ANY))
+def stop_gradient_kernel(x: np.ndarray) -> np.ndarray:
+    """x itself; gradients do not flow back through it (the autodiff package says so)."""
+    return x
+
+
+def stop_gradient(x: Any, name: str | None = None) -> Tensor:
+    """x, treated as a constant by every gradient computation."""
+    return execute("StopGradient", (convert_to_tensor(x),), NO_ATTRS, name)[0]
+
+
 # --- reshaping --------------------------------------------------------------------------------
 def reshape_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """The new shape, with its one ``-1`` (if any) inferred from the number of elements."""
@@ -337,6 +348,7 @@ def tile_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 @op("Tile", shape=tile_shape, dtype=same_dtype(ANY))
 def tile_kernel(x: np.ndarray, multiples: tuple[int, ...]) -> np.ndarray:
     """x repeated ``multiples[i]`` times along each axis i."""
+    tile_shape([x.shape], {"multiples": multiples})  # NumPy would pad short multiples
     return np.tile(x, multiples)
 
 
@@ -425,6 +437,7 @@ def split_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
 @op("SplitV", shape=split_shape, dtype=split_dtype, multi_output=True)
 def split_kernel(x: np.ndarray, sizes: tuple[int, ...], axis: int) -> tuple[np.ndarray, ...]:
     """x cut along ``axis`` into consecutive pieces of the given ``sizes``."""
+    split_shape([x.shape], {"sizes": sizes, "axis": axis})  # NumPy would add a last piece
     return tuple(np.split(x, np.cumsum(sizes[:-1]), axis=axis))
 
 
@@ -475,6 +488,44 @@ def gather(params: Any, indices: Any, axis: int = 0, name: str | None = None) ->
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
     return execute("GatherV2", (params, indices), {"axis": int(axis)}, name)[0]
+
+
+def segment_sum_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """data.shape with its leading ``segment_ids.shape`` replaced by ``num_segments``."""
+    data, ids = shapes
+    lead = len(ids)
+    if len(data) < lead or any(
+        a is not None and b is not None and a != b for a, b in zip(data, ids, strict=False)
+    ):
+        raise ShapeError(f"segment_ids shape {fmt(ids)} must be a prefix of data shape {fmt(data)}")
+    return [(attrs["num_segments"], *data[lead:])]
+
+
+def segment_sum_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    if dts[1] not in INTEGERS:
+        raise DTypeError(f"segment_ids must be int32 or int64, got {dts[1]}")
+    if dts[0] not in dtypes.NUMBERS:
+        raise DTypeError(f"data must be a number dtype, got {dts[0]}")
+    return [dts[0]]
+
+
+@op("UnsortedSegmentSum", shape=segment_sum_shape, dtype=segment_sum_dtype)
+def segment_sum_kernel(data: np.ndarray, segment_ids: np.ndarray, num_segments: int) -> np.ndarray:
+    """out[s] = Σ data[i] over every i with segment_ids[i] == s (the adjoint of gather)."""
+    segment_sum_shape([data.shape, segment_ids.shape], {"num_segments": num_segments})
+    if segment_ids.size and (segment_ids.min() < 0 or segment_ids.max() >= num_segments):
+        raise OutOfRangeError(f"segment ids must be in [0, {num_segments})")
+    out = np.zeros((num_segments, *data.shape[segment_ids.ndim :]), dtype=data.dtype)
+    np.add.at(out, segment_ids, data)
+    return out
+
+
+def unsorted_segment_sum(
+    data: Any, segment_ids: Any, num_segments: int, name: str | None = None
+) -> Tensor:
+    """Add up the slices of ``data`` that share a segment id (ids in [0, num_segments))."""
+    inputs = (convert_to_tensor(data), convert_to_tensor(segment_ids))
+    return execute("UnsortedSegmentSum", inputs, {"num_segments": int(num_segments)}, name)[0]
 
 
 def one_hot_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
@@ -580,6 +631,33 @@ def slice_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 def slice_kernel(x: np.ndarray, key: tuple[Index, ...]) -> np.ndarray:
     """x[key] for a basic index (ints, slices, ``None`` and ``...``): usually a view."""
     return x[key]
+
+
+def slice_grad_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """The sliced tensor's original ``shape``; dy must have the shape of ``x[key]``."""
+    expected = slice_shape([attrs["shape"]], attrs)[0]
+    dy = shapes[0]
+    if len(dy) != len(expected) or any(
+        a is not None and b is not None and a != b for a, b in zip(dy, expected, strict=True)
+    ):
+        raise ShapeError(f"dy has shape {fmt(dy)}, but x[key] has shape {fmt(expected)}")
+    return [attrs["shape"]]
+
+
+@op("StridedSliceGrad", shape=slice_grad_shape, dtype=same_dtype(ANY))
+def slice_grad_kernel(dy: np.ndarray, shape: tuple[int, ...], key: tuple[Index, ...]) -> np.ndarray:
+    """Zeros of ``shape`` with ``dy`` written at ``[key]``: the adjoint of ``x[key]``."""
+    out = np.zeros(shape, dtype=dy.dtype)
+    out[key] = dy
+    return out
+
+
+def strided_slice_grad(
+    dy: Any, shape: Sequence[int], key: tuple[Index, ...], name: str | None = None
+) -> Tensor:
+    """Scatter ``dy`` into zeros of ``shape`` at the basic index ``key`` (gradient of t[key])."""
+    attrs = {"shape": tuple(shape), "key": key}
+    return execute("StridedSliceGrad", (convert_to_tensor(dy),), attrs, name)[0]
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:

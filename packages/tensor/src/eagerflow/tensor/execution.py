@@ -157,3 +157,14 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
         yield recorder
     finally:
         remove_recorder(recorder)
+
+
+@contextmanager
+def no_recording() -> Iterator[None]:
+    """Hide every recorder inside the block (for work that must not be differentiated)."""
+    global _recorders
+    hidden, _recorders = _recorders, ()
+    try:
+        yield
+    finally:
+        _recorders = hidden

@@ -446,6 +446,8 @@ def matmul_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 @op("MatMul", shape=matmul_shape, dtype=same_dtype(NUMBERS))
 def matmul_kernel(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> np.ndarray:
     """a @ b over the last two axes (optionally transposed first), batched over the rest."""
+    if a.ndim < 2 or b.ndim < 2:  # NumPy would take a vector; TensorFlow refuses
+        raise ShapeError(f"matmul needs tensors of rank >= 2, got ranks {a.ndim} and {b.ndim}")
     if transpose_a:
         a = np.swapaxes(a, -1, -2)
     if transpose_b:

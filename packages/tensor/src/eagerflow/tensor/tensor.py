@@ -248,14 +248,12 @@ def convert_operands(*values: Any) -> list[Tensor]:
     This is TensorFlow's rule for ``x * 2``: a Python scalar takes the tensor's dtype.
     Two tensors of different dtypes are left alone: the op's dtype rule rejects them.
     """
-    hint = None
-    for v in values:
-        hint = getattr(v, "dtype", None)
-        if isinstance(hint, DType):
-            break
-    else:
-        hint = None
-    return [convert_to_tensor(v, hint) for v in values]
+    own = [getattr(v, "dtype", None) for v in values]
+    hint = next((d for d in own if isinstance(d, DType)), None)
+    return [
+        convert_to_tensor(v, None if isinstance(d, DType) else hint)
+        for v, d in zip(values, own, strict=True)
+    ]
 
 
 def to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
@@ -279,10 +277,7 @@ def to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
 
 def _natural_dtype(array: np.ndarray, value: Any, from_numpy: bool) -> DType:
     kind = array.dtype.kind
-    if kind not in "fib":
-        what = "strings" if kind in "US" else f"{type(value).__name__} values ({array.dtype})"
-        raise DTypeError(f"convert_to_tensor: {what} cannot be a tensor: {value!r:.60}")
-    if from_numpy:
+    if from_numpy and kind not in "OUS":
         found = dtypes.from_numpy(array.dtype)
         if found is None:
             raise DTypeError(
@@ -290,6 +285,9 @@ def _natural_dtype(array: np.ndarray, value: Any, from_numpy: bool) -> DType:
                 f"cast the array to one of {', '.join(d.name for d in dtypes.ALL)} first"
             )
         return found
+    if kind not in "fib":
+        what = "strings" if kind in "US" else f"{type(value).__name__} values ({array.dtype})"
+        raise DTypeError(f"convert_to_tensor: {what} cannot be a tensor: {value!r:.60}")
     if kind == "f":
         return dtypes.float32
     if kind == "b":

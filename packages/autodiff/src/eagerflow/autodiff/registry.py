@@ -1,0 +1,70 @@
+"""The gradient registry: one rule per op name, shared by every way of differentiating.
+
+A rule receives the ``OpRecord`` of one op application (its inputs, attributes and outputs)
+and the gradients flowing back into its outputs, and returns one gradient per input
+(``None`` where an input gets none). Rules are written only with public eagerflow ops, so:
+
+- in eager mode, the GradientTape calls them on eager tensors;
+- in graph mode, ``gradients()`` calls them on symbolic tensors, adding gradient nodes;
+- when an outer tape is recording, the ops a rule runs are recorded in turn, which is all
+  it takes to get gradients of gradients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from eagerflow.tensor import Tensor
+from eagerflow.tensor.registry import Attrs, OpDef
+
+GradientRule = Callable[..., Sequence[Tensor | None]]
+
+
+class OpRecord(NamedTuple):
+    """One op application, as a gradient rule sees it (a NamedTuple: cheap to make)."""
+
+    op: OpDef
+    inputs: tuple[Tensor, ...]
+    attrs: Attrs
+    outputs: tuple[Tensor, ...]
+
+
+# op name -> rule; None marks an op as deliberately not differentiable.
+GRADIENTS: dict[str, GradientRule | None] = {}
+
+
+def register_gradient(op_name: str) -> Callable[[GradientRule], GradientRule]:
+    """Decorator: ``@register_gradient("MatMul") def _(op, grad): return (da, db)``."""
+
+    def register(rule: GradientRule) -> GradientRule:
+        if op_name in GRADIENTS:
+            raise ValueError(f"a gradient for {op_name!r} is already registered")
+        GRADIENTS[op_name] = rule
+        return rule
+
+    return register
+
+
+def not_differentiable(*op_names: str) -> None:
+    """Declare ops whose outputs carry no gradient (comparisons, argmax, random, ...)."""
+    for name in op_names:
+        if name in GRADIENTS:
+            raise ValueError(f"a gradient for {name!r} is already registered")
+        GRADIENTS[name] = None
+
+
+def get_gradient(op_name: str) -> GradientRule | None:
+    """The rule for ``op_name`` (None if not differentiable); LookupError if none is known."""
+    try:
+        return GRADIENTS[op_name]
+    except KeyError:
+        raise LookupError(
+            f"no gradient is registered for op {op_name!r}; register one with "
+            f"@register_gradient({op_name!r}) or declare it with not_differentiable()"
+        ) from None
+
+
+def is_differentiable_dtype(t: Any) -> bool:
+    """Only floating-point tensors carry gradients (ints and bools get None)."""
+    return bool(t.dtype.is_floating)

@@ -1,0 +1,328 @@
+"""``GradientTape``: reverse-mode automatic differentiation of eager code.
+
+While a tape is active it is a *recorder* on the execution seam: every op that ran is
+reported to it, and it keeps an ``OpRecord`` of those that touch a tensor it tracks (a
+watched tensor, a watched variable's value, or an output of an op it already recorded).
+``gradient()`` then walks the records backwards once, calling each op's gradient rule.
+
+Because rules are written with public ops, a tape that is still recording while another
+tape computes gradients records that computation too: nesting tapes gives higher
+derivatives, with no extra machinery.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import eagerflow.tensor as ef
+from eagerflow.autodiff.registry import OpRecord, get_gradient
+from eagerflow.autodiff.variables import Variable
+from eagerflow.tensor import Tensor
+from eagerflow.tensor.execution import add_recorder, remove_recorder
+from eagerflow.tensor.registry import Attrs, OpDef
+
+UNCONNECTED = ("none", "zero")
+
+
+# --- nested structures (a list of dicts of tensors, ...) ----------------------------------------
+def flatten(structure: Any) -> list[Any]:
+    """The leaves of nested lists, tuples and dicts, in order (dicts by insertion order)."""
+    if isinstance(structure, list | tuple):
+        return [leaf for item in structure for leaf in flatten(item)]
+    if isinstance(structure, dict):
+        return [leaf for item in structure.values() for leaf in flatten(item)]
+    return [structure]
+
+
+def pack_like(structure: Any, leaves: Iterable[Any]) -> Any:
+    """``structure`` rebuilt with its leaves replaced, in order, by ``leaves``."""
+    it = iter(leaves)
+
+    def rebuild(node: Any) -> Any:
+        if isinstance(node, list | tuple):
+            items = [rebuild(item) for item in node]
+            return type(node)(*items) if hasattr(node, "_fields") else type(node)(items)
+        if isinstance(node, dict):
+            return type(node)((key, rebuild(value)) for key, value in node.items())
+        return next(it)
+
+    return rebuild(structure)
+
+
+# --- backpropagation ------------------------------------------------------------------------
+def backprop(
+    records: Sequence[OpRecord],
+    targets: Sequence[Tensor],
+    seeds: Sequence[Tensor],
+    sources: set[int],
+) -> dict[int, Tensor]:
+    """Gradients of ``sum(seed · target)`` for the tensors whose ids are in ``sources``.
+
+    Iterative and linear in the number of records: records are in the order the ops ran, so
+    walking them backwards visits every op after all the ops that used its outputs.
+    """
+    # Forward: which tensors depend on a source? Only their gradients are worth computing.
+    depends = set(sources)
+    for record in records:
+        for t in record.inputs:
+            if id(t) in depends:
+                depends.update(id(o) for o in record.outputs)
+                break
+
+    grads: dict[int, Tensor] = {}
+    for target, seed in zip(targets, seeds, strict=True):
+        _accumulate(grads, target, seed)
+
+    for record in reversed(records):
+        outputs = record.outputs
+        out_grads = [grads.get(id(o)) for o in outputs]
+        if all(g is None for g in out_grads) or not any(id(t) in depends for t in record.inputs):
+            continue
+        for o in outputs:  # every use of these outputs is behind us: free their gradients
+            if id(o) not in sources:
+                grads.pop(id(o), None)
+        rule = get_gradient(record.op.name)  # LookupError names an op with no rule
+        if rule is None:  # declared not differentiable: the path stops here
+            continue
+        if None in out_grads:  # an op with several outputs, only some of them used
+            out_grads = [
+                ef.zeros_like(o) if g is None else g
+                for o, g in zip(outputs, out_grads, strict=True)
+            ]
+        in_grads = rule(record, *out_grads)
+        for t, g in zip(record.inputs, in_grads, strict=True):
+            if g is not None and id(t) in depends and t.dtype.is_floating:
+                _accumulate(grads, t, g)
+    return grads
+
+
+def _accumulate(grads: dict[int, Tensor], t: Tensor, g: Tensor) -> None:
+    previous = grads.get(id(t))
+    grads[id(t)] = g if previous is None else ef.add(previous, g)
+
+
+# --- the tape ----------------------------------------------------------------------------------
+class GradientTape:
+    """Record eager ops, then compute gradients of a target with respect to sources.
+
+    >>> x = constant(3.0)
+    >>> with GradientTape() as tape:
+    ...     tape.watch(x)
+    ...     y = x * x
+    >>> tape.gradient(y, x)   # dy/dx = 2x
+    Tensor(6.0, shape=(), dtype=float32)
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
+        self._persistent = persistent
+        self._watch_accessed_variables = watch_accessed_variables
+        self._recording = False
+        self._used = False
+        self._clear()
+
+    def _clear(self) -> None:
+        self._records: list[OpRecord] = []
+        self._tracked: set[int] = set()  # ids of tensors whose gradient can be asked for
+        self._watched: list[Tensor] = []  # keeps watched tensors alive, so their ids stay theirs
+        self._variables: dict[Variable, list[Tensor]] = {}  # watched variable -> its reads
+
+    # --- recording ---------------------------------------------------------------------------
+    def __enter__(self) -> GradientTape:
+        if self._recording:
+            raise RuntimeError("this GradientTape is already recording")
+        add_recorder(self)
+        self._recording = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        remove_recorder(self)
+        self._recording = False
+
+    def record(
+        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, outputs: tuple[Tensor, ...]
+    ) -> None:
+        """Called by the seam after every op while this tape is active."""
+        if op.name == "ReadVariableOp":
+            self._variable_read(attrs["variable"], outputs[0])
+            return
+        tracked = self._tracked
+        for t in inputs:
+            if id(t) in tracked:
+                break
+        else:
+            return  # no input is tracked: the op cannot be on a gradient path
+        self._records.append(OpRecord(op, inputs, attrs, outputs))
+        for o in outputs:
+            tracked.add(id(o))
+
+    def _variable_read(self, variable: Variable, value: Tensor) -> None:
+        reads = self._variables.get(variable)
+        if reads is None:
+            if not (self._watch_accessed_variables and variable.trainable):
+                return
+            reads = self._variables[variable] = []
+        reads.append(value)
+        self._tracked.add(id(value))
+
+    def watch(self, tensor: Any) -> None:
+        """Track a tensor or variable (or a nested list of them) so gradients reach it."""
+        for t in flatten(tensor):
+            if isinstance(t, Variable):
+                self._variables.setdefault(t, [])
+            elif isinstance(t, Tensor):
+                self._watched.append(t)
+                self._tracked.add(id(t))
+            else:
+                raise ValueError(
+                    f"watch() takes tensors and variables, got {type(t).__name__}: {t!r:.60}"
+                )
+            if not t.dtype.is_floating:
+                warnings.warn(
+                    f"watched a {t.dtype} tensor: only floating-point tensors have gradients "
+                    "(the gradient will be None)",
+                    stacklevel=2,
+                )
+
+    def watched_variables(self) -> tuple[Variable, ...]:
+        """The variables this tape watches, in the order it first saw them."""
+        return tuple(self._variables)
+
+    @contextmanager
+    def stop_recording(self) -> Iterator[None]:
+        """Ops inside the block are not recorded by this tape."""
+        if not self._recording:
+            raise RuntimeError("stop_recording() needs a tape that is recording")
+        remove_recorder(self)
+        try:
+            yield
+        finally:
+            add_recorder(self)
+
+    def reset(self) -> None:
+        """Forget everything recorded and watched so far (recording goes on if active)."""
+        self._clear()
+        self._used = False
+
+    @contextmanager
+    def _paused(self) -> Iterator[None]:
+        """The tape does not record its own backward pass (an outer tape may)."""
+        if self._recording:
+            remove_recorder(self)
+        try:
+            yield
+        finally:
+            if self._recording:
+                add_recorder(self)
+
+    # --- differentiating ---------------------------------------------------------------------
+    def gradient(
+        self,
+        target: Any,
+        sources: Any,
+        output_gradients: Any = None,
+        unconnected_gradients: str = "none",
+    ) -> Any:
+        """d(target)/d(sources), shaped like ``sources`` (a tensor, variable or nest of them).
+
+        A non-scalar target (or a list of targets) is differentiated as its sum, or as
+        ``sum(output_gradients * target)`` when ``output_gradients`` is given. Sources that
+        the target does not depend on get None, or zeros with ``unconnected_gradients="zero"``.
+        """
+        self._check_usable(unconnected_gradients)
+        targets = [ef.convert_to_tensor(t) for t in flatten(target)]
+        if output_gradients is None:
+            seeds = [ef.ones_like(t) for t in targets]
+        else:
+            seeds = [ef.convert_to_tensor(g, t.dtype) for g, t in zip(
+                flatten(output_gradients), targets, strict=True)]  # fmt: skip
+        flat_sources = flatten(sources)
+        with self._paused():
+            grads = self._gradients(targets, seeds, flat_sources, unconnected_gradients)
+        self._spend()
+        return pack_like(sources, grads)
+
+    def _check_usable(self, unconnected_gradients: str) -> None:
+        if unconnected_gradients not in UNCONNECTED:
+            raise ValueError(
+                f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}"
+            )
+        if self._used:
+            raise RuntimeError(
+                "a non-persistent GradientTape can compute gradients only once; create it "
+                "with GradientTape(persistent=True) to call gradient() or jacobian() again"
+            )
+
+    def _spend(self) -> None:
+        if not self._persistent:  # its records are no longer needed: free them
+            self._used = True
+            self._records = []
+
+    def _gradients(
+        self,
+        targets: list[Tensor],
+        seeds: list[Tensor],
+        sources: list[Any],
+        unconnected: str,
+    ) -> list[Tensor | None]:
+        keys = [self._source_keys(s) for s in sources]
+        grads = backprop(self._records, targets, seeds, {k for ks in keys for k in ks})
+        result: list[Tensor | None] = []
+        for source, source_keys in zip(sources, keys, strict=True):
+            parts = [grads[k] for k in source_keys if k in grads]
+            total = None
+            for part in parts:
+                total = part if total is None else ef.add(total, part)
+            if total is None and unconnected == "zero":
+                total = ef.zeros(source.shape, source.dtype)
+            result.append(total)
+        return result
+
+    def _source_keys(self, source: Any) -> list[int]:
+        """The ids of the tensors whose gradients make up ``source``'s gradient."""
+        if isinstance(source, Variable):
+            return [id(read) for read in self._variables.get(source, ())]
+        if isinstance(source, Tensor):
+            return [id(source)] if source.dtype.is_floating else []
+        raise ValueError(f"sources must be tensors or variables, got {type(source).__name__}")
+
+    def jacobian(self, target: Any, sources: Any, unconnected_gradients: str = "none") -> Any:
+        """The full Jacobian: for each source, shape ``target.shape + source.shape``."""
+        self._check_usable(unconnected_gradients)
+        target = ef.convert_to_tensor(target)
+        flat_sources = flatten(sources)
+        size = 1
+        for d in target.shape:
+            size *= d
+        rows: list[list[Tensor | None]] = []
+        with self._paused():
+            for i in range(size):  # one backward pass per target element
+                seed = ef.reshape(ef.one_hot(i, size, dtype=target.dtype), target.shape)
+                rows.append(self._gradients([target], [seed], flat_sources, unconnected_gradients))
+            jacobians = []
+            for j, source in enumerate(flat_sources):
+                column = [row[j] for row in rows]
+                if any(g is None for g in column):
+                    jacobians.append(None)
+                    continue
+                stacked = ef.stack(column) if column else ef.zeros((0, *source.shape))
+                jacobians.append(ef.reshape(stacked, (*target.shape, *source.shape)))
+        self._spend()
+        return pack_like(sources, jacobians)
+
+    def batch_jacobian(self, target: Any, source: Any) -> Tensor | None:
+        """Per-example Jacobians: ``target[b]`` by ``source[b]``, shape
+        ``(batch,) + target.shape[1:] + source.shape[1:]``; examples must be independent."""
+        target = ef.convert_to_tensor(target)
+        batch = target.shape[0]
+        if source.shape[0] != batch:
+            raise ValueError(
+                f"batch_jacobian needs the same batch size, got {target.shape} and {source.shape}"
+            )
+        full = self.jacobian(target, source)
+        if full is None:
+            return None
+        between = (slice(None),) * (target.ndim - 1)
+        return ef.stack([full[(b, *between, b)] for b in range(batch)])  # type: ignore[index]

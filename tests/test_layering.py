@@ -1,0 +1,260 @@
+"""The monorepo's structural rules.
+
+* Each layer imports only the layers below it: tensor < autodiff < graph < nn. Checked twice:
+  at run time (importing a layer in a fresh interpreter loads no higher layer) and statically
+  (no ``.py`` file under ``packages/<layer>/src`` names a higher layer in an import).
+* ``eagerflow`` is a PEP 420 namespace package: no ``eagerflow/__init__.py`` anywhere, and every
+  package ships its ``py.typed`` marker.
+* ``site/`` is source: ``.gitignore`` must not ignore it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES_DIR = REPO / "packages"
+LAYERS = ("tensor", "autodiff", "graph", "nn")  # lowest first
+
+
+def higher_layers(layer: str) -> tuple[str, ...]:
+    return LAYERS[LAYERS.index(layer) + 1 :]
+
+
+# --------------------------------------------------------------------------- the static checker
+
+
+def _layer_of(module: str | None) -> str | None:
+    """``eagerflow.graph.session`` -> ``graph``; anything outside ``eagerflow.<layer>`` -> None."""
+    if not module:
+        return None
+    parts = module.split(".")
+    if parts[0] == "eagerflow" and len(parts) > 1 and parts[1] in LAYERS:
+        return parts[1]
+    return None
+
+
+def _resolve_relative(module: str | None, level: int, package: str | None) -> str | None:
+    """Absolute name of ``from <level dots><module> import ...`` written inside ``package``."""
+    if level == 0:
+        return module
+    if not package:
+        return None
+    base = package.split(".")
+    if level - 1 > len(base) - 1:
+        return None  # beyond the top-level package: Python itself would refuse it
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def find_upward_imports(
+    source: str, filename: str, layer: str, package: str | None = None
+) -> list[str]:
+    """Every import in ``source`` that names a layer above ``layer``, as ``file:line: code``.
+
+    ``package`` is the dotted package the file belongs to (``eagerflow.tensor`` for
+    ``eagerflow/tensor/math_ops.py``); it is only needed to resolve relative imports. Understood:
+    ``import eagerflow.X[.sub] [as y]``, ``from eagerflow.X[.sub] import ...``,
+    ``from eagerflow import X``, their relative spellings, and ``importlib.import_module`` /
+    ``__import__`` called with a literal string.
+    """
+    forbidden = set(higher_layers(layer))
+    tree = ast.parse(source, filename=filename)
+    lines = source.splitlines()
+    found: list[str] = []
+
+    def report(node: ast.AST, named: str) -> None:
+        lineno = getattr(node, "lineno", 0)
+        code = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ast.unparse(node)
+        found.append(f"{filename}:{lineno}: {code}  (imports {named}, above {layer})")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _layer_of(alias.name) in forbidden:
+                    report(node, alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            module = _resolve_relative(node.module, node.level, package)
+            if _layer_of(module) in forbidden:
+                report(node, str(module))
+            elif module == "eagerflow":
+                for alias in node.names:
+                    if alias.name in forbidden:
+                        report(node, f"eagerflow.{alias.name}")
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in ("import_module", "__import__") and (
+                _layer_of(node.args[0].value) in forbidden
+            ):
+                report(node, node.args[0].value)
+    return found
+
+
+def _python_files(layer: str) -> list[Path]:
+    src = PACKAGES_DIR / layer / "src"
+    return sorted(p for p in src.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _package_of(path: Path, layer: str) -> str:
+    """The package a file belongs to: ``src/eagerflow/tensor/x.py`` -> ``eagerflow.tensor``."""
+    return ".".join(path.relative_to(PACKAGES_DIR / layer / "src").parts[:-1])
+
+
+def test_the_four_layers_are_the_packages_on_disk():
+    on_disk = sorted(p.name for p in PACKAGES_DIR.iterdir() if (p / "pyproject.toml").is_file())
+    assert on_disk == sorted(LAYERS), (
+        f"packages/ holds {on_disk}, the layering tests know {list(LAYERS)}: "
+        "add a new package to LAYERS in tests/test_layering.py at its place in the order"
+    )
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_no_static_import_of_a_higher_layer(layer):
+    files = _python_files(layer)
+    assert files, f"no .py files found under {PACKAGES_DIR / layer / 'src'}"
+    problems: list[str] = []
+    for path in files:
+        problems += find_upward_imports(
+            path.read_text(encoding="utf-8"),
+            str(path.relative_to(REPO)),
+            layer,
+            package=_package_of(path, layer),
+        )
+    assert not problems, f"eagerflow.{layer} imports a higher layer:\n" + "\n".join(problems)
+
+
+# The checker itself must be able to fail.
+_FORBIDDEN_IN_TENSOR = [
+    # (source, line of the offending import, the module it names)
+    ("import eagerflow.graph\n", 1, "eagerflow.graph"),
+    ("import numpy as np, eagerflow.nn.layers as L\n", 1, "eagerflow.nn.layers"),
+    ("from eagerflow.autodiff import GradientTape\n", 1, "eagerflow.autodiff"),
+    ("from eagerflow.graph.session import Session\n", 1, "eagerflow.graph.session"),
+    ("from eagerflow import tensor, nn\n", 1, "eagerflow.nn"),
+    ("from .. import autodiff\n", 1, "eagerflow.autodiff"),
+    ("from ..graph import Graph\n", 1, "eagerflow.graph"),
+    ("def f():\n    from eagerflow.nn import Model\n", 2, "eagerflow.nn"),
+    ("import importlib\nimportlib.import_module('eagerflow.autodiff')\n", 2, "eagerflow.autodiff"),
+]
+
+
+@pytest.mark.parametrize(("source", "line", "named"), _FORBIDDEN_IN_TENSOR)
+def test_the_static_checker_reports_a_forbidden_import(source, line, named):
+    found = find_upward_imports(source, "fake.py", "tensor", package="eagerflow.tensor")
+    assert len(found) == 1, found
+    assert found[0].startswith(f"fake.py:{line}: "), found
+    assert f"(imports {named}, above tensor)" in found[0], found
+
+
+def test_the_static_checker_accepts_allowed_imports():
+    source = textwrap.dedent(
+        """
+        import eagerflow
+        import eagerflow.tensor
+        import eagerflow.tensor.math_ops as m
+        from eagerflow.tensor import matmul
+        from eagerflow import tensor, autodiff
+        from . import dtypes
+        from .registry import OpDef
+        from .. import tensor as t
+        import eagerflow_graph_helpers
+        from eagerflow.graphics import plot
+        importlib.import_module("eagerflow.tensor")
+        """
+    )
+    assert find_upward_imports(source, "ok.py", "autodiff", package="eagerflow.autodiff") == []
+    # The top layer may import every other one.
+    assert find_upward_imports("import eagerflow.graph\n", "ok.py", "nn") == []
+
+
+# --------------------------------------------------------------------------- the dynamic check
+
+
+@pytest.mark.parametrize("layer", LAYERS[:-1])
+def test_importing_a_layer_loads_no_higher_layer(layer, tmp_path):
+    code = textwrap.dedent(
+        f"""
+        import json, sys
+        import eagerflow.{layer}
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith("eagerflow"))))
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,  # keep the repository root off sys.path
+        timeout=120,
+    )
+    assert proc.returncode == 0, (
+        f"`import eagerflow.{layer}` failed in {sys.executable}:\n"
+        f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    )
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert f"eagerflow.{layer}" in loaded, loaded
+    higher = [m for m in loaded if _layer_of(m) in higher_layers(layer)]
+    assert not higher, f"`import eagerflow.{layer}` also loaded higher layers: {higher}"
+
+
+# --------------------------------------------------------------------------- namespace package
+
+
+def test_no_eagerflow_init_anywhere():
+    offenders = sorted(
+        str(p.relative_to(REPO))
+        for p in PACKAGES_DIR.rglob("eagerflow/__init__.py")
+        if "__pycache__" not in p.parts
+    )
+    assert not offenders, (
+        "eagerflow is a PEP 420 namespace package; these files break it: " + ", ".join(offenders)
+    )
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_package_has_init_and_py_typed(layer):
+    pkg = PACKAGES_DIR / layer / "src" / "eagerflow" / layer
+    assert (pkg / "__init__.py").is_file(), f"missing {pkg / '__init__.py'}"
+    assert (pkg / "py.typed").is_file(), f"missing {pkg / 'py.typed'} (PEP 561 marker)"
+
+
+# --------------------------------------------------------------------------- .gitignore
+
+
+@pytest.mark.parametrize("path", ["site/docs/index.md", "site/mkdocs.yml"])
+def test_gitignore_does_not_ignore_site(path):
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed: cannot ask git whether site/ is ignored")
+    inside = subprocess.run(
+        [git, "rev-parse", "--is-inside-work-tree"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    if inside.returncode != 0 or inside.stdout.strip() != "true":
+        pytest.skip(f"{REPO} is not a git work tree: {inside.stderr.strip()}")
+    proc = subprocess.run(
+        [git, "check-ignore", "-q", path], capture_output=True, text=True, cwd=REPO
+    )
+    if proc.returncode == 0:
+        why = subprocess.run(
+            [git, "check-ignore", "-v", path], capture_output=True, text=True, cwd=REPO
+        ).stdout.strip()
+        pytest.fail(f"{path} is ignored by git, but site/ is source and must stay tracked: {why}")
+    assert proc.returncode == 1, (
+        f"git check-ignore failed (exit {proc.returncode}): {proc.stderr.strip()}"
+    )
