@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -76,16 +77,152 @@ def w1_eager_add() -> Workload:
     return Workload("W1", "eager add of two 4-element float32 tensors", contenders, target=3.0)
 
 
-WORKLOADS: dict[str, Callable[[], Workload]] = {"W1": w1_eager_add}
+def _torch() -> Any:
+    """The torch module when it is installed (an optional peer, never a dependency)."""
+    return importlib.import_module("torch") if importlib.util.find_spec("torch") else None
+
+
+def w2_tape_small() -> Workload:
+    from eagerflow import tensor as ef
+    from eagerflow.autodiff import GradientTape
+
+    a_np = np.arange(1, 5, dtype=np.float32)
+    b_np = np.full(4, 0.5, dtype=np.float32)
+    a, b = ef.constant(a_np), ef.constant(b_np)
+
+    def numpy_step() -> object:
+        y = a_np * b_np + a_np  # forward
+        ones = np.ones_like(y)  # backward by hand: dy/da = b + 1, dy/db = a
+        return y, ones * b_np + ones, ones * a_np
+
+    def eagerflow_step() -> object:
+        with GradientTape() as tape:
+            tape.watch([a, b])
+            y = a * b + a
+        return tape.gradient(y, [a, b])
+
+    contenders: dict[str, Step] = {"numpy": numpy_step, "eagerflow": eagerflow_step}
+    if torch := _torch():
+        ta = torch.from_numpy(a_np.copy()).requires_grad_()
+        tb = torch.from_numpy(b_np.copy()).requires_grad_()
+
+        def torch_step() -> object:
+            y = ta * tb + ta
+            return torch.autograd.grad(y.sum(), [ta, tb])
+
+        contenders["pytorch"] = torch_step
+    return Workload("W2", "y = a*b + a, forward + backward, 4-element float32", contenders, 10.0)
+
+
+def w5_chain(n: int) -> Callable[[], Workload]:
+    def make() -> Workload:
+        from eagerflow import tensor as ef
+        from eagerflow.autodiff import GradientTape
+
+        x_np = np.linspace(0.5, 1.0, 4, dtype=np.float32)
+        c_np = np.float32(1 + 1 / n)  # the product stays near e: no overflow at any n
+        x, c = ef.constant(x_np), ef.constant(c_np)
+
+        def numpy_step() -> object:
+            y = x_np
+            for _ in range(n):  # forward: y = y * c, n times
+                y = y * c_np
+            g = np.ones_like(y)
+            for _ in range(n):  # backward by hand: dy/dx = c at every step
+                g = g * c_np
+            return g
+
+        def eagerflow_step() -> object:
+            with GradientTape() as tape:
+                tape.watch(x)
+                y = x
+                for _ in range(n):
+                    y = y * c
+            return tape.gradient(y, x)
+
+        contenders: dict[str, Step] = {"numpy": numpy_step, "eagerflow": eagerflow_step}
+        if torch := _torch():
+            tx = torch.from_numpy(x_np.copy()).requires_grad_()
+            tc = torch.tensor(c_np)
+
+            def torch_step() -> object:
+                y = tx
+                for _ in range(n):
+                    y = y * tc
+                return torch.autograd.grad(y.sum(), tx)
+
+            contenders["pytorch"] = torch_step
+        title = f"chain of {n:.0e} multiplies, forward + backward (per op)"
+        return Workload(f"W5[{n:.0e}]", title, contenders, 8.0, ops_per_call=n)
+
+    return make
+
+
+def w6_regression_step() -> Workload:
+    from eagerflow import tensor as ef
+    from eagerflow.autodiff import GradientTape, Variable
+
+    rng = np.random.default_rng(0)
+    xs_np = rng.standard_normal(1000).astype(np.float32)
+    ys_np = (3 * xs_np + 2 + rng.standard_normal(1000)).astype(np.float32)
+    lr = np.float32(0.01)
+    state = {"w": np.float32(5.0), "b": np.float32(10.0)}
+
+    def numpy_step() -> object:
+        err = state["w"] * xs_np + state["b"] - ys_np
+        loss = np.mean(err * err)
+        dw, db = np.mean(2 * err * xs_np), np.mean(2 * err)
+        state["w"] = state["w"] - lr * dw
+        state["b"] = state["b"] - lr * db
+        return loss
+
+    xs, ys = ef.constant(xs_np), ef.constant(ys_np)
+    w, b = Variable(5.0), Variable(10.0)
+
+    def eagerflow_step() -> object:
+        with GradientTape() as tape:
+            err = w * xs + b - ys
+            loss = ef.reduce_mean(err * err)
+        dw, db = tape.gradient(loss, [w, b])
+        w.assign_sub(lr * dw)
+        b.assign_sub(lr * db)
+        return loss
+
+    contenders: dict[str, Step] = {"numpy": numpy_step, "eagerflow": eagerflow_step}
+    if torch := _torch():
+        txs, tys = torch.from_numpy(xs_np), torch.from_numpy(ys_np)
+        tw = torch.tensor(5.0, requires_grad=True)
+        tb = torch.tensor(10.0, requires_grad=True)
+
+        def torch_step() -> object:
+            err = tw * txs + tb - tys
+            loss = (err * err).mean()
+            gw, gb = torch.autograd.grad(loss, [tw, tb])
+            with torch.no_grad():
+                tw.sub_(0.01 * gw)
+                tb.sub_(0.01 * gb)
+            return loss
+
+        contenders["pytorch"] = torch_step
+    return Workload("W6", "linear regression step on 1000 points (eager tape)", contenders, 8.0)
+
+
+WORKLOADS: dict[str, Callable[[], Workload]] = {
+    "W1": w1_eager_add,
+    "W2": w2_tape_small,
+    **{f"W5[{n:.0e}]": w5_chain(n) for n in (10**3, 10**4, 10**5, 10**6)},
+    "W6": w6_regression_step,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("workloads", nargs="*", default=list(WORKLOADS))
+    parser.add_argument("workloads", nargs="*", default=list(WORKLOADS), help="e.g. W1 W5")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--seconds", type=float, default=3.0, help="time budget per contender")
     args = parser.parse_args(argv)
-    for key in args.workloads:
+    keys = [k for k in WORKLOADS if any(k == w or k.startswith(w + "[") for w in args.workloads)]
+    for key in keys:
         work = WORKLOADS[key]()
         times = best_times(work.contenders, args.rounds, args.seconds)
         base = times["numpy"]

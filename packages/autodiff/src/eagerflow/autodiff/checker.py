@@ -100,7 +100,7 @@ def _check_first_order(
     for i, (x, grad) in enumerate(zip(arrays, analytic, strict=True)):
         g = grad.numpy()
         if x.size <= max_elements:  # every element
-            probes = [(np.unravel_index(j, x.shape), _unit(x.shape, j)) for j in range(x.size)]
+            probes = [(_index(j, x.shape), _unit(x.shape, j)) for j in range(x.size)]
             label = "index"
         else:  # random directions
             probes = [(k, _direction(x.shape, rng)) for k in range(directions)]
@@ -120,6 +120,10 @@ def _check_first_order(
                     f"(difference {error:.3g} > tolerance {tolerance:.3g})"
                 )
     return worst
+
+
+def _index(j: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(j, shape))
 
 
 def _unit(shape: tuple[int, ...], j: int) -> np.ndarray:

@@ -22,7 +22,7 @@ def sum_to_shape(grad: Tensor, like: Tensor) -> Tensor:
     so its gradient is the sum over axis 0 (added) and axis 2 (stretched from 1).
     """
     shape, gshape = like.shape, grad.shape
-    if tuple(shape) == tuple(gshape):
+    if shape == gshape:
         return grad
     lead = len(gshape) - len(shape)
     stretched = tuple(lead + i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1)
@@ -38,28 +38,40 @@ def sum_to_shape(grad: Tensor, like: Tensor) -> Tensor:
 def _add_grad(op: OpRecord, grad: Tensor) -> Grads:
     # d(x + y) = dx + dy
     x, y = op.inputs
-    return sum_to_shape(grad, x), sum_to_shape(grad, y)
+    return (
+        sum_to_shape(grad, x) if op.needs(0) else None,
+        sum_to_shape(grad, y) if op.needs(1) else None,
+    )
 
 
 @register_gradient("Sub")
 def _sub_grad(op: OpRecord, grad: Tensor) -> Grads:
     # d(x - y) = dx - dy
     x, y = op.inputs
-    return sum_to_shape(grad, x), sum_to_shape(-grad, y)
+    return (
+        sum_to_shape(grad, x) if op.needs(0) else None,
+        sum_to_shape(-grad, y) if op.needs(1) else None,
+    )
 
 
 @register_gradient("Mul")
 def _mul_grad(op: OpRecord, grad: Tensor) -> Grads:
     # d(x y) = y dx + x dy
     x, y = op.inputs
-    return sum_to_shape(grad * y, x), sum_to_shape(grad * x, y)
+    return (
+        sum_to_shape(grad * y, x) if op.needs(0) else None,
+        sum_to_shape(grad * x, y) if op.needs(1) else None,
+    )
 
 
 @register_gradient("RealDiv")
 def _div_grad(op: OpRecord, grad: Tensor) -> Grads:
     # d(x / y) = dx / y - x / y² dy
     x, y = op.inputs
-    return sum_to_shape(grad / y, x), sum_to_shape(-grad * x / (y * y), y)
+    return (
+        sum_to_shape(grad / y, x) if op.needs(0) else None,
+        sum_to_shape(-grad * x / (y * y), y) if op.needs(1) else None,
+    )
 
 
 @register_gradient("Pow")
@@ -210,14 +222,18 @@ def _matmul_grad(op: OpRecord, grad: Tensor) -> Grads:
     else:
         da = ef.matmul(b, grad, transpose_a=True, transpose_b=True)
         db = ef.matmul(grad, a, transpose_a=True, transpose_b=True)
-    return sum_to_shape(da, a), sum_to_shape(db, b)  # batch dimensions may have broadcast
+    # batch dimensions may have broadcast
+    return (
+        sum_to_shape(da, a) if op.needs(0) else None,
+        sum_to_shape(db, b) if op.needs(1) else None,
+    )
 
 
 # --- reductions ----------------------------------------------------------------------------------
 def _unreduce(op: OpRecord, grad: Tensor) -> Tensor:
     """``grad`` (of a reduction's output) reshaped with the reduced axes kept as size 1."""
     x = op.inputs[0]
-    if op.attrs["keepdims"]:
+    if op.attrs["keepdims"] or op.attrs["axis"] is None:  # a scalar broadcasts as it is
         return grad
     for axis in sorted(reduced_axes(op.attrs["axis"], x.ndim)):
         grad = ef.expand_dims(grad, axis)
@@ -244,7 +260,8 @@ def _mean_grad(op: OpRecord, grad: Tensor) -> Grads:
     count = 1
     for axis in reduced_axes(op.attrs["axis"], x.ndim):
         count *= x.shape[axis]  # type: ignore[operator]
-    return (_broadcast_like(_unreduce(op, grad), x) / float(count),)
+    # divide before broadcasting: the division touches only the reduced (small) gradient
+    return (_broadcast_like(_unreduce(op, grad) / float(count), x),)
 
 
 def _extremum_grad(op: OpRecord, grad: Tensor) -> Grads:

@@ -28,6 +28,12 @@ class OpRecord(NamedTuple):
     inputs: tuple[Tensor, ...]
     attrs: Attrs
     outputs: tuple[Tensor, ...]
+    skip: frozenset[int] = frozenset()  # inputs whose gradient nobody asked for
+
+    def needs(self, i: int) -> bool:
+        """Whether input ``i`` needs a gradient; a rule may return None for it otherwise
+        (TensorFlow's ``skip_input_indices``: it saves work, never changes an answer)."""
+        return i not in self.skip
 
 
 # op name -> rule; None marks an op as deliberately not differentiable.

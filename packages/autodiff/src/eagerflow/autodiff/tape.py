@@ -69,7 +69,8 @@ def backprop(
     for record in records:
         for t in record.inputs:
             if id(t) in depends:
-                depends.update(id(o) for o in record.outputs)
+                for o in record.outputs:
+                    depends.add(id(o))
                 break
 
     grads: dict[int, Tensor] = {}
@@ -78,23 +79,34 @@ def backprop(
 
     for record in reversed(records):
         outputs = record.outputs
-        out_grads = [grads.get(id(o)) for o in outputs]
-        if all(g is None for g in out_grads) or not any(id(t) in depends for t in record.inputs):
-            continue
-        for o in outputs:  # every use of these outputs is behind us: free their gradients
-            if id(o) not in sources:
-                grads.pop(id(o), None)
+        if len(outputs) == 1:
+            # this output's every use is behind us: take (free) its gradient
+            g = grads.get(id(outputs[0])) if id(outputs[0]) in sources else grads.pop(
+                id(outputs[0]), None)  # fmt: skip
+            if g is None:
+                continue
+            out_grads = [g]
+        else:
+            out_grads = [grads.get(id(o)) for o in outputs]
+            for o in outputs:
+                if id(o) not in sources:
+                    grads.pop(id(o), None)
+        skip = [i for i, t in enumerate(record.inputs) if id(t) not in depends]
+        if len(skip) == len(record.inputs):
+            continue  # no input leads to a source
         rule = get_gradient(record.op.name)  # LookupError names an op with no rule
         if rule is None:  # declared not differentiable: the path stops here
             continue
-        if None in out_grads:  # an op with several outputs, only some of them used
+        if skip:
+            record = OpRecord(*record[:4], frozenset(skip))
+        if any(g is None for g in out_grads):  # several outputs, only some of them used
             out_grads = [
                 ef.zeros_like(o) if g is None else g
                 for o, g in zip(outputs, out_grads, strict=True)
             ]
         in_grads = rule(record, *out_grads)
         for t, g in zip(record.inputs, in_grads, strict=True):
-            if g is not None and id(t) in depends and t.dtype.is_floating:
+            if g is not None and id(t) in depends and t._dtype.is_floating:
                 _accumulate(grads, t, g)
     return grads
 
@@ -119,7 +131,8 @@ class GradientTape:
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True) -> None:
         self._persistent = persistent
         self._watch_accessed_variables = watch_accessed_variables
-        self._recording = False
+        self._recording = False  # inside the `with` block
+        self._listening = False  # registered as a recorder on the seam right now
         self._used = False
         self._clear()
 
@@ -133,13 +146,23 @@ class GradientTape:
     def __enter__(self) -> GradientTape:
         if self._recording:
             raise RuntimeError("this GradientTape is already recording")
-        add_recorder(self)
         self._recording = True
+        self._listen(True)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        remove_recorder(self)
+        self._listen(False)
         self._recording = False
+
+    def _listen(self, on: bool) -> bool:
+        """Register (or unregister) as a recorder; returns whether it was registered."""
+        was = self._listening
+        if on and not was:
+            add_recorder(self)
+        elif was and not on:
+            remove_recorder(self)
+        self._listening = on
+        return was
 
     def record(
         self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, outputs: tuple[Tensor, ...]
@@ -195,27 +218,17 @@ class GradientTape:
         """Ops inside the block are not recorded by this tape."""
         if not self._recording:
             raise RuntimeError("stop_recording() needs a tape that is recording")
-        remove_recorder(self)
+        was = self._listen(False)
         try:
             yield
         finally:
-            add_recorder(self)
+            self._listen(was)
 
     def reset(self) -> None:
         """Forget everything recorded and watched so far (recording goes on if active)."""
         self._clear()
         self._used = False
-
-    @contextmanager
-    def _paused(self) -> Iterator[None]:
-        """The tape does not record its own backward pass (an outer tape may)."""
-        if self._recording:
-            remove_recorder(self)
-        try:
-            yield
-        finally:
-            if self._recording:
-                add_recorder(self)
+        self._listen(self._recording)  # a spent tape inside its block records again
 
     # --- differentiating ---------------------------------------------------------------------
     def gradient(
@@ -239,8 +252,11 @@ class GradientTape:
             seeds = [ef.convert_to_tensor(g, t.dtype) for g, t in zip(
                 flatten(output_gradients), targets, strict=True)]  # fmt: skip
         flat_sources = flatten(sources)
-        with self._paused():
+        was_listening = self._listen(False)  # the backward pass is not recorded on this tape
+        try:
             grads = self._gradients(targets, seeds, flat_sources, unconnected_gradients)
+        finally:
+            self._listen(was_listening)
         self._spend()
         return pack_like(sources, grads)
 
@@ -256,9 +272,10 @@ class GradientTape:
             )
 
     def _spend(self) -> None:
-        if not self._persistent:  # its records are no longer needed: free them
+        if not self._persistent:  # spent: stop recording and free what it held
             self._used = True
-            self._records = []
+            self._listen(False)
+            self._records, self._tracked, self._watched = [], set(), []
 
     def _gradients(
         self,
@@ -284,8 +301,9 @@ class GradientTape:
         """The ids of the tensors whose gradients make up ``source``'s gradient."""
         if isinstance(source, Variable):
             return [id(read) for read in self._variables.get(source, ())]
-        if isinstance(source, Tensor):
-            return [id(source)] if source.dtype.is_floating else []
+        if isinstance(source, Tensor):  # only tensors this tape watched or computed
+            tracked = id(source) in self._tracked and source.dtype.is_floating
+            return [id(source)] if tracked else []
         raise ValueError(f"sources must be tensors or variables, got {type(source).__name__}")
 
     def jacobian(self, target: Any, sources: Any, unconnected_gradients: str = "none") -> Any:
@@ -297,7 +315,8 @@ class GradientTape:
         for d in target.shape:
             size *= d
         rows: list[list[Tensor | None]] = []
-        with self._paused():
+        was_listening = self._listen(False)
+        try:
             for i in range(size):  # one backward pass per target element
                 seed = ef.reshape(ef.one_hot(i, size, dtype=target.dtype), target.shape)
                 rows.append(self._gradients([target], [seed], flat_sources, unconnected_gradients))
@@ -309,6 +328,8 @@ class GradientTape:
                     continue
                 stacked = ef.stack(column) if column else ef.zeros((0, *source.shape))
                 jacobians.append(ef.reshape(stacked, (*target.shape, *source.shape)))
+        finally:
+            self._listen(was_listening)
         self._spend()
         return pack_like(sources, jacobians)
 

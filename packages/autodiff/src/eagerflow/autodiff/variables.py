@@ -58,29 +58,33 @@ def _assign_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [variable.dtype]
 
 
-def _store(variable: Variable, value: np.ndarray) -> np.ndarray:
+def _check_shape(variable: Variable, value: np.ndarray) -> None:
     if value.shape != variable.shape:  # NumPy would broadcast: a variable never changes shape
         _assign_shape([value.shape], {"variable": variable})
-    variable._array = value
-    return value
 
 
 @op("AssignVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
 def assign_kernel(value: np.ndarray, variable: Variable) -> np.ndarray:
     """Store ``value`` as the variable's new value; returns it."""
-    return _store(variable, value)
+    _check_shape(variable, value)
+    variable._array = value
+    return value
 
 
 @op("AssignAddVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
 def assign_add_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     """Store value + delta as the variable's new value; returns it."""
-    return _store(variable, variable._array + delta)
+    _check_shape(variable, delta)
+    variable._array = variable._array + delta
+    return variable._array
 
 
 @op("AssignSubVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
 def assign_sub_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     """Store value - delta as the variable's new value; returns it."""
-    return _store(variable, variable._array - delta)
+    _check_shape(variable, delta)
+    variable._array = variable._array - delta
+    return variable._array
 
 
 # --- Variable ---------------------------------------------------------------------------------

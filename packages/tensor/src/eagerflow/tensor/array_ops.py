@@ -48,6 +48,14 @@ def static_shape(shape: Any, what: str) -> tuple[int, ...]:
         raise TypeError(f"{what}: shape must be a sequence of ints, got {shape!r}") from None
 
 
+def axes_tuple(axis: Any) -> tuple[int, ...]:
+    """An axis argument (an int, NumPy int, or a sequence of them) as a tuple of ints."""
+    try:
+        return (operator.index(axis),)
+    except TypeError:
+        return tuple(operator.index(a) for a in axis)
+
+
 def _no_inputs_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """Ops that make a tensor from attributes alone: the shape is an attribute."""
     return [attrs["shape"]]
@@ -188,7 +196,11 @@ def range(  # TensorFlow's name; shadows the builtin in this module (see `builti
         start, limit = 0, start
     values = [to_array(v).item() for v in (start, limit, delta)]
     if dtype is None:
-        dtype = dtypes.int32 if all(isinstance(v, int) for v in values) else dtypes.float32
+        if all(isinstance(v, int) for v in values):
+            fits = all(-(2**31) <= v < 2**31 for v in values)
+            dtype = dtypes.int32 if fits else dtypes.int64  # as convert_to_tensor does
+        else:
+            dtype = dtypes.float32
     attrs = dict(zip(("start", "limit", "delta"), values, strict=True))
     attrs["dtype"] = dtypes.as_dtype(dtype)
     return execute("Range", (), attrs, name)[0]
@@ -311,7 +323,7 @@ def squeeze_kernel(x: np.ndarray, axis: tuple[int, ...] | None) -> np.ndarray:
 def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = None) -> Tensor:
     """x without its size-1 axes (only those in ``axis``, when given)."""
     if axis is not None:
-        axis = (int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis)
+        axis = axes_tuple(axis)
     return execute("Squeeze", (convert_to_tensor(x),), {"axis": axis}, name)[0]
 
 
@@ -673,6 +685,8 @@ def _index(k: Any) -> Index:
     if k is None or k is Ellipsis:
         return k
     if isinstance(k, slice):
+        if k.step is not None and operator.index(k.step) == 0:
+            raise InvalidArgumentError("StridedSlice: slice step cannot be zero")
         return slice(*(None if v is None else operator.index(v) for v in (k.start, k.stop, k.step)))
     if isinstance(k, bool | np.bool_):
         raise TypeError("indexing with a bool is not supported; use where() or gather()")

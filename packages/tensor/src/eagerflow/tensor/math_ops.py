@@ -12,6 +12,7 @@ context -> ``matmul_kernel`` (eager) or a graph node (graph mode), then the reco
 from __future__ import annotations
 
 import builtins
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -467,8 +468,11 @@ def matmul(
 # --- reductions ------------------------------------------------------------------------------
 def _reduction(op_name: str, x: Any, axis: Axis, keepdims: bool, name: str | None) -> Tensor:
     x = convert_to_tensor(x)
-    if axis is not None and not isinstance(axis, int):
-        axis = tuple(int(a) for a in axis)
+    if axis is not None:
+        try:
+            axis = operator.index(axis)
+        except TypeError:
+            axis = tuple(operator.index(a) for a in axis)
     return execute(op_name, (x,), {"axis": axis, "keepdims": bool(keepdims)}, name)[0]
 
 

@@ -45,6 +45,8 @@ def axis_shape_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 @op("Softmax", shape=axis_shape_rule, dtype=same_dtype(FLOATS))
 def softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
     """eˣ / Σ eˣ along ``axis``; the max is subtracted first, so eˣ cannot overflow."""
+    if x.size == 0:  # nothing to normalize (and no max to subtract)
+        return x.copy()
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)
 
@@ -57,6 +59,8 @@ def softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
 @op("LogSoftmax", shape=axis_shape_rule, dtype=same_dtype(FLOATS))
 def log_softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
     """x - log Σ eˣ along ``axis``, shifted by the max so it is finite for any finite x."""
+    if x.size == 0:
+        return x.copy()
     shifted = x - np.max(x, axis=axis, keepdims=True)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 

@@ -76,7 +76,10 @@ def random_uniform_kernel(
     """Samples from the uniform distribution on [minval, maxval)."""
     if dtype.is_integer:
         return _generator.integers(minval, maxval, size=shape, dtype=dtype.np)
-    return _generator.uniform(minval, maxval, size=shape).astype(dtype.np)
+    out = _generator.uniform(minval, maxval, size=shape).astype(dtype.np)
+    # rounding to a narrower float can land exactly on maxval: keep the interval half-open
+    below = np.nextafter(dtype.np.type(maxval), dtype.np.type(minval))
+    return np.minimum(out, below)
 
 
 def random_uniform(
