@@ -85,6 +85,7 @@ EXAMPLES: dict[str, list[tuple[tuple[ef.Tensor, ...], dict[str, Any]]]] = {
     "Range": [((), {"start": 1, "limit": 10, "delta": 3, "dtype": ef.int32})],
     "Identity": [((f32(2),), {})],
     "StopGradient": [((f32(2, 1),), {})],
+    "Size": [((f32(2, 3),), {"dtype": ef.int32}), ((f32(),), {"dtype": ef.int64})],
     "Reshape": [((f32(2, 3, 4),), {"shape": (4, -1)}), ((f32(6),), {"shape": (2, 3, 1)})],
     "Transpose": [((f32(2, 3, 4),), {"perm": (2, 0, 1)})],
     "ExpandDims": [((f32(2, 3),), {"axis": -1}), ((f32(2, 3),), {"axis": 0})],

@@ -21,10 +21,10 @@ from eagerflow.autodiff.registry import (
     register_gradient,
 )
 from eagerflow.autodiff.tape import GradientTape
-from eagerflow.autodiff.variables import Variable
+from eagerflow.autodiff.variables import Variable, variable_store
 from eagerflow.tensor import stop_gradient
 
-not_differentiable("ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
+not_differentiable("VariableV2", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
                    "AssignSubVariableOp")  # fmt: skip
 
 __all__ = [
@@ -39,4 +39,5 @@ __all__ = [
     "not_differentiable",
     "register_gradient",
     "stop_gradient",
+    "variable_store",
 ]

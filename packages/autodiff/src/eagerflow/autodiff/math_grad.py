@@ -7,6 +7,8 @@ out; symbolic in, symbolic out. The one-line math above each rule is the derivat
 
 from __future__ import annotations
 
+import math
+
 import eagerflow.tensor as ef
 from eagerflow.autodiff.registry import OpRecord, not_differentiable, register_gradient
 from eagerflow.tensor import Tensor
@@ -257,11 +259,13 @@ def _sum_grad(op: OpRecord, grad: Tensor) -> Grads:
 def _mean_grad(op: OpRecord, grad: Tensor) -> Grads:
     # every averaged element contributes with weight 1/n
     x = op.inputs[0]
-    count = 1
-    for axis in reduced_axes(op.attrs["axis"], x.ndim):
-        count *= x.shape[axis]  # type: ignore[operator]
+    dims = [x.shape[axis] for axis in reduced_axes(op.attrs["axis"], x.ndim)]
+    if None in dims:  # a graph with unknown dimensions: count the elements when it runs
+        count = ef.cast(ef.size(x), grad.dtype) / ef.cast(ef.size(op.outputs[0]), grad.dtype)
+    else:
+        count = float(math.prod(dims))  # type: ignore[arg-type]
     # divide before broadcasting: the division touches only the reduced (small) gradient
-    return (_broadcast_like(_unreduce(op, grad) / float(count), x),)
+    return (_broadcast_like(_unreduce(op, grad) / count, x),)
 
 
 def _extremum_grad(op: OpRecord, grad: Tensor) -> Grads:

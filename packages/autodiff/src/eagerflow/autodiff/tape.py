@@ -91,6 +91,8 @@ def backprop(
             for o in outputs:
                 if id(o) not in sources:
                     grads.pop(id(o), None)
+            if all(g is None for g in out_grads):
+                continue
         skip = [i for i, t in enumerate(record.inputs) if id(t) not in depends]
         if len(skip) == len(record.inputs):
             continue  # no input leads to a source

@@ -11,14 +11,15 @@ read before the assignment keeps the value it had.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from eagerflow.tensor import DType, Tensor, as_dtype, convert_to_tensor
-from eagerflow.tensor.errors import DTypeError, ShapeError
-from eagerflow.tensor.execution import execute
+from eagerflow.tensor.errors import DTypeError, FailedPreconditionError, ShapeError
+from eagerflow.tensor.execution import execute, executing_eagerly
 from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import fmt
 
@@ -32,10 +33,55 @@ def _variable_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [attrs["variable"].dtype]
 
 
+# Where variable values live. Eager variables keep their own value; a variable created while
+# a graph is built has one value per Session, which the Session installs here while it runs.
+_store: dict[Variable, np.ndarray] | None = None
+
+
+@contextmanager
+def variable_store(store: dict[Variable, np.ndarray]) -> Iterator[None]:
+    """Inside the block, graph variables read and write ``store`` (a Session's values)."""
+    global _store
+    outer, _store = _store, store
+    try:
+        yield
+    finally:
+        _store = outer
+
+
+def _value(variable: Variable) -> np.ndarray:
+    if variable._array is not None:  # an eager variable
+        return variable._array
+    if _store is None or variable not in _store:
+        raise FailedPreconditionError(
+            f"variable '{variable.name}' is not initialized: run its initializer "
+            "(global_variables_initializer()) in this Session first"
+        )
+    return _store[variable]
+
+
+def _set(variable: Variable, value: np.ndarray) -> np.ndarray:
+    if value.shape != variable.shape:  # NumPy would broadcast: a variable never changes shape
+        _assign_shape([value.shape], {"variable": variable})
+    if variable._array is not None:
+        variable._array = value
+    elif _store is not None:
+        _store[variable] = value
+    else:
+        raise FailedPreconditionError(f"variable '{variable.name}' lives in a graph: use a Session")
+    return value
+
+
+@op("VariableV2", shape=_variable_shape, dtype=_variable_dtype, stateful=True)
+def variable_kernel(variable: Variable) -> np.ndarray:
+    """A variable's node in a graph; its output is the variable's current value."""
+    return _value(variable)
+
+
 @op("ReadVariableOp", shape=_variable_shape, dtype=_variable_dtype, stateful=True)
 def read_variable_kernel(variable: Variable) -> np.ndarray:
     """The variable's current value (the op tapes watch to see a variable used)."""
-    return variable._array
+    return _value(variable)
 
 
 def _assign_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
@@ -58,33 +104,26 @@ def _assign_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [variable.dtype]
 
 
-def _check_shape(variable: Variable, value: np.ndarray) -> None:
-    if value.shape != variable.shape:  # NumPy would broadcast: a variable never changes shape
-        _assign_shape([value.shape], {"variable": variable})
-
-
 @op("AssignVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
 def assign_kernel(value: np.ndarray, variable: Variable) -> np.ndarray:
     """Store ``value`` as the variable's new value; returns it."""
-    _check_shape(variable, value)
-    variable._array = value
-    return value
+    return _set(variable, value)
 
 
 @op("AssignAddVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
 def assign_add_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     """Store value + delta as the variable's new value; returns it."""
-    _check_shape(variable, delta)
-    variable._array = variable._array + delta
-    return variable._array
+    if delta.shape != variable.shape:
+        _assign_shape([delta.shape], {"variable": variable})
+    return _set(variable, _value(variable) + delta)
 
 
 @op("AssignSubVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
 def assign_sub_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     """Store value - delta as the variable's new value; returns it."""
-    _check_shape(variable, delta)
-    variable._array = variable._array - delta
-    return variable._array
+    if delta.shape != variable.shape:
+        _assign_shape([delta.shape], {"variable": variable})
+    return _set(variable, _value(variable) - delta)
 
 
 # --- Variable ---------------------------------------------------------------------------------
@@ -108,10 +147,22 @@ class Variable:
         if callable(initial_value):
             initial_value = initial_value()
         value = convert_to_tensor(initial_value, None if dtype is None else as_dtype(dtype))
-        self._array: np.ndarray = np.array(value, copy=True)
         self._dtype: DType = value.dtype
         self.trainable = bool(trainable)
-        self._name = f"{name or 'Variable'}:0"
+        self.initializer: Any = None  # the op that initializes it in a graph
+        if executing_eagerly():
+            self._array: np.ndarray | None = np.array(value, copy=True)
+            self._shape: tuple[int, ...] = self._array.shape
+            self._name = f"{name or 'Variable'}:0"
+            return
+        # Graph mode: a node stands for the variable; its value lives in each Session.
+        if value.shape is None or None in value.shape:
+            raise ShapeError(f"a graph variable needs a fully known shape, got {value.shape}")
+        self._array = None
+        self._shape = tuple(value.shape)
+        (node,) = execute("VariableV2", (), {"variable": self}, name or "Variable")
+        self._name = node.name  # unique in its graph: 'weight:0', 'weight_1:0', ...
+        self.initializer = self.assign(value, read_value=False).op
 
     @property
     def name(self) -> str:
@@ -123,11 +174,11 @@ class Variable:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self._array.shape
+        return self._shape
 
     @property
     def ndim(self) -> int:
-        return self._array.ndim
+        return len(self._shape)
 
     def read_value(self) -> Tensor:
         """The current value, as a tensor (an op: tapes see it)."""
@@ -137,6 +188,11 @@ class Variable:
 
     def numpy(self) -> Any:
         """A copy of the current value (a NumPy scalar for a 0-d variable)."""
+        if self._array is None:
+            raise FailedPreconditionError(
+                f"variable '{self.name}' lives in a graph: its value is per Session; "
+                "fetch it with session.run(variable)"
+            )
         return self._array.copy() if self._array.ndim else self._array[()]
 
     def assign(self, value: Any, read_value: bool = True) -> Any:
@@ -154,7 +210,8 @@ class Variable:
     def _update(self, op_name: str, value: Any, read_value: bool) -> Any:
         tensor = value if isinstance(value, Tensor) else convert_to_tensor(value, self._dtype)
         (result,) = execute(op_name, (tensor,), {"variable": self})
-        return self if read_value else result
+        # eager: the variable itself (as TF 2); graph: the assign node's output (as TF 1)
+        return self if read_value and executing_eagerly() else result
 
     # --- so that a variable works where a tensor does -------------------------------------
     def __eagerflow_tensor__(self, dtype: DType | None = None) -> Tensor:
@@ -165,13 +222,14 @@ class Variable:
         return self.read_value()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        return np.array(self._array, dtype=dtype, copy=True)
+        return np.array(self.numpy(), dtype=dtype, copy=True)
 
     def __repr__(self) -> str:
+        head = f"<Variable '{self.name}' shape={self.shape} dtype={self._dtype.name}"
+        if self._array is None:
+            return head + ">"
         value = np.array2string(self._array, separator=", ") if self.ndim else str(self.numpy())
-        return (
-            f"<Variable '{self.name}' shape={self.shape} dtype={self._dtype.name}, numpy={value}>"
-        )
+        return f"{head}, numpy={value}>"
 
     def __len__(self) -> int:
         return len(self.read_value())
@@ -210,4 +268,4 @@ for _name in (
 ):  # fmt: skip
     setattr(Variable, _name, _reads_first(_name))
 
-__all__ = ["Variable"]
+__all__ = ["Variable", "variable_store"]

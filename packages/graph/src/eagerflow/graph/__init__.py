@@ -1,1 +1,49 @@
-"""eagerflow.graph: not written yet (see the project's issue for this package)."""
+"""eagerflow.graph: static graphs built by the same ops, run by a Session.
+
+Read it in this order:
+
+1. ``graph.py``     ``Graph`` (a context of the seam), ``Operation``, ``SymbolicTensor``;
+2. ``ops.py``       placeholders, groups, variable initializers, name scopes;
+3. ``session.py``   ``Session``: compiles fetches and feeds into a plan of kernel calls;
+4. ``gradients.py`` ``gradients()``: the autodiff package's rules, adding graph nodes.
+"""
+
+from eagerflow.graph.gradients import gradients
+from eagerflow.graph.graph import (
+    Graph,
+    Operation,
+    SymbolicTensor,
+    get_default_graph,
+    reset_default_graph,
+)
+from eagerflow.graph.ops import (
+    control_dependencies,
+    global_variables,
+    global_variables_initializer,
+    group,
+    name_scope,
+    no_op,
+    placeholder,
+    trainable_variables,
+    variables_initializer,
+)
+from eagerflow.graph.session import Session
+
+__all__ = [
+    "Graph",
+    "Operation",
+    "Session",
+    "SymbolicTensor",
+    "control_dependencies",
+    "get_default_graph",
+    "global_variables",
+    "global_variables_initializer",
+    "gradients",
+    "group",
+    "name_scope",
+    "no_op",
+    "placeholder",
+    "reset_default_graph",
+    "trainable_variables",
+    "variables_initializer",
+]

@@ -228,6 +228,23 @@ def stop_gradient(x: Any, name: str | None = None) -> Tensor:
     return execute("StopGradient", (convert_to_tensor(x),), NO_ATTRS, name)[0]
 
 
+def size_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """A scalar."""
+    return [()]
+
+
+@op("Size", shape=size_shape, dtype=attr_dtype_rule)
+def size_kernel(x: np.ndarray, dtype: DType) -> np.ndarray:
+    """The number of elements of x (known only when a graph runs, if x's shape is not)."""
+    return np.asarray(np.size(x), dtype=dtype.np)
+
+
+def size(x: Any, out_type: DType | str = dtypes.int32, name: str | None = None) -> Tensor:
+    """The number of elements of x, as a scalar tensor."""
+    attrs = {"dtype": dtypes.as_dtype(out_type)}
+    return execute("Size", (convert_to_tensor(x),), attrs, name)[0]
+
+
 # --- reshaping --------------------------------------------------------------------------------
 def reshape_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """The new shape, with its one ``-1`` (if any) inferred from the number of elements."""

@@ -47,6 +47,10 @@ class InvalidArgumentError(EagerflowError, ValueError):
     """Any other bad argument (a negative depth, a zero integer divisor, ...)."""
 
 
+class FailedPreconditionError(EagerflowError, RuntimeError):
+    """The state is not ready for the op (e.g. reading a variable never initialized)."""
+
+
 class UnknownOpError(EagerflowError, LookupError):
     """An op name with no registered definition."""
 

@@ -1,0 +1,83 @@
+"""``gradients()``: symbolic differentiation, by the very rules the eager tape uses.
+
+Each operation of the graph becomes an ``OpRecord`` (its inputs, attributes and outputs are
+symbolic tensors), and the autodiff package's ``backprop`` walks them backwards. The rules
+it calls are written with public ops, and the graph is the current context, so every
+gradient computation becomes new nodes of the graph: there is no second set of rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import eagerflow.tensor as ef
+from eagerflow.autodiff import OpRecord, Variable
+from eagerflow.autodiff.tape import backprop, flatten
+from eagerflow.graph.graph import Graph, SymbolicTensor
+from eagerflow.tensor import Tensor
+
+VARIABLE_READS = ("ReadVariableOp", "VariableV2")
+
+
+def gradients(
+    ys: Any, xs: Any, grad_ys: Any = None, unconnected_gradients: str = "none"
+) -> list[SymbolicTensor | None]:
+    """Symbolic d(sum of ys)/d(x) for each x in ``xs`` (tensors or variables of one graph).
+
+    Returns a list as long as ``xs``: None for an x the ys do not depend on (zeros with
+    ``unconnected_gradients="zero"``). ``grad_ys`` seeds the vector-Jacobian product.
+    """
+    if unconnected_gradients not in ("none", "zero"):
+        raise ValueError(
+            f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}"
+        )
+    targets = flatten(ys)
+    sources = flatten(xs)
+    graph = _graph_of([*targets, *sources])
+    with graph.as_default():
+        targets = [ef.convert_to_tensor(y) for y in targets]
+        if grad_ys is None:
+            seeds = [ef.ones_like(y) for y in targets]
+        else:
+            seeds = [
+                ef.convert_to_tensor(g, y.dtype)
+                for g, y in zip(flatten(grad_ys), targets, strict=True)
+            ]
+        keys = [_keys(graph, x) for x in sources]
+        records = [OpRecord(o.op_def, o.inputs, o.attrs, o.outputs) for o in graph.get_operations()]
+        grads = backprop(records, targets, seeds, {k for ks in keys for k in ks})
+        result: list[Any] = []
+        for x, x_keys in zip(sources, keys, strict=True):
+            parts = [grads[k] for k in x_keys if k in grads]
+            total = parts[0] if parts else None
+            for part in parts[1:]:
+                total = ef.add(total, part)
+            if total is None and unconnected_gradients == "zero":
+                total = ef.zeros(x.shape, x.dtype)
+            result.append(total)
+    return result
+
+
+def _graph_of(tensors: Sequence[Any]) -> Graph:
+    for t in tensors:
+        if isinstance(t, SymbolicTensor):
+            return t.graph
+    raise ValueError("gradients() needs tensors of a graph (build them inside graph.as_default())")
+
+
+def _keys(graph: Graph, x: Any) -> list[int]:
+    """The ids of the tensors whose gradients make up x's gradient."""
+    if isinstance(x, Variable):  # every read of the variable in this graph
+        return [
+            id(o.outputs[0])
+            for o in graph.get_operations()
+            if o.type in VARIABLE_READS and o.attrs["variable"] is x
+        ]
+    if isinstance(x, SymbolicTensor):
+        if x.graph is not graph:
+            raise ValueError(f"{x.name} belongs to another graph than the ys")
+        return [id(x)] if x.dtype.is_floating else []
+    if isinstance(x, Tensor):
+        raise ValueError("gradients() takes graph tensors; for eager tensors use a GradientTape")
+    raise TypeError(f"xs must be tensors or variables, got {type(x).__name__}")

@@ -1,0 +1,283 @@
+"""``Graph``: the other meaning of every op. Inside ``with graph.as_default():`` the very same
+public ops (``matmul``, ``+``, ...) add an ``Operation`` to the graph and return symbolic
+tensors, whose shape and dtype come from the op's static rules; nothing is computed.
+
+A Graph *is* an execution context of the tensor package's seam: ``execute`` hands it every
+op while it is the current context, and its ``run_op`` builds a node instead of running a
+kernel. That is the whole switch between eager and graph mode; no op is written twice.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from eagerflow.tensor import Tensor, execution
+from eagerflow.tensor.dtypes import DType
+from eagerflow.tensor.errors import EagerflowError
+from eagerflow.tensor.registry import OPS, Attrs, OpDef
+
+Shape = tuple[int | None, ...] | None  # None: not even the rank is known
+
+# TensorFlow names the nodes of Python operators after the operator, not the op type.
+DEFAULT_NAMES = {
+    "AddV2": "add", "Sub": "sub", "Mul": "mul", "RealDiv": "truediv", "FloorDiv": "floordiv",
+    "FloorMod": "mod", "Pow": "pow", "Neg": "Neg",
+}  # fmt: skip
+
+
+class SymbolicTensor(Tensor):
+    """An output of an ``Operation`` in a graph: a static shape and dtype, no value.
+
+    It behaves like a tensor when building (``a + b`` adds a node); asking it for a value
+    raises an error that says to run it in a Session.
+    """
+
+    __slots__ = ("_index", "_op", "_shape")
+
+    def __init__(self, op: Operation, index: int, shape: Shape, dtype: DType) -> None:
+        super().__init__(None, dtype)  # type: ignore[arg-type]
+        self._op = op
+        self._index = index
+        self._shape = shape
+
+    @property
+    def op(self) -> Operation:
+        return self._op
+
+    @property
+    def graph(self) -> Graph:
+        return self._op.graph
+
+    @property
+    def name(self) -> str:
+        return f"{self._op.name}:{self._index}"
+
+    @property
+    def shape(self) -> Any:
+        return self._shape
+
+    @property
+    def ndim(self) -> Any:
+        return None if self._shape is None else len(self._shape)
+
+    def __repr__(self) -> str:
+        shape = "<unknown>" if self._shape is None else str(self._shape)
+        return f'Tensor("{self.name}", shape={shape}, dtype={self._dtype.name})'
+
+    def numpy(self) -> Any:
+        raise TypeError(
+            f"{self.name} is a symbolic tensor in a graph: it has no value until a Session "
+            "runs it; use session.run(tensor)"
+        )
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        self.numpy()
+        raise AssertionError  # pragma: no cover - numpy() always raises
+
+    def _item(self, what: str) -> Any:
+        hint = "use cond() (or while_loop) instead of a Python if" if what == "bool" else (
+            "use session.run(tensor) to get its value")  # fmt: skip
+        raise TypeError(f"{what}() of the symbolic tensor {self.name} is not defined: {hint}")
+
+    def __len__(self) -> int:
+        if self._shape is None or not self._shape or self._shape[0] is None:
+            raise TypeError(f"len() of {self.name} is not known while building the graph")
+        return self._shape[0]
+
+
+class Operation:
+    """A node of a graph: one op applied to symbolic inputs, with static outputs."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        op: OpDef,
+        name: str,
+        inputs: tuple[SymbolicTensor, ...],
+        attrs: Attrs,
+        control_inputs: tuple[Operation, ...],
+    ) -> None:
+        self.graph = graph
+        self.op_def = op
+        self.name = name
+        self.inputs = inputs
+        self.attrs = dict(attrs)
+        self.control_inputs = control_inputs
+        self.outputs: tuple[SymbolicTensor, ...] = ()
+
+    @property
+    def type(self) -> str:
+        return self.op_def.name
+
+    def __repr__(self) -> str:
+        inputs = ", ".join(t.name for t in self.inputs)
+        return f"<Operation '{self.name}' type={self.type} inputs=[{inputs}]>"
+
+
+class Graph:
+    """A dataflow graph: operations in the order they were added (a topological order)."""
+
+    def __init__(self) -> None:
+        self._operations: list[Operation] = []
+        self._by_name: dict[str, Operation] = {}
+        self._name_counts: dict[str, int] = {}
+        self._scope = ""  # the current name_scope prefix, e.g. "layer1/"
+        self._control: list[list[Operation]] = []  # control_dependencies stack
+        self._captures: dict[int, tuple[Tensor, SymbolicTensor]] = {}
+
+    # --- the seam's context interface -----------------------------------------------------
+    def run_op(
+        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
+    ) -> tuple[SymbolicTensor, ...]:
+        """Add a node for ``op`` (this is what ``execute`` calls in graph mode)."""
+        symbolic = tuple(self._as_graph_tensor(t, op) for t in inputs)
+        shapes = [t.shape for t in symbolic]
+        try:
+            dts = op.dtype_rule([t.dtype for t in symbolic], attrs)
+            out_shapes: Sequence[Shape] = (
+                [None] * len(dts)
+                if any(s is None for s in shapes)
+                else op.shape_rule(shapes, attrs)
+            )
+        except EagerflowError as e:
+            raise e.at_op(op.name, symbolic) from None
+        return self.create_op(op, symbolic, attrs, out_shapes, dts, name).outputs
+
+    def create_op(
+        self,
+        op: OpDef,
+        inputs: tuple[SymbolicTensor, ...],
+        attrs: Attrs,
+        shapes: Sequence[Shape],
+        dts: Sequence[DType],
+        name: str | None = None,
+    ) -> Operation:
+        """Add an operation with the given static outputs (the graph's one constructor)."""
+        control = tuple(dict.fromkeys(o for block in self._control for o in block))
+        unique = self.unique_name(name or DEFAULT_NAMES.get(op.name, op.name))
+        operation = Operation(self, op, unique, inputs, attrs, control)
+        operation.outputs = tuple(
+            SymbolicTensor(operation, i, None if s is None else tuple(s), d)
+            for i, (s, d) in enumerate(zip(shapes, dts, strict=True))
+        )
+        self._operations.append(operation)
+        self._by_name[operation.name] = operation
+        return operation
+
+    def _as_graph_tensor(self, t: Tensor, op: OpDef) -> SymbolicTensor:
+        if isinstance(t, SymbolicTensor):
+            if t.graph is not self:
+                raise ValueError(
+                    f"{op.name}: tensor {t.name} belongs to another graph; ops can only combine "
+                    "tensors of one graph"
+                )
+            return t
+        # An eager tensor used while building: it becomes a constant of the graph (once).
+        captured = self._captures.get(id(t))
+        if captured is None:
+            value = np.asarray(t)
+            const = self.create_op(OPS["Const"], (), {"value": value}, [value.shape], [t.dtype])
+            captured = self._captures[id(t)] = (t, const.outputs[0])  # keep t alive: id stays its
+        return captured[1]
+
+    # --- names ----------------------------------------------------------------------------
+    def unique_name(self, name: str, mark_used: bool = True) -> str:
+        """``name`` inside the current scope, with ``_1``, ``_2``, ... if already taken."""
+        full = self._scope + name
+        count = self._name_counts.get(full, 0)
+        unique = full if count == 0 else f"{full}_{count}"
+        while unique in self._name_counts and count:
+            count += 1
+            unique = f"{full}_{count}"
+        if mark_used:
+            self._name_counts[full] = count + 1
+            self._name_counts.setdefault(unique, 1)
+        return unique
+
+    @contextmanager
+    def name_scope(self, name: str) -> Iterator[str]:
+        """Prefix the names of the ops created inside with ``name/`` (scopes nest)."""
+        if not re.fullmatch(r"[A-Za-z0-9_.\-/]+", name):
+            raise ValueError(f"invalid name scope {name!r}")
+        scope = self.unique_name(name.rstrip("/")) + "/"
+        outer, self._scope = self._scope, scope
+        try:
+            yield scope
+        finally:
+            self._scope = outer
+
+    @contextmanager
+    def control_dependencies(self, control_inputs: Sequence[Any]) -> Iterator[None]:
+        """Ops created inside run only after every op (or tensor's op) in ``control_inputs``."""
+        ops = [c.op if isinstance(c, SymbolicTensor) else c for c in control_inputs]
+        for o in ops:
+            if not isinstance(o, Operation):
+                raise TypeError(f"control_dependencies takes operations or tensors, got {o!r}")
+            if o.graph is not self:
+                raise ValueError(f"control input {o.name} belongs to another graph")
+        self._control.append(ops)
+        try:
+            yield
+        finally:
+            self._control.pop()
+
+    # --- looking things up ------------------------------------------------------------------
+    def get_operations(self) -> list[Operation]:
+        return list(self._operations)
+
+    def get_operation_by_name(self, name: str) -> Operation:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"the graph has no operation named {name!r}") from None
+
+    def get_tensor_by_name(self, name: str) -> SymbolicTensor:
+        """``"add:0"``: output 0 of the operation named ``add``."""
+        op_name, sep, index = name.rpartition(":")
+        if not sep or not index.isdigit():
+            raise ValueError(f"tensor names look like 'op_name:0', got {name!r}")
+        outputs = self.get_operation_by_name(op_name).outputs
+        if int(index) >= len(outputs):
+            raise KeyError(f"operation {op_name!r} has {len(outputs)} output(s), not {name!r}")
+        return outputs[int(index)]
+
+    # --- becoming the default -----------------------------------------------------------------
+    @contextmanager
+    def as_default(self) -> Iterator[Graph]:
+        """Inside the block, ops build nodes of this graph instead of running."""
+        _default_graphs.append(self)
+        try:
+            with execution.context(self):
+                yield self
+        finally:
+            _default_graphs.pop()
+
+    def __repr__(self) -> str:
+        return f"<Graph with {len(self._operations)} operations>"
+
+
+_global_graph = Graph()
+_default_graphs: list[Graph] = []
+
+
+def get_default_graph() -> Graph:
+    """The graph being built now, or else the process-wide default graph (as in TF 1.x)."""
+    return _default_graphs[-1] if _default_graphs else _global_graph
+
+
+def reset_default_graph() -> None:
+    """Start the process-wide default graph afresh."""
+    global _global_graph
+    if _default_graphs:
+        raise RuntimeError("reset_default_graph() cannot run while a graph is being built")
+    _global_graph = Graph()
+
+
+def describe_shape(shape: Shape) -> str:
+    """``(None, 3)`` as TensorFlow prints it; ``<unknown>`` when not even the rank is known."""
+    return "<unknown>" if shape is None else str(tuple(shape))

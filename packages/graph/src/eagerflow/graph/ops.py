@@ -1,0 +1,111 @@
+"""Graph-only ops and helpers: placeholders, no-ops and groups, initializers, scopes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from eagerflow.autodiff import Variable
+from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
+from eagerflow.tensor import dtypes
+from eagerflow.tensor.dtypes import DType
+from eagerflow.tensor.errors import InvalidArgumentError
+from eagerflow.tensor.execution import execute, executing_eagerly
+from eagerflow.tensor.registry import OPS, Attrs, Shape, op
+from eagerflow.tensor.rules import attr_dtype_rule
+
+
+def _placeholder_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    return [attrs["shape"]]
+
+
+@op("Placeholder", shape=_placeholder_shape, dtype=attr_dtype_rule)
+def placeholder_kernel(shape: Any, dtype: DType) -> np.ndarray:
+    """A value supplied by ``feed_dict`` when a Session runs; running it unfed is an error."""
+    raise InvalidArgumentError("a placeholder must be fed a value (feed_dict)")
+
+
+def placeholder(
+    dtype: DType | str, shape: Sequence[int | None] | None = None, name: str | None = None
+) -> SymbolicTensor:
+    """A graph input, fed when a Session runs. ``None`` dimensions (or shape) are unknown."""
+    if executing_eagerly():
+        raise RuntimeError(
+            "placeholder() builds a graph input: call it inside `with graph.as_default():` "
+            "(in eager mode, just pass values to your ops)"
+        )
+    attrs = {
+        "shape": None if shape is None else tuple(None if d is None else int(d) for d in shape),
+        "dtype": dtypes.as_dtype(dtype),
+    }
+    return execute("Placeholder", (), attrs, name or "Placeholder")[0]  # type: ignore[return-value]
+
+
+def _no_outputs(inputs: Sequence[Any], attrs: Attrs) -> list[Any]:
+    return []
+
+
+@op("NoOp", shape=_no_outputs, dtype=_no_outputs, multi_output=True)
+def no_op_kernel(*inputs: np.ndarray) -> tuple[()]:
+    """Does nothing; used for its control inputs (``group``, initializers)."""
+    return ()
+
+
+def group(*inputs: Any, name: str | None = None) -> Operation | None:
+    """One op that runs all of ``inputs`` (ops or tensors); None in eager mode."""
+    if executing_eagerly():
+        return None
+    flat = [x for item in inputs for x in (item if isinstance(item, list | tuple) else [item])]
+    with get_default_graph().control_dependencies([x for x in flat if x is not None]):
+        return _no_op(name or "group_deps")
+
+
+def _no_op(name: str) -> Operation:
+    return get_default_graph().create_op(OPS["NoOp"], (), {}, [], [], name)
+
+
+def no_op(name: str | None = None) -> Operation | None:
+    return None if executing_eagerly() else _no_op(name or "NoOp")
+
+
+def global_variables(graph: Graph | None = None) -> list[Variable]:
+    """The variables created in ``graph`` (default: the current one), in creation order."""
+    graph = graph or get_default_graph()
+    return [o.attrs["variable"] for o in graph.get_operations() if o.type == "VariableV2"]
+
+
+def trainable_variables(graph: Graph | None = None) -> list[Variable]:
+    return [v for v in global_variables(graph) if v.trainable]
+
+
+def variables_initializer(var_list: Sequence[Variable], name: str = "init") -> Operation | None:
+    """One op that runs the initializers of ``var_list``."""
+    return group(*[v.initializer for v in var_list], name=name)
+
+
+def global_variables_initializer() -> Operation | None:
+    """One op that initializes every variable of the current graph."""
+    return variables_initializer(global_variables(), name="init")
+
+
+@contextmanager
+def name_scope(name: str) -> Iterator[str]:
+    """Prefix the names of ops created inside with ``name/`` (no-op in eager mode)."""
+    if executing_eagerly():
+        yield name + "/"
+        return
+    with get_default_graph().name_scope(name) as scope:
+        yield scope
+
+
+@contextmanager
+def control_dependencies(control_inputs: Sequence[Any]) -> Iterator[None]:
+    """Ops created inside run after ``control_inputs`` (eager ops already run in order)."""
+    if executing_eagerly():
+        yield
+        return
+    with get_default_graph().control_dependencies(control_inputs):
+        yield

@@ -1,0 +1,221 @@
+"""``Session``: runs the part of a graph needed for some fetches, given some feeds.
+
+The first ``run`` of a (fetches, fed tensors) combination compiles a ``Plan``: the needed
+operations in graph order, as kernel calls on numbered value slots, each slot freed right
+after its last use. Later runs of the same combination only execute the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from eagerflow.autodiff import Variable, variable_store
+from eagerflow.autodiff.tape import flatten, pack_like
+from eagerflow.graph.graph import (
+    Graph,
+    Operation,
+    SymbolicTensor,
+    describe_shape,
+    get_default_graph,
+)
+from eagerflow.tensor import Tensor
+from eagerflow.tensor.dtypes import from_numpy
+from eagerflow.tensor.errors import DTypeError, EagerflowError, InvalidArgumentError
+from eagerflow.tensor.execution import explain_failure
+from eagerflow.tensor.tensor import to_array
+
+Fetch = SymbolicTensor | Operation
+
+
+class Step(NamedTuple):
+    """One kernel call of a plan."""
+
+    operation: Operation
+    inputs: tuple[int, ...]  # slots read
+    outputs: tuple[int, ...]  # slots written
+    free: tuple[int, ...]  # slots no later step (or fetch) needs
+
+
+class Plan:
+    """The compiled form of one (fetches, feeds) combination."""
+
+    def __init__(self, fetches: Sequence[Fetch], fed: Sequence[SymbolicTensor]) -> None:
+        self.slot: dict[SymbolicTensor, int] = {}
+        operations = _needed_operations(fetches, set(fed))
+        for t in fed:
+            self._slot_of(t)
+        raw = [(o, self._slots(o.inputs), self._slots(o.outputs)) for o in operations]
+        keep = {self.slot[t] for t in fed} | {
+            self._slot_of(f) for f in fetches if isinstance(f, SymbolicTensor)
+        }
+        last_use: dict[int, int] = {}
+        for i, (_, ins, outs) in enumerate(raw):
+            for s in (*outs, *ins):
+                last_use[s] = i
+        frees: dict[int, list[int]] = {}
+        for s, i in last_use.items():
+            if s not in keep:
+                frees.setdefault(i, []).append(s)
+        self.steps = [
+            Step(o, ins, outs, tuple(frees.get(i, ()))) for i, (o, ins, outs) in enumerate(raw)
+        ]
+        self.fetch_slots = [
+            self.slot[f] if isinstance(f, SymbolicTensor) else None for f in fetches
+        ]
+        self.size = len(self.slot)
+
+    def _slot_of(self, t: SymbolicTensor) -> int:
+        return self.slot.setdefault(t, len(self.slot))
+
+    def _slots(self, tensors: Sequence[SymbolicTensor]) -> tuple[int, ...]:
+        return tuple(self._slot_of(t) for t in tensors)
+
+    def run(self, feeds: dict[SymbolicTensor, np.ndarray]) -> list[Any]:
+        values: list[Any] = [None] * self.size
+        for t, value in feeds.items():
+            values[self.slot[t]] = value
+        for operation, ins, outs, free in self.steps:
+            args = [values[s] for s in ins]
+            op = operation.op_def
+            try:
+                result = op.kernel(*args, **operation.attrs)
+            except Exception as e:
+                raise _runtime_error(operation, args, e) from e
+            if op.multi_output:
+                for s, r in zip(outs, result, strict=True):
+                    values[s] = r
+            else:
+                values[outs[0]] = result
+            for s in free:
+                values[s] = None
+        return [None if s is None else _fetched(values[s]) for s in self.fetch_slots]
+
+
+def _needed_operations(fetches: Sequence[Fetch], fed: set[SymbolicTensor]) -> list[Operation]:
+    """The operations the fetches depend on (through data and control inputs), stopping at
+    fed tensors, in graph order. Iterative, so deep graphs need no recursion."""
+    needed: set[Operation] = set()
+    stack = [f if isinstance(f, Operation) else f.op for f in fetches if f not in fed]
+    while stack:
+        operation = stack.pop()
+        if operation in needed:
+            continue
+        needed.add(operation)
+        stack.extend(t.op for t in operation.inputs if t not in fed)
+        stack.extend(operation.control_inputs)
+    for operation in needed:
+        if operation.type == "Placeholder":
+            (t,) = operation.outputs
+            raise InvalidArgumentError(
+                f"you must feed a value for placeholder '{t.name}' with dtype {t.dtype} and "
+                f"shape {describe_shape(t.shape)} (feed_dict={{{operation.name}: ...}})"
+            )
+    graph = next(iter(needed)).graph if needed else None
+    return [o for o in graph.get_operations() if o in needed] if graph else []
+
+
+def _fetched(value: Any) -> Any:
+    """What ``run`` returns: a fresh NumPy array (a NumPy scalar for 0-d), never shared."""
+    if isinstance(value, np.ndarray):
+        return value[()] if value.ndim == 0 else value.copy()
+    return value
+
+
+def _runtime_error(operation: Operation, args: list[Any], error: Exception) -> EagerflowError:
+    inputs = [Tensor(a, from_numpy(np.asarray(a).dtype)) for a in args]  # type: ignore[arg-type]
+    if isinstance(error, EagerflowError):
+        error.at_op(operation.type, inputs)
+    else:
+        error = explain_failure(operation.op_def, inputs, operation.attrs, error)
+    error.args = (f"{error.args[0]} [node '{operation.name}']",)
+    return error
+
+
+class Session:
+    """Runs graphs. Holds the values of the graph's variables (each Session its own)."""
+
+    def __init__(self, graph: Graph | None = None) -> None:
+        self.graph = graph or get_default_graph()
+        self._values: dict[Variable, np.ndarray] = {}
+        self._plans: dict[tuple[Any, ...], Plan] = {}
+        self._closed = False
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Free the session's state; running it afterwards is an error."""
+        self._closed = True
+        self._values.clear()
+        self._plans.clear()
+
+    def run(self, fetches: Any, feed_dict: dict[Any, Any] | None = None) -> Any:
+        """Compute ``fetches`` (a tensor, operation, name, or nested list/tuple/dict of them)
+        with ``feed_dict`` values for any tensors; the result mirrors ``fetches``."""
+        if self._closed:
+            raise RuntimeError("attempted to use a closed Session")
+        targets = [self._resolve(f) for f in flatten(fetches)]
+        feeds: dict[SymbolicTensor, np.ndarray] = {}
+        for key, value in (feed_dict or {}).items():
+            t = self._resolve(key)
+            if not isinstance(t, SymbolicTensor):
+                raise TypeError(f"feed_dict keys must be tensors, got the operation {t.name!r}")
+            feeds[t] = _checked_feed(t, value)
+        key = (tuple(targets), frozenset(feeds))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = Plan(targets, list(feeds))
+        with variable_store(self._values):
+            results = plan.run(feeds)
+        return pack_like(fetches, results)
+
+    def _resolve(self, fetch: Any) -> Fetch:
+        if isinstance(fetch, str):
+            found: Fetch = (
+                self.graph.get_tensor_by_name(fetch)
+                if ":" in fetch
+                else self.graph.get_operation_by_name(fetch)
+            )
+            return found
+        if isinstance(fetch, Variable):
+            return self._variable_value(fetch)
+        if isinstance(fetch, SymbolicTensor | Operation):
+            if fetch.graph is not self.graph:
+                raise ValueError(f"{fetch.name} is not an element of this Session's graph")
+            return fetch
+        raise TypeError(
+            f"cannot fetch {fetch!r:.60}: fetches are tensors, operations, names, or "
+            "nested lists/tuples/dicts of them"
+        )
+
+    def _variable_value(self, variable: Variable) -> SymbolicTensor:
+        for o in self.graph.get_operations():
+            if o.type == "VariableV2" and o.attrs["variable"] is variable:
+                return o.outputs[0]
+        raise ValueError(f"variable '{variable.name}' does not belong to this Session's graph")
+
+
+def _checked_feed(t: SymbolicTensor, value: Any) -> np.ndarray:
+    try:
+        array = to_array(value, t.dtype)
+    except DTypeError as e:
+        raise ValueError(
+            f"Cannot feed value of dtype {np.asarray(value).dtype} for Tensor '{t.name}', "
+            f"which has dtype {t.dtype}: {e}"
+        ) from None
+    shape = t.shape
+    if shape is not None and (
+        array.ndim != len(shape)
+        or any(d is not None and d != n for d, n in zip(shape, array.shape, strict=True))
+    ):
+        raise ValueError(
+            f"Cannot feed value of shape {array.shape} for Tensor '{t.name}', "
+            f"which has shape {describe_shape(shape)}"
+        )
+    return array

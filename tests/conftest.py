@@ -1,0 +1,2 @@
+"""Shared test set-up. This folder is on sys.path (pytest's default import mode puts the root
+conftest's folder there), so tests can `import op_cases`."""
