@@ -8,6 +8,7 @@ Read it in this order:
 4. ``gradients.py`` ``gradients()``: the autodiff package's rules, adding graph nodes.
 """
 
+from eagerflow.graph.control_flow import cond, while_loop
 from eagerflow.graph.gradients import gradients
 from eagerflow.graph.graph import (
     Graph,
@@ -34,6 +35,7 @@ __all__ = [
     "Operation",
     "Session",
     "SymbolicTensor",
+    "cond",
     "control_dependencies",
     "get_default_graph",
     "global_variables",
@@ -46,4 +48,5 @@ __all__ = [
     "reset_default_graph",
     "trainable_variables",
     "variables_initializer",
+    "while_loop",
 ]

@@ -53,8 +53,8 @@ def gradients(
             total = parts[0] if parts else None
             for part in parts[1:]:
                 total = ef.add(total, part)
-            if total is None and unconnected_gradients == "zero":
-                total = ef.zeros(x.shape, x.dtype)
+            if total is None and unconnected_gradients == "zero":  # zeros shaped like x
+                total = ef.zeros_like(x) if isinstance(x, Tensor) else ef.zeros(x.shape, x.dtype)
             result.append(total)
     return result
 

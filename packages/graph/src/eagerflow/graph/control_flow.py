@@ -1,0 +1,273 @@
+"""``cond`` and ``while_loop``: control flow as graph ops whose branches are subgraphs.
+
+In eager mode they are plain Python ``if`` and ``while``. In graph mode each branch (or the
+loop's condition and body) is built once into a ``FunctionGraph`` of its own: tensors it uses
+from an outer graph are *captured* as inputs, and the outer graph gets one ``If`` (or
+``While``) node. A Session runs that node's kernel, which runs only the branch it needs.
+
+The gradient of ``If`` is another ``If``: each branch's gradient is built inside that branch's
+graph, by the same ``gradients()``. Gradients through ``While`` are not supported (the
+rule raises an error naming the op).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import eagerflow.tensor as ef
+from eagerflow.autodiff import OpRecord, register_gradient
+from eagerflow.autodiff.tape import flatten, pack_like
+from eagerflow.graph.graph import Graph, SymbolicTensor, get_default_graph
+from eagerflow.tensor import Tensor
+from eagerflow.tensor.dtypes import DType
+from eagerflow.tensor.errors import DTypeError, ShapeError
+from eagerflow.tensor.execution import execute, executing_eagerly
+from eagerflow.tensor.registry import OPS, Attrs, Shape, op
+
+
+class FunctionGraph(Graph):
+    """The graph of a branch or loop body: outer tensors it uses become its inputs."""
+
+    def __init__(self, outer: Graph) -> None:
+        super().__init__()
+        self.outer = outer
+        self.captures: dict[SymbolicTensor, SymbolicTensor] = {}  # outer tensor -> input
+        self.arguments: list[SymbolicTensor] = []  # the function's own inputs
+        self.results: list[SymbolicTensor] = []  # what the function returned
+
+    def _as_graph_tensor(self, t: Tensor, op: Any) -> SymbolicTensor:
+        if isinstance(t, SymbolicTensor) and t.graph is not self:
+            return self.capture(t)
+        return super()._as_graph_tensor(t, op)
+
+    def capture(self, t: SymbolicTensor) -> SymbolicTensor:
+        """The input of this graph standing for ``t`` of an enclosing graph."""
+        if t.graph is not self.outer:  # from further out: the outer graph captures it first
+            if not isinstance(self.outer, FunctionGraph):
+                raise ValueError(
+                    f"tensor {t.name} belongs to a graph that does not enclose this one"
+                )
+            t = self.outer.capture(t)
+        if t not in self.captures:
+            self.captures[t] = self.input_like(t, "captured")
+        return self.captures[t]
+
+    def input_like(self, t: Any, name: str) -> SymbolicTensor:
+        """A new placeholder input of this graph with t's (static) shape and dtype."""
+        shape = None if t.shape is None else tuple(t.shape)
+        placeholder = OPS["Placeholder"]
+        attrs = {"shape": shape, "dtype": t.dtype}
+        return self.create_op(placeholder, (), attrs, [shape], [t.dtype], name).outputs[0]
+
+
+class Subgraph:
+    """A FunctionGraph to run: which of its tensors are fed (by position) and fetched."""
+
+    def __init__(
+        self,
+        graph: FunctionGraph,
+        inputs: Sequence[SymbolicTensor | None],
+        outputs: Sequence[SymbolicTensor],
+    ) -> None:
+        self.graph = graph
+        self.inputs = list(inputs)  # None: this subgraph does not use that input
+        self.outputs = list(outputs)
+        self._plan: Any = None
+
+    def call(self, arrays: Sequence[Any]) -> list[Any]:
+        """Run the subgraph on input values (positions as in ``inputs``)."""
+        from eagerflow.graph.session import Plan  # the Session's executor, reused
+
+        feeds = {t: a for t, a in zip(self.inputs, arrays, strict=True) if t is not None}
+        if self._plan is None:
+            self._plan = Plan(self.outputs, list(feeds))
+        return self._plan.run(feeds)
+
+    def __repr__(self) -> str:
+        return f"<Subgraph with {len(self.graph.get_operations())} operations>"
+
+
+def _build(fn: Callable[..., Any], args: Sequence[Any], outer: Graph) -> tuple[FunctionGraph, Any]:
+    """Call ``fn`` with graph inputs like ``args`` inside a new FunctionGraph of ``outer``."""
+    graph = FunctionGraph(outer)
+    with graph.as_default():
+        inputs = [graph.input_like(a, f"arg{i}") for i, a in enumerate(args)]
+        result = fn(*inputs)
+        # results may be Python values, or tensors of an outer graph: make them this graph's
+        outputs = [graph._as_graph_tensor(ef.convert_to_tensor(r), OPS["Identity"])
+                   for r in flatten(result)]  # fmt: skip
+    graph.arguments, graph.results = inputs, outputs
+    return graph, result
+
+
+def _merge(a: Shape, b: Shape) -> Shape:
+    """The most specific shape compatible with both (dimensions that differ become None)."""
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x if x == y else None for x, y in zip(a, b, strict=True))
+
+
+def _union_captures(*graphs: FunctionGraph) -> list[SymbolicTensor]:
+    return list(dict.fromkeys(t for g in graphs for t in g.captures))
+
+
+# --- cond ------------------------------------------------------------------------------------
+def _if_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    then, other = attrs["then_branch"].outputs, attrs["else_branch"].outputs
+    return [_merge(a.shape, b.shape) for a, b in zip(then, other, strict=True)]
+
+
+def _if_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    if dts[0] is not ef.bool_:
+        raise DTypeError(f"cond needs a bool predicate, got {dts[0]}")
+    then, other = attrs["then_branch"].outputs, attrs["else_branch"].outputs
+    if len(then) != len(other):
+        raise ShapeError(f"the branches return {len(then)} and {len(other)} tensors")
+    for a, b in zip(then, other, strict=True):
+        if a.dtype is not b.dtype:
+            raise DTypeError(f"the branches return different dtypes: {a.dtype} and {b.dtype}")
+    return [t.dtype for t in then]
+
+
+@op("If", shape=_if_shape, dtype=_if_dtype, multi_output=True)
+def if_kernel(
+    pred: np.ndarray, *inputs: np.ndarray, then_branch: Subgraph, else_branch: Subgraph
+) -> tuple[Any, ...]:
+    """Run the then- or the else-branch subgraph on the captured inputs."""
+    branch = then_branch if bool(pred) else else_branch
+    return tuple(branch.call(inputs))
+
+
+def cond(
+    pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], name: str | None = None
+) -> Any:
+    """``true_fn()`` if ``pred`` else ``false_fn()``. In a graph, both branches are built and
+    the Session runs only the chosen one; they must return the same structure and dtypes."""
+    if executing_eagerly():
+        return true_fn() if bool(pred) else false_fn()
+    outer = get_default_graph()
+    then_graph, then_result = _build(true_fn, [], outer)
+    else_graph, _ = _build(false_fn, [], outer)
+    captured = _union_captures(then_graph, else_graph)
+    then_branch, else_branch = (
+        Subgraph(g, [g.captures.get(t) for t in captured], g.results)
+        for g in (then_graph, else_graph)
+    )
+    pred = ef.convert_to_tensor(pred)
+    attrs = {"then_branch": then_branch, "else_branch": else_branch}
+    outputs = execute("If", (pred, *captured), attrs, name or "cond")
+    return pack_like(then_result, outputs)
+
+
+@register_gradient("If")
+def _if_grad(op: OpRecord, *grads: Tensor) -> tuple[Tensor | None, ...]:
+    # d cond(p, f, g) = cond(p, df, dg): each branch's gradient is built in its own graph
+    pred, *captured = op.inputs
+    then_grad, else_grad = (
+        _gradient_branch(op.attrs[key], captured, grads) for key in ("then_branch", "else_branch")
+    )
+    attrs = {"then_branch": then_grad, "else_branch": else_grad}
+    return (None, *execute("If", (pred, *captured, *grads), attrs, "cond_grad"))
+
+
+def _gradient_branch(
+    branch: Subgraph, captured: Sequence[Tensor], grads: Sequence[Tensor]
+) -> Subgraph:
+    """A subgraph of the branch's own graph computing d(outputs)/d(inputs), seeded by new
+    inputs; an input this branch never used gets a zero gradient (the other branch may)."""
+    from eagerflow.graph.gradients import gradients
+
+    graph = branch.graph
+    with graph.as_default():
+        seeds = [graph.input_like(g, "grad") for g in grads]
+        inputs = [
+            t if t is not None else graph.input_like(outer, "unused")
+            for t, outer in zip(branch.inputs, captured, strict=True)
+        ]
+        d_inputs = gradients(branch.outputs, inputs, grad_ys=seeds, unconnected_gradients="zero")
+    return Subgraph(graph, [*inputs, *seeds], d_inputs)  # type: ignore[arg-type]
+
+
+@register_gradient("While")
+def _while_grad(op: OpRecord, *grads: Tensor) -> tuple[Tensor | None, ...]:
+    raise LookupError(
+        "gradients through while_loop (op 'While') are not supported in eagerflow: "
+        "differentiate the loop eagerly with a GradientTape, or unroll it"
+    )
+
+
+# --- while_loop ------------------------------------------------------------------------------
+def _while_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    return [t.shape for t in attrs["body"].outputs]
+
+
+def _while_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    n = attrs["num_vars"]
+    for i, (start, end) in enumerate(zip(dts[:n], attrs["body"].outputs, strict=True)):
+        if start is not end.dtype:
+            raise DTypeError(
+                f"loop variable {i} starts as {start} but the body returns {end.dtype}"
+            )
+    return list(dts[:n])
+
+
+@op("While", shape=_while_shape, dtype=_while_dtype, multi_output=True)
+def while_kernel(
+    *inputs: np.ndarray, cond: Subgraph, body: Subgraph, num_vars: int
+) -> tuple[Any, ...]:
+    """Run ``body`` on the loop variables while ``cond`` is true; returns their final values."""
+    values, captured = list(inputs[:num_vars]), list(inputs[num_vars:])
+    while bool(cond.call([*values, *captured])[0]):
+        values = body.call([*values, *captured])
+    return tuple(values)
+
+
+def while_loop(
+    cond: Callable[..., Any],
+    body: Callable[..., Any],
+    loop_vars: Sequence[Any],
+    shape_invariants: Sequence[Any] | None = None,
+    name: str | None = None,
+) -> Any:
+    """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``; returns the final
+    loop variables (a list, as given). ``shape_invariants`` allows a variable's shape to
+    change between iterations (e.g. ``(None,)`` for a growing vector)."""
+    if executing_eagerly():
+        values = list(loop_vars)
+        while bool(cond(*values)):
+            values = list(flatten(body(*values)))
+        return values
+    outer = get_default_graph()
+    start = [ef.convert_to_tensor(v) for v in loop_vars]
+    like = [
+        _Spec(tuple(s) if s is not None else None, v.dtype) if shape_invariants else v
+        for v, s in zip(start, shape_invariants or [None] * len(start), strict=True)
+    ]
+    cond_graph, _ = _build(cond, like, outer)
+    body_graph, _ = _build(body, like, outer)
+    for i, (spec, out) in enumerate(zip(like, body_graph.results, strict=True)):
+        if _merge(spec.shape, out.shape) != spec.shape:
+            raise ShapeError(
+                f"loop variable {i} has shape {spec.shape} but the body returns {out.shape}; "
+                "pass shape_invariants (None for dimensions that change)"
+            )
+    captured = _union_captures(cond_graph, body_graph)
+    num_vars = len(start)
+
+    def subgraph(graph: FunctionGraph) -> Subgraph:
+        inputs = [*graph.arguments, *(graph.captures.get(t) for t in captured)]
+        return Subgraph(graph, inputs, graph.results)
+
+    attrs = {"cond": subgraph(cond_graph), "body": subgraph(body_graph), "num_vars": num_vars}
+    return list(execute("While", (*start, *captured), attrs, name or "while"))
+
+
+class _Spec:
+    """A shape and dtype, for building a loop body against a shape invariant."""
+
+    def __init__(self, shape: Shape, dtype: DType) -> None:
+        self.shape = shape
+        self.dtype = dtype
