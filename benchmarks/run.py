@@ -207,11 +207,50 @@ def w6_regression_step() -> Workload:
     return Workload("W6", "linear regression step on 1000 points (eager tape)", contenders, 8.0)
 
 
+def w6_graph_step() -> Workload:
+    """W6 in graph mode: placeholders, gradients(), assign_sub, one Session.run per step."""
+    from eagerflow import tensor as ef
+    from eagerflow.autodiff import Variable
+    from eagerflow.graph import (
+        Graph,
+        Session,
+        global_variables_initializer,
+        gradients,
+        group,
+        placeholder,
+    )
+
+    work = w6_regression_step()
+    rng = np.random.default_rng(0)
+    xs_np = rng.standard_normal(1000).astype(np.float32)
+    ys_np = (3 * xs_np + 2 + rng.standard_normal(1000)).astype(np.float32)
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None,), name="x")
+        y = placeholder(ef.float32, (None,), name="y")
+        w, b = Variable(5.0, name="W"), Variable(10.0, name="B")
+        err = w * x + b - y
+        loss = ef.reduce_mean(err * err)
+        dw, db = gradients(loss, [w, b])
+        train = group(w.assign_sub(0.01 * dw), b.assign_sub(0.01 * db))
+        init = global_variables_initializer()
+    session = Session(g)
+    session.run(init)
+    feed = {x: xs_np, y: ys_np}
+    contenders: dict[str, Step] = {
+        "numpy": work.contenders["numpy"],
+        "eagerflow": lambda: session.run(train, feed),
+        "eager": work.contenders["eagerflow"],
+    }
+    return Workload("W6g", "linear regression step, graph mode (one Session.run)", contenders, 4.0)
+
+
 WORKLOADS: dict[str, Callable[[], Workload]] = {
     "W1": w1_eager_add,
     "W2": w2_tape_small,
     **{f"W5[{n:.0e}]": w5_chain(n) for n in (10**3, 10**4, 10**5, 10**6)},
     "W6": w6_regression_step,
+    "W6g": w6_graph_step,
 }
 
 
