@@ -335,6 +335,20 @@ class GradientTape:
         self._spend()
         return pack_like(sources, jacobians)
 
+    # --- pictures --------------------------------------------------------------------------
+    def to_mermaid(self) -> str:
+        """What the tape recorded, as a Mermaid flowchart (before a non-persistent tape's
+        ``gradient()`` frees its records)."""
+        from eagerflow.autodiff.draw import tape_diagram, to_mermaid
+
+        return to_mermaid(*tape_diagram(self))
+
+    def to_dot(self) -> str:
+        """What the tape recorded, as Graphviz DOT text."""
+        from eagerflow.autodiff.draw import tape_diagram, to_dot
+
+        return to_dot(*tape_diagram(self), name="tape")
+
     def batch_jacobian(self, target: Any, source: Any) -> Tensor | None:
         """Per-example Jacobians: ``target[b]`` by ``source[b]``, shape
         ``(batch,) + target.shape[1:] + source.shape[1:]``; examples must be independent."""

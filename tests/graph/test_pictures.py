@@ -1,0 +1,67 @@
+"""to_mermaid() and to_dot() draw the real objects: graphs (with name scopes) and tapes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import eagerflow.tensor as ef
+from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.graph import Graph, control_dependencies, name_scope, placeholder
+
+
+def small_graph() -> Graph:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None, 3), name="x")
+        with name_scope("layer1"):
+            w = Variable(np.ones((3, 2), np.float32), name="W")
+            with name_scope("act"):
+                y = ef.relu(ef.matmul(x, w))
+        with control_dependencies([y]):
+            ef.reduce_mean(y, name="loss")
+    return g
+
+
+def test_graph_to_mermaid() -> None:
+    text = small_graph().to_mermaid()
+    lines = text.splitlines()
+    assert lines[0] == "flowchart TD"
+    assert 'n_x(["x<br/><small>Placeholder: float32 (None, 3)</small>"])' in text
+    assert '[("W<br/><small>VariableV2: float32 (3, 2)</small>")]' in text  # a cylinder
+    # scopes nest: act inside layer1, and the matmul inside act
+    layer1 = lines.index('  subgraph n_scope_layer1_["layer1"]')
+    act = lines.index('    subgraph n_scope_layer1_act_["act"]')
+    matmul = next(i for i, line in enumerate(lines) if "n_layer1_act_MatMul[" in line)
+    assert layer1 < act < matmul
+    assert '  n_x -->|"(None, 3)"| n_layer1_act_MatMul' in lines
+    assert "  n_layer1_W --> n_layer1_act_ReadVariableOp" in lines  # a variable feeds its reads
+    assert "  n_layer1_act_Relu -.-> n_loss" in lines  # control dependency: dashed
+
+
+def test_graph_to_dot() -> None:
+    text = small_graph().to_dot()
+    assert text.startswith("digraph n_graph {") and text.rstrip().endswith("}")
+    assert "subgraph cluster_n_layer1_ {" in text and 'label="layer1";' in text
+    assert 'n_x [label="x\\nPlaceholder: float32 (None, 3)", shape=ellipse];' in text
+    assert "n_layer1_act_Relu -> n_loss [style=dashed];" in text
+    assert text.count("{") == text.count("}")
+
+
+def test_tape_to_mermaid_and_dot() -> None:
+    w, x = Variable(2.0, name="w"), ef.constant(3.0)
+    with GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = w * x + x
+    text = tape.to_mermaid()
+    assert text.splitlines()[1:] == [
+        '  op0["Mul<br/><small>float32 ()</small>"]',
+        '  in0[("w:0<br/><small>float32 ()</small>")]',
+        '  in1(["watched<br/><small>float32 ()</small>"])',
+        '  op1["AddV2<br/><small>float32 ()</small>"]',
+        '  in0 -->|"()"| op0',
+        '  in1 -->|"()"| op0',
+        '  op0 -->|"()"| op1',
+        '  in1 -->|"()"| op1',
+    ]
+    assert "op0 -> op1" in tape.to_dot()
+    assert float(tape.gradient(y, x)) == 3.0  # drawing does not disturb the tape
