@@ -245,12 +245,44 @@ def w6_graph_step() -> Workload:
     return Workload("W6g", "linear regression step, graph mode (one Session.run)", contenders, 4.0)
 
 
+def w6_function_step() -> Workload:
+    """W6 as a traced @function: the tape, gradients and assign_sub all inside one graph."""
+    from eagerflow import tensor as ef
+    from eagerflow.autodiff import GradientTape, Variable
+    from eagerflow.graph import function
+
+    work = w6_regression_step()
+    rng = np.random.default_rng(0)
+    xs_np = rng.standard_normal(1000).astype(np.float32)
+    xs = ef.constant(xs_np)
+    ys = ef.constant((3 * xs_np + 2 + rng.standard_normal(1000)).astype(np.float32))
+    w, b = Variable(5.0), Variable(10.0)
+
+    @function
+    def step(x: ef.Tensor, y: ef.Tensor) -> ef.Tensor:
+        with GradientTape() as tape:
+            err = w * x + b - y
+            loss = ef.reduce_mean(err * err)
+        dw, db = tape.gradient(loss, [w, b])
+        w.assign_sub(0.01 * dw)
+        b.assign_sub(0.01 * db)
+        return loss
+
+    contenders: dict[str, Step] = {
+        "numpy": work.contenders["numpy"],
+        "eagerflow": lambda: step(xs, ys),
+        "eager": work.contenders["eagerflow"],
+    }
+    return Workload("W6f", "linear regression step as a traced @function", contenders, 4.0)
+
+
 WORKLOADS: dict[str, Callable[[], Workload]] = {
     "W1": w1_eager_add,
     "W2": w2_tape_small,
     **{f"W5[{n:.0e}]": w5_chain(n) for n in (10**3, 10**4, 10**5, 10**6)},
     "W6": w6_regression_step,
     "W6g": w6_graph_step,
+    "W6f": w6_function_step,
 }
 
 

@@ -238,4 +238,9 @@ CASES: dict[str, Callable[[st.DrawFn], Case]] = {
     "SelectV2": where_case,
 }
 # Ops whose gradient is tested elsewhere (their value is a user's function, or not an array op).
-ELSEWHERE = {"CustomGradient": "tests/autodiff/test_tape.py"}
+ELSEWHERE = {
+    "CustomGradient": "tests/autodiff/test_tape.py",
+    "If": "tests/graph/test_control_flow.py",  # gradients through cond, first and second order
+    "PartitionedCall": "tests/graph/test_function.py",  # gradients through @function calls
+    "While": "tests/graph/test_control_flow.py",  # its rule raises a LookupError naming While
+}

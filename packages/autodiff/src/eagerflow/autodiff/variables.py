@@ -19,7 +19,7 @@ import numpy as np
 
 from eagerflow.tensor import DType, Tensor, as_dtype, convert_to_tensor
 from eagerflow.tensor.errors import DTypeError, FailedPreconditionError, ShapeError
-from eagerflow.tensor.execution import execute, executing_eagerly
+from eagerflow.tensor.execution import context, current_context, execute, executing_eagerly
 from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import fmt
 
@@ -85,8 +85,12 @@ def read_variable_kernel(variable: Variable) -> np.ndarray:
 
 
 def _assign_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    variable = attrs["variable"]
-    if tuple(shapes[0]) != variable.shape:
+    variable, shape = attrs["variable"], shapes[0]
+    # A partly unknown shape (a graph) is fine if compatible; the kernel checks the real one.
+    compatible = len(shape) == len(variable.shape) and all(
+        d is None or d == n for d, n in zip(shape, variable.shape, strict=True)
+    )
+    if not compatible:
         raise ShapeError(
             f"cannot assign a value of shape {fmt(shapes[0])} to variable "
             f"'{variable.name}' of shape {fmt(variable.shape)}"
@@ -144,6 +148,13 @@ class Variable:
         name: str | None = None,
         dtype: DType | str | None = None,
     ) -> None:
+        ctx = current_context()
+        lift = getattr(ctx, "creates_eager_variables", False)
+        if lift:  # e.g. tracing a function: the variable outlives the trace, so it is eager
+            ctx.variable_created(self)  # type: ignore[union-attr]
+            with context(None):
+                self.__init__(initial_value, trainable, name, dtype)  # type: ignore[misc]
+            return
         if callable(initial_value):
             initial_value = initial_value()
         value = convert_to_tensor(initial_value, None if dtype is None else as_dtype(dtype))

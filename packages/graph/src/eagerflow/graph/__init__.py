@@ -5,10 +5,13 @@ Read it in this order:
 1. ``graph.py``     ``Graph`` (a context of the seam), ``Operation``, ``SymbolicTensor``;
 2. ``ops.py``       placeholders, groups, variable initializers, name scopes;
 3. ``session.py``   ``Session``: compiles fetches and feeds into a plan of kernel calls;
-4. ``gradients.py`` ``gradients()``: the autodiff package's rules, adding graph nodes.
+4. ``gradients.py`` ``gradients()``: the autodiff package's rules, adding graph nodes;
+5. ``control_flow.py`` ``cond``/``while_loop``; ``function.py`` ``@function`` tracing;
+6. ``draw.py``      pictures (``to_mermaid``/``to_dot``).
 """
 
 from eagerflow.graph.control_flow import cond, while_loop
+from eagerflow.graph.function import ConcreteFunction, Function, function
 from eagerflow.graph.gradients import gradients
 from eagerflow.graph.graph import (
     Graph,
@@ -31,12 +34,15 @@ from eagerflow.graph.ops import (
 from eagerflow.graph.session import Session
 
 __all__ = [
+    "ConcreteFunction",
+    "Function",
     "Graph",
     "Operation",
     "Session",
     "SymbolicTensor",
     "cond",
     "control_dependencies",
+    "function",
     "get_default_graph",
     "global_variables",
     "global_variables_initializer",

@@ -181,7 +181,13 @@ class Graph:
         captured = self._captures.get(id(t))
         if captured is None:
             value = np.asarray(t)
-            const = self.create_op(OPS["Const"], (), {"value": value}, [value.shape], [t.dtype])
+            # Shared by every later use, so it must not inherit the control dependencies of
+            # the block where it happened to be used first.
+            control, self._control = self._control, []
+            try:
+                const = self.create_op(OPS["Const"], (), {"value": value}, [value.shape], [t.dtype])
+            finally:
+                self._control = control
             captured = self._captures[id(t)] = (t, const.outputs[0])  # keep t alive: id stays its
         return captured[1]
 
