@@ -132,7 +132,7 @@ def _if_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [t.dtype for t in then]
 
 
-@op("If", shape=_if_shape, dtype=_if_dtype, multi_output=True)
+@op("If", shape=_if_shape, dtype=_if_dtype, multi_output=True, stateful=True)
 def if_kernel(
     pred: np.ndarray, *inputs: np.ndarray, then_branch: Subgraph, else_branch: Subgraph
 ) -> tuple[Any, ...]:
@@ -214,7 +214,7 @@ def _while_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return list(dts[:n])
 
 
-@op("While", shape=_while_shape, dtype=_while_dtype, multi_output=True)
+@op("While", shape=_while_shape, dtype=_while_dtype, multi_output=True, stateful=True)
 def while_kernel(
     *inputs: np.ndarray, cond: Subgraph, body: Subgraph, num_vars: int
 ) -> tuple[Any, ...]:

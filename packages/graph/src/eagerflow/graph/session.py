@@ -3,6 +3,11 @@
 The first ``run`` of a (fetches, fed tensors) combination compiles a ``Plan``: the needed
 operations in graph order, as kernel calls on numbered value slots, each slot freed right
 after its last use. Later runs of the same combination only execute the plan.
+
+Compiling also optimizes, without changing any result: *pruning* keeps only the operations
+the fetches need; *constant folding* computes once, at compile time, every pure operation
+whose inputs are all constants; *common-subexpression elimination* runs two identical pure
+operations (same type, inputs and attributes) once. ``plan.stats`` counts each.
 """
 
 from __future__ import annotations
@@ -44,13 +49,22 @@ class Plan:
 
     def __init__(self, fetches: Sequence[Fetch], fed: Sequence[SymbolicTensor]) -> None:
         self.slot: dict[SymbolicTensor, int] = {}
-        operations = _needed_operations(fetches, set(fed))
+        operations = _needed_operations(fetches, set(fed))  # pruning
+        graph_size = len(operations[0].graph.get_operations()) if operations else 0
+        kept, alias, constants, folded, merged = _fold_and_merge(operations)
+        fetches = [alias.get(f, f) if isinstance(f, SymbolicTensor) else f for f in fetches]
         for t in fed:
             self._slot_of(t)
-        raw = [(o, self._slots(o.inputs), self._slots(o.outputs)) for o in operations]
-        keep = {self.slot[t] for t in fed} | {
-            self._slot_of(f) for f in fetches if isinstance(f, SymbolicTensor)
-        }
+        self.constants = {self._slot_of(t): v for t, v in constants.items()}
+        raw = [
+            (o, self._slots([alias.get(t, t) for t in o.inputs]), self._slots(o.outputs))
+            for o in kept
+        ]
+        keep = (
+            {self.slot[t] for t in fed}
+            | set(self.constants)
+            | {self._slot_of(f) for f in fetches if isinstance(f, SymbolicTensor)}
+        )
         last_use: dict[int, int] = {}
         for i, (_, ins, outs) in enumerate(raw):
             for s in (*outs, *ins):
@@ -66,6 +80,13 @@ class Plan:
             self.slot[f] if isinstance(f, SymbolicTensor) else None for f in fetches
         ]
         self.size = len(self.slot)
+        self.stats = {
+            "graph": graph_size,  # operations in the whole graph
+            "needed": len(operations),  # after pruning
+            "folded": folded,  # computed at compile time (constant folding)
+            "merged": merged,  # duplicates removed (common-subexpression elimination)
+            "kernel_calls": len(self.steps),  # what each run executes
+        }
 
     def _slot_of(self, t: SymbolicTensor) -> int:
         return self.slot.setdefault(t, len(self.slot))
@@ -75,6 +96,8 @@ class Plan:
 
     def run(self, feeds: dict[SymbolicTensor, np.ndarray]) -> list[Any]:
         values: list[Any] = [None] * self.size
+        for s, value in self.constants.items():
+            values[s] = value
         for t, value in feeds.items():
             values[self.slot[t]] = value
         for operation, ins, outs, free in self.steps:
@@ -115,6 +138,66 @@ def _needed_operations(fetches: Sequence[Fetch], fed: set[SymbolicTensor]) -> li
             )
     graph = next(iter(needed)).graph if needed else None
     return [o for o in graph.get_operations() if o in needed] if graph else []
+
+
+def _fold_and_merge(
+    operations: list[Operation],
+) -> tuple[
+    list[Operation], dict[SymbolicTensor, SymbolicTensor], dict[SymbolicTensor, Any], int, int
+]:
+    """Constant folding and common-subexpression elimination over needed operations.
+
+    Returns the operations left to run, an alias for each tensor replaced by an identical
+    one, the values of folded tensors, and how many operations were folded and merged.
+    """
+    alias: dict[SymbolicTensor, SymbolicTensor] = {}
+    constants: dict[SymbolicTensor, Any] = {}
+    seen: dict[Any, Any] = {}  # operation keys -> first operation; constant keys -> tensor
+    kept: list[Operation] = []
+    folded = merged = 0
+    for o in operations:
+        inputs = [alias.get(t, t) for t in o.inputs]
+        pure = not o.op_def.stateful and o.type != "Placeholder" and not o.control_inputs
+        if pure and all(t in constants for t in inputs):
+            args = [constants[t] for t in inputs]
+            try:
+                result = o.op_def.kernel(*args, **o.attrs)
+            except Exception as e:  # the same error the run would have raised
+                raise _runtime_error(o, args, e) from e
+            results = result if o.op_def.multi_output else (result,)
+            for t, value in zip(o.outputs, results, strict=True):
+                # equal constants are one constant, so ops using them can be merged
+                first = seen.setdefault(("constant", t.dtype, _attrs_key(np.asarray(value))), t)
+                if first is t:
+                    constants[t] = value
+                else:
+                    alias[t] = first  # type: ignore[assignment]
+            folded += o.type != "Const"  # a Const is a constant already, not a folding
+            continue
+        key = (o.type, tuple(inputs), _attrs_key(o.attrs)) if pure else None
+        if key is not None and key in seen:
+            alias.update(zip(o.outputs, seen[key].outputs, strict=True))
+            merged += 1
+            continue
+        if key is not None:
+            seen[key] = o
+        kept.append(o)
+    return kept, alias, constants, folded, merged
+
+
+def _attrs_key(value: Any) -> Any:
+    """A hashable stand-in for attribute values (arrays by content, objects by identity)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, _attrs_key(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_attrs_key(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, slice):
+        return ("slice", value.start, value.stop, value.step)
+    if isinstance(value, int | float | str | bool | type(None) | type(Ellipsis)):
+        return (type(value).__name__, value)
+    return ("object", id(value))
 
 
 def _fetched(value: Any) -> Any:
