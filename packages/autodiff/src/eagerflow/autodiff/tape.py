@@ -18,18 +18,25 @@ from contextlib import contextmanager
 from typing import Any
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff.registry import OpRecord, get_gradient
+from eagerflow.autodiff.registry import GRADIENTS, OpRecord, get_gradient
 from eagerflow.autodiff.variables import Variable
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.execution import add_recorder, remove_recorder
 from eagerflow.tensor.registry import Attrs, OpDef
 
 UNCONNECTED = ("none", "zero")
+_MISSING: Any = object()  # no rule registered (as opposed to None: not differentiable)
 
 
 # --- nested structures (a list of dicts of tensors, ...) ----------------------------------------
 def flatten(structure: Any) -> list[Any]:
     """The leaves of nested lists, tuples and dicts, in order (dicts by insertion order)."""
+    if type(structure) is list or type(structure) is tuple:  # the common flat case, fast
+        for item in structure:
+            if isinstance(item, list | tuple | dict):
+                break
+        else:
+            return list(structure)
     if isinstance(structure, list | tuple):
         return [leaf for item in structure for leaf in flatten(item)]
     if isinstance(structure, dict):
@@ -39,6 +46,8 @@ def flatten(structure: Any) -> list[Any]:
 
 def pack_like(structure: Any, leaves: Iterable[Any]) -> Any:
     """``structure`` rebuilt with its leaves replaced, in order, by ``leaves``."""
+    if type(structure) is list and not any(isinstance(x, list | tuple | dict) for x in structure):
+        return list(leaves)  # the common flat case, fast
     it = iter(leaves)
 
     def rebuild(node: Any) -> Any:
@@ -78,11 +87,11 @@ def backprop(
         _accumulate(grads, target, seed)
 
     for record in reversed(records):
-        outputs = record.outputs
+        op, inputs, attrs, outputs = record[:4]
         if len(outputs) == 1:
             # this output's every use is behind us: take (free) its gradient
-            g = grads.get(id(outputs[0])) if id(outputs[0]) in sources else grads.pop(
-                id(outputs[0]), None)  # fmt: skip
+            key = id(outputs[0])
+            g = grads.get(key) if key in sources else grads.pop(key, None)
             if g is None:
                 continue
             out_grads = [g]
@@ -93,23 +102,28 @@ def backprop(
                     grads.pop(id(o), None)
             if all(g is None for g in out_grads):
                 continue
-        skip = [i for i, t in enumerate(record.inputs) if id(t) not in depends]
-        if len(skip) == len(record.inputs):
-            continue  # no input leads to a source
-        rule = get_gradient(record.op.name)  # LookupError names an op with no rule
-        if rule is None:  # declared not differentiable: the path stops here
-            continue
-        if skip:
-            record = OpRecord(*record[:4], frozenset(skip))
-        if any(g is None for g in out_grads):  # several outputs, only some of them used
+            # several outputs, only some of them used: the others get zeros
             out_grads = [
                 ef.zeros_like(o) if g is None else g
                 for o, g in zip(outputs, out_grads, strict=True)
             ]
-        in_grads = rule(record, *out_grads)
-        for t, g in zip(record.inputs, in_grads, strict=True):
+        skip = None
+        for i, t in enumerate(inputs):
+            if id(t) not in depends:
+                skip = (skip or set()) | {i}
+        if not inputs or (skip is not None and len(skip) == len(inputs)):
+            continue  # no input leads to a source
+        rule = GRADIENTS.get(op.name, _MISSING)
+        if rule is None:  # declared not differentiable: the path stops here
+            continue
+        if rule is _MISSING:
+            get_gradient(op.name)  # raises the LookupError that names the op
+        if skip is not None:
+            record = OpRecord(op, inputs, attrs, outputs, frozenset(skip))
+        for t, g in zip(inputs, rule(record, *out_grads), strict=True):
             if g is not None and id(t) in depends and t._dtype.is_floating:
-                _accumulate(grads, t, g)
+                previous = grads.get(id(t))
+                grads[id(t)] = g if previous is None else ef.add(previous, g)
     return grads
 
 
@@ -247,7 +261,10 @@ class GradientTape:
         the target does not depend on get None, or zeros with ``unconnected_gradients="zero"``.
         """
         self._check_usable(unconnected_gradients)
-        targets = [ef.convert_to_tensor(t) for t in flatten(target)]
+        if type(target) is Tensor:
+            targets = [target]
+        else:
+            targets = [ef.convert_to_tensor(t) for t in flatten(target)]
         if output_gradients is None:
             seeds = [ef.ones_like(t) for t in targets]
         else:
