@@ -13,7 +13,7 @@ and the gradients flowing back into its outputs, and returns one gradient per in
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.registry import Attrs, OpDef
@@ -70,7 +70,3 @@ def get_gradient(op_name: str) -> GradientRule | None:
             f"@register_gradient({op_name!r}) or declare it with not_differentiable()"
         ) from None
 
-
-def is_differentiable_dtype(t: Any) -> bool:
-    """Only floating-point tensors carry gradients (ints and bools get None)."""
-    return bool(t.dtype.is_floating)
