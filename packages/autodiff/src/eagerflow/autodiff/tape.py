@@ -127,6 +127,26 @@ def backprop(
     return grads
 
 
+def collect(
+    grads: dict[int, Tensor],
+    sources: Sequence[Any],
+    keys: Sequence[Sequence[int]],
+    unconnected: str,
+) -> list[Tensor | None]:
+    """Each source's gradient: the sum of the gradients of its tensors (``keys``: a variable
+    has one per read). Unconnected: None, or zeros shaped like the source if ``"zero"``."""
+    result: list[Tensor | None] = []
+    for source, source_keys in zip(sources, keys, strict=True):
+        total = None
+        for part in (grads[k] for k in source_keys if k in grads):
+            total = part if total is None else ef.add(total, part)
+        if total is None and unconnected == "zero":
+            is_tensor = isinstance(source, Tensor)
+            total = ef.zeros_like(source) if is_tensor else ef.zeros(source.shape, source.dtype)
+        result.append(total)
+    return result
+
+
 def _accumulate(grads: dict[int, Tensor], t: Tensor, g: Tensor) -> None:
     previous = grads.get(id(t))
     grads[id(t)] = g if previous is None else ef.add(previous, g)
@@ -305,16 +325,7 @@ class GradientTape:
     ) -> list[Tensor | None]:
         keys = [self._source_keys(s) for s in sources]
         grads = backprop(self._records, targets, seeds, {k for ks in keys for k in ks})
-        result: list[Tensor | None] = []
-        for source, source_keys in zip(sources, keys, strict=True):
-            parts = [grads[k] for k in source_keys if k in grads]
-            total = None
-            for part in parts:
-                total = part if total is None else ef.add(total, part)
-            if total is None and unconnected == "zero":
-                total = ef.zeros(source.shape, source.dtype)
-            result.append(total)
-        return result
+        return collect(grads, sources, keys, unconnected)
 
     def _source_keys(self, source: Any) -> list[int]:
         """The ids of the tensors whose gradients make up ``source``'s gradient."""

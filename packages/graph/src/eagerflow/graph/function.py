@@ -150,24 +150,24 @@ class Function:
         functools.update_wrapper(self, python_function)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        concrete, leaves = self._concrete(args, kwargs)
+        return concrete(*[x for x in leaves if isinstance(x, Tensor)])
+
+    def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
+        """The traced graph for these arguments (tracing it now if needed)."""
+        return self._concrete(args, kwargs)[0]
+
+    def _concrete(self, args: Any, kwargs: Any) -> tuple[ConcreteFunction, list[Any]]:
+        """The cached trace for the arguments' signature (traced now if new), and the
+        flattened arguments (NumPy arrays become tensors)."""
         structure = [list(args), dict(sorted(kwargs.items()))]
         leaves = [
             ef.convert_to_tensor(x) if isinstance(x, np.ndarray) else x for x in flatten(structure)
         ]
         key = tuple(_signature_of(x) for x in leaves)
-        concrete = self._cache.get(key)
-        if concrete is None:
-            concrete = self._cache[key] = self._trace(structure, leaves)
-        return concrete(*[x for x in leaves if isinstance(x, Tensor)])
-
-    def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
-        """The traced graph for these arguments (tracing it now if needed)."""
-        structure = [list(args), dict(sorted(kwargs.items()))]
-        leaves = flatten(structure)
-        key = tuple(_signature_of(x) for x in leaves)
         if key not in self._cache:
             self._cache[key] = self._trace(structure, leaves)
-        return self._cache[key]
+        return self._cache[key], leaves
 
     def _trace(self, structure: Any, leaves: list[Any]) -> ConcreteFunction:
         outer = ef.execution.current_context()

@@ -13,7 +13,7 @@ from typing import Any
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, Variable
-from eagerflow.autodiff.tape import backprop, flatten
+from eagerflow.autodiff.tape import backprop, collect, flatten
 from eagerflow.graph.graph import Graph, SymbolicTensor
 from eagerflow.tensor import Tensor
 
@@ -47,16 +47,7 @@ def gradients(
         keys = [_keys(graph, x) for x in sources]
         records = [OpRecord(o.op_def, o.inputs, o.attrs, o.outputs) for o in graph.get_operations()]
         grads = backprop(records, targets, seeds, {k for ks in keys for k in ks})
-        result: list[Any] = []
-        for x, x_keys in zip(sources, keys, strict=True):
-            parts = [grads[k] for k in x_keys if k in grads]
-            total = parts[0] if parts else None
-            for part in parts[1:]:
-                total = ef.add(total, part)
-            if total is None and unconnected_gradients == "zero":  # zeros shaped like x
-                total = ef.zeros_like(x) if isinstance(x, Tensor) else ef.zeros(x.shape, x.dtype)
-            result.append(total)
-    return result
+        return collect(grads, sources, keys, unconnected_gradients)  # type: ignore[return-value]
 
 
 def _graph_of(tensors: Sequence[Any]) -> Graph:
