@@ -1,1 +1,61 @@
-"""eagerflow.nn: not written yet (see the project's issue for this package)."""
+"""eagerflow.nn: models, layers, losses, optimizers, training loops and checkpoints.
+
+Read it in this order:
+
+1. ``module.py``      ``Layer`` and ``Model``: objects that find their variables in their
+   attributes;
+2. ``layers.py``      ``Dense``, ``Flatten``, ``Dropout``, ``Sequential``; with
+   ``activations.py`` and ``initializers.py``;
+3. ``losses.py``      losses and ``accuracy``, composed from public ops;
+4. ``optimizers.py``  TensorFlow 1.x's optimizers, as variable assignments;
+5. ``training.py``    ``batches`` and ``fit``: the training loop, with progress;
+6. ``checkpoint.py``  ``Checkpoint``: save and restore every variable of an object tree.
+"""
+
+from eagerflow.nn import activations, initializers
+from eagerflow.nn.checkpoint import Checkpoint, CheckpointError
+from eagerflow.nn.layers import Dense, Dropout, Flatten, Sequential
+from eagerflow.nn.losses import (
+    accuracy,
+    mean_squared_error,
+    sigmoid_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits,
+    sparse_softmax_cross_entropy_with_logits,
+)
+from eagerflow.nn.module import Layer, Model
+from eagerflow.nn.optimizers import (
+    AdamOptimizer,
+    GradientDescentOptimizer,
+    MomentumOptimizer,
+    Optimizer,
+    RMSPropOptimizer,
+    get_or_create_global_step,
+)
+from eagerflow.nn.training import History, batches, fit
+
+__all__ = [
+    "AdamOptimizer",
+    "Checkpoint",
+    "CheckpointError",
+    "Dense",
+    "Dropout",
+    "Flatten",
+    "GradientDescentOptimizer",
+    "History",
+    "Layer",
+    "Model",
+    "MomentumOptimizer",
+    "Optimizer",
+    "RMSPropOptimizer",
+    "Sequential",
+    "accuracy",
+    "activations",
+    "batches",
+    "fit",
+    "get_or_create_global_step",
+    "initializers",
+    "mean_squared_error",
+    "sigmoid_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits",
+    "sparse_softmax_cross_entropy_with_logits",
+]

@@ -1,0 +1,108 @@
+"""The layers: ``Dense``, ``Flatten``, ``Dropout`` and ``Sequential``.
+
+Each is a few ops in ``call``; the ops' gradients come from the autodiff package's rules, so
+a layer never says how to differentiate itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import eagerflow.tensor as ef
+from eagerflow.nn import activations, initializers
+from eagerflow.nn.module import Layer, Model, Shape
+from eagerflow.tensor import Tensor
+from eagerflow.tensor.errors import InvalidArgumentError, ShapeError
+
+
+class Dense(Layer):
+    """``activation(inputs @ kernel + bias)``; the kernel's shape comes from the first input."""
+
+    def __init__(
+        self,
+        units: int,
+        activation: str | activations.Activation | None = None,
+        use_bias: bool = True,
+        kernel_initializer: str | initializers.Initializer = "glorot_uniform",
+        bias_initializer: str | initializers.Initializer = "zeros",
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name)
+        if int(units) < 1:
+            raise InvalidArgumentError(f"Dense: units must be >= 1, got {units}")
+        self.units = int(units)
+        self.activation = activations.get(activation)
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer)
+        self.bias_initializer = initializers.get(bias_initializer)
+
+    def build(self, input_shape: Shape) -> None:
+        if len(input_shape) != 2 or input_shape[-1] is None:
+            raise ShapeError(
+                f"Dense '{self.name}': inputs must have shape (batch, features) with known "
+                f"features, got {input_shape}"
+            )
+        self.kernel = self.add_weight("kernel", (input_shape[-1], self.units),
+                                      self.kernel_initializer)  # fmt: skip
+        if self.use_bias:
+            self.bias = self.add_weight("bias", (self.units,), self.bias_initializer)
+
+    def call(self, inputs: Any) -> Tensor:
+        outputs = ef.matmul(inputs, self.kernel)
+        if self.use_bias:
+            outputs = outputs + self.bias
+        return outputs if self.activation is None else self.activation(outputs)
+
+
+class Flatten(Layer):
+    """(batch, d1, d2, ...) -> (batch, d1·d2·...)."""
+
+    def call(self, inputs: Any) -> Tensor:
+        inputs = ef.convert_to_tensor(inputs)
+        rest = inputs.shape[1:]
+        if None in rest:
+            raise ShapeError(
+                f"Flatten '{self.name}': needs known non-batch dims, got {inputs.shape}"
+            )
+        return ef.reshape(inputs, (-1, math.prod(rest)))
+
+
+class Dropout(Layer):
+    """While training, zero each input with probability ``rate`` and scale the rest by
+    1 / (1 - rate), so the expected output equals the input; otherwise the identity."""
+
+    def __init__(self, rate: float, name: str | None = None) -> None:
+        super().__init__(name)
+        if not 0.0 <= rate < 1.0:
+            raise InvalidArgumentError(f"Dropout: rate must be in [0, 1), got {rate}")
+        self.rate = float(rate)
+
+    def call(self, inputs: Any, training: bool = False) -> Tensor:
+        inputs = ef.convert_to_tensor(inputs)
+        if not training or self.rate == 0.0:
+            return inputs
+        if inputs.shape is None or None in inputs.shape:
+            raise ShapeError(
+                f"Dropout '{self.name}': training needs a fully known input shape to draw its "
+                f"mask, got {inputs.shape} (give the placeholder a batch size)"
+            )
+        keep = ef.random_uniform(inputs.shape, 0.0, 1.0, inputs.dtype) >= self.rate
+        return inputs * ef.cast(keep, inputs.dtype) / (1.0 - self.rate)
+
+
+class Sequential(Model):
+    """Layers applied one after the other: ``Sequential([Dense(64, "relu"), Dense(10)])``."""
+
+    def __init__(self, layers: Iterable[Layer] = (), name: str | None = None) -> None:
+        super().__init__(name)
+        self.layers = list(layers)
+
+    def add(self, layer: Layer) -> None:
+        self.layers.append(layer)
+
+    def call(self, inputs: Any, training: bool = False) -> Any:
+        for layer in self.layers:
+            inputs = layer(inputs, training=training)
+        return inputs

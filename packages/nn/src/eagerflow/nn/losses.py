@@ -1,0 +1,114 @@
+"""Losses and metrics, composed from public ops (so their gradients come for free).
+
+As in TensorFlow, the cross-entropy functions take keyword arguments only (``labels=``,
+``logits=``): swapping the two is a classic silent bug. They return one loss per example;
+take ``reduce_mean`` of the result for a batch loss. ``mean_squared_error`` is already the
+mean.
+
+Stability: every cross-entropy works from ``log_softmax`` or ``softplus``, whose kernels never
+overflow, so logits of magnitude 1e4 give finite losses and gradients.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import eagerflow.tensor as ef
+from eagerflow.tensor import Tensor
+from eagerflow.tensor.errors import DTypeError, OutOfRangeError, ShapeError, describe
+
+
+def _floats(name: str, labels: Any, predictions: Any) -> tuple[Tensor, Tensor]:
+    """Both as tensors of the predictions' float dtype, with equal shapes (no broadcasting:
+    labels of shape (n,) against predictions (n, 1) would silently give an (n, n) loss)."""
+    predictions = ef.convert_to_tensor(predictions)
+    if not predictions.dtype.is_floating:
+        raise DTypeError(f"{name}: predictions must be floats, got {describe(predictions)}")
+    labels = ef.convert_to_tensor(labels, _float_of(labels, predictions))
+    if labels.dtype is not predictions.dtype:
+        raise DTypeError(f"{name}: labels {describe(labels)} and predictions "
+                         f"{describe(predictions)} must have the same dtype")  # fmt: skip
+    if not _compatible(labels.shape, predictions.shape):
+        raise ShapeError(f"{name}: labels {describe(labels)} and predictions "
+                         f"{describe(predictions)} must have the same shape")  # fmt: skip
+    return labels, predictions
+
+
+def _float_of(labels: Any, predictions: Tensor) -> Any:
+    # NumPy or Python labels take the predictions' dtype; tensors keep their own.
+    return None if ef.is_tensor(labels) else predictions.dtype
+
+
+def _compatible(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return True
+    if len(a) != len(b):
+        return False
+    return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
+
+
+def mean_squared_error(labels: Any, predictions: Any) -> Tensor:
+    """mean((predictions - labels)²), a scalar."""
+    labels, predictions = _floats("mean_squared_error", labels, predictions)
+    return ef.reduce_mean(ef.square(predictions - labels))
+
+
+def softmax_cross_entropy_with_logits(*, labels: Any, logits: Any, axis: int = -1) -> Tensor:
+    """-Σ labels · log softmax(logits) along ``axis``: one loss per example.
+
+    ``labels`` is a probability distribution per example (one-hot, or soft labels).
+    """
+    labels, logits = _floats("softmax_cross_entropy_with_logits", labels, logits)
+    return -ef.reduce_sum(labels * ef.log_softmax(logits, axis=axis), axis=axis)
+
+
+def sparse_softmax_cross_entropy_with_logits(*, labels: Any, logits: Any) -> Tensor:
+    """-log softmax(logits)[label] per example; ``labels`` are class indices, shape (batch,)."""
+    name = "sparse_softmax_cross_entropy_with_logits"
+    logits = ef.convert_to_tensor(logits)
+    labels = ef.convert_to_tensor(labels)
+    if not logits.dtype.is_floating or not labels.dtype.is_integer:
+        raise DTypeError(f"{name}: needs integer labels and float logits, got labels "
+                         f"{describe(labels)} and logits {describe(logits)}")  # fmt: skip
+    depth = None if logits.shape is None else logits.shape[-1]
+    if depth is None or not _compatible(labels.shape, logits.shape[:-1]):
+        raise ShapeError(f"{name}: labels {describe(labels)} must have the shape of logits "
+                         f"{describe(logits)} without its last (known) axis")  # fmt: skip
+    if ef.executing_eagerly():  # one_hot would turn a bad label into a silent zero loss
+        values = np.asarray(labels)
+        if values.size and (values.min() < 0 or values.max() >= depth):
+            bad = values[(values < 0) | (values >= depth)].flat[0]
+            raise OutOfRangeError(f"{name}: label {bad} is out of range [0, {depth}) for "
+                                  f"logits {describe(logits)}")  # fmt: skip
+    one_hot = ef.one_hot(labels, depth, dtype=logits.dtype)
+    return -ef.reduce_sum(one_hot * ef.log_softmax(logits), axis=-1)
+
+
+def sigmoid_cross_entropy_with_logits(*, labels: Any, logits: Any) -> Tensor:
+    """-z log σ(x) - (1 - z) log(1 - σ(x)), elementwise, for labels z and logits x.
+
+    Computed as max(x, 0) - x z + log(1 + e^-|x|), which never overflows.
+    """
+    labels, logits = _floats("sigmoid_cross_entropy_with_logits", labels, logits)
+    return ef.relu(logits) - logits * labels + ef.softplus(-ef.abs(logits))
+
+
+def accuracy(labels: Any, predictions: Any) -> Tensor:
+    """The fraction of examples whose highest-scoring class is the label (a float32 scalar).
+
+    ``labels`` are class indices (one axis fewer than ``predictions``) or one-hot rows (the
+    same shape). Not differentiable: it counts.
+    """
+    predictions = ef.convert_to_tensor(predictions)
+    labels = ef.convert_to_tensor(labels)
+    if labels.shape is not None and predictions.shape is not None:
+        if len(labels.shape) == len(predictions.shape):  # one-hot
+            labels = ef.argmax(labels, axis=-1)
+        elif len(labels.shape) != len(predictions.shape) - 1:
+            raise ShapeError(f"accuracy: labels {describe(labels)} do not fit predictions "
+                             f"{describe(predictions)}")  # fmt: skip
+    predicted = ef.argmax(predictions, axis=-1)
+    correct = ef.equal(predicted, ef.cast(labels, predicted.dtype))
+    return ef.reduce_mean(ef.cast(correct, ef.float32))

@@ -1,0 +1,282 @@
+"""Optimizers with TensorFlow 1.x's update formulas, written as variable assignments.
+
+An optimizer turns ``(gradient, variable)`` pairs into assignments. Each update is written
+once, with public ops, and works in both modes: eagerly the assignments happen as they are
+called; in a graph they become nodes, and ``apply_gradients`` returns one *train op* that
+runs them all (run it in a Session, once per step).
+
+Optimizers keep state per variable in *slot* variables (momentum's accumulator, Adam's two
+moments); ``variables()`` lists them (checkpoints save them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+import eagerflow.tensor as ef
+from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.graph import (
+    Graph,
+    Operation,
+    control_dependencies,
+    get_default_graph,
+    global_variables,
+    gradients,
+    group,
+    name_scope,
+    trainable_variables,
+)
+from eagerflow.tensor import Tensor
+
+GradsAndVars = Iterable[tuple[Any, Variable]]
+
+
+class Optimizer:
+    """The shared machinery; a subclass writes ``_apply(gradient, variable)``."""
+
+    def __init__(self, learning_rate: float, name: str) -> None:
+        if learning_rate <= 0:
+            raise ValueError(f"{name}: learning_rate must be > 0, got {learning_rate}")
+        self.learning_rate = float(learning_rate)
+        self.name = name
+        # (slot name, primary variable) -> slot variable, in creation order
+        self._slots: dict[tuple[str, Variable], Variable] = {}
+        self._non_slots: dict[str, Variable] = {}
+
+    # --- the two entry points ---------------------------------------------------------------
+    def minimize(
+        self,
+        loss: Any,
+        var_list: Sequence[Variable] | None = None,
+        global_step: Variable | None = None,
+    ) -> Operation | None:
+        """Compute the gradients of ``loss`` and apply them.
+
+        Graph mode: ``loss`` is a tensor; returns the train op. Eager mode: ``loss`` is a
+        zero-argument callable (it must run under a tape); returns None.
+        """
+        if ef.executing_eagerly():
+            if not callable(loss):
+                raise TypeError(
+                    f"{self.name}.minimize: in eager mode `loss` must be a zero-argument "
+                    f"callable returning the loss (got {type(loss).__name__}), so the "
+                    "optimizer can record it on a GradientTape"
+                )
+            with GradientTape() as tape:
+                value = loss()
+            var_list = list(var_list) if var_list is not None else tape.watched_variables()
+            grads = tape.gradient(value, var_list)
+        else:
+            if callable(loss):
+                loss = loss()
+            var_list = list(var_list) if var_list is not None else trainable_variables()
+            grads = gradients(loss, var_list)
+        return self.apply_gradients(zip(grads, var_list, strict=True), global_step)
+
+    def apply_gradients(
+        self, grads_and_vars: GradsAndVars, global_step: Variable | None = None
+    ) -> Operation | None:
+        """Update each variable from its gradient; pairs whose gradient is None are skipped.
+
+        Eager mode: updates now (and adds 1 to ``global_step``); returns None. Graph mode:
+        returns the op that does it.
+        """
+        pairs = list(grads_and_vars)
+        for _, variable in pairs:
+            if not isinstance(variable, Variable):
+                raise TypeError(f"{self.name}.apply_gradients: expected (gradient, Variable) "
+                                f"pairs, got a {type(variable).__name__}")  # fmt: skip
+        kept = [(ef.convert_to_tensor(g), v) for g, v in pairs if g is not None]
+        if not kept:
+            names = [v.name for _, v in pairs]
+            raise ValueError(f"No gradients provided for any variable: {names}")
+        if ef.executing_eagerly():
+            for grad, variable in kept:
+                self._apply(grad, variable)
+            self._finish()
+            if global_step is not None:
+                global_step.assign_add(1)
+            return None
+        with name_scope(self.name):
+            updates = [self._apply(grad, variable) for grad, variable in kept]
+            with control_dependencies(updates):  # e.g. Adam's β powers move after the step
+                updates.extend(self._finish())
+            if global_step is not None:
+                with control_dependencies(updates):
+                    updates.append(global_step.assign_add(1))
+            return group(*updates, name="train")
+
+    # --- what subclasses write --------------------------------------------------------------
+    def _apply(self, grad: Tensor, variable: Variable) -> Any:
+        raise NotImplementedError
+
+    def _finish(self) -> list[Any]:
+        """Updates after every variable's (none by default)."""
+        return []
+
+    # --- state ------------------------------------------------------------------------------
+    def slot(self, variable: Variable, slot_name: str, initial: float = 0.0) -> Variable:
+        """The ``slot_name`` variable kept for ``variable`` (created, filled with ``initial``,
+        on first use)."""
+        key = (slot_name, variable)
+        if key not in self._slots:
+            base = variable.name.rsplit(":", 1)[0]
+            self._slots[key] = Variable(
+                lambda: ef.fill(variable.shape, np.asarray(initial, variable.dtype.np)),
+                trainable=False, name=f"{base}/{self.name}/{slot_name}",
+            )  # fmt: skip
+        return self._slots[key]
+
+    def non_slot(self, name: str, initial: float) -> Variable:
+        """A variable of the optimizer itself (e.g. Adam's β₁ᵗ), created on first use."""
+        if name not in self._non_slots:
+            self._non_slots[name] = Variable(initial, trainable=False, name=f"{self.name}/{name}")
+        return self._non_slots[name]
+
+    def slots(self) -> list[tuple[str, Variable, Variable]]:
+        """``(slot name, primary variable, slot variable)`` for every slot, in creation order."""
+        return [(name, primary, slot) for (name, primary), slot in self._slots.items()]
+
+    def non_slots(self) -> dict[str, Variable]:
+        return dict(self._non_slots)
+
+    def variables(self) -> list[Variable]:
+        """All the optimizer's state: non-slot variables, then slots in creation order."""
+        return [*self._non_slots.values(), *self._slots.values()]
+
+
+class GradientDescentOptimizer(Optimizer):
+    """variable -= learning_rate · gradient."""
+
+    def __init__(self, learning_rate: float, name: str = "GradientDescent") -> None:
+        super().__init__(learning_rate, name)
+
+    def _apply(self, grad: Tensor, variable: Variable) -> Any:
+        return variable.assign_sub(self.learning_rate * grad)
+
+
+class MomentumOptimizer(Optimizer):
+    """accumulation = momentum · accumulation + gradient; variable -= lr · accumulation.
+
+    With ``use_nesterov``: variable -= lr · (gradient + momentum · accumulation), looking one
+    step ahead along the accumulated direction.
+    """
+
+    def __init__(
+        self,
+        learning_rate: float,
+        momentum: float,
+        use_nesterov: bool = False,
+        name: str = "Momentum",
+    ) -> None:
+        super().__init__(learning_rate, name)
+        self.momentum = float(momentum)
+        self.use_nesterov = use_nesterov
+
+    def _apply(self, grad: Tensor, variable: Variable) -> Any:
+        accumulation = self.slot(variable, "momentum")
+        accumulated = accumulation.assign(self.momentum * accumulation + grad)
+        step = grad + self.momentum * accumulated if self.use_nesterov else accumulated
+        return variable.assign_sub(self.learning_rate * step)
+
+
+class AdamOptimizer(Optimizer):
+    """Adam (Kingma & Ba), in TensorFlow 1.x's form:
+
+    m = β₁ m + (1-β₁) g;  v = β₂ v + (1-β₂) g²;
+    variable -= lr · √(1-β₂ᵗ)/(1-β₁ᵗ) · m / (√v + ε)
+
+    β₁ᵗ and β₂ᵗ are two variables of the optimizer, multiplied by β after each step.
+    """
+
+    def __init__(
+        self,
+        learning_rate: float = 0.001,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-8,
+        name: str = "Adam",
+    ) -> None:
+        super().__init__(learning_rate, name)
+        self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
+
+    def _powers(self, dtype: ef.DType) -> tuple[Variable, Variable]:
+        return (self.non_slot("beta1_power", ef.constant(self.beta1, dtype)),
+                self.non_slot("beta2_power", ef.constant(self.beta2, dtype)))  # fmt: skip
+
+    def _apply(self, grad: Tensor, variable: Variable) -> Any:
+        beta1_power, beta2_power = self._powers(variable.dtype)
+        m, v = self.slot(variable, "m"), self.slot(variable, "v")
+        m_t = m.assign(self.beta1 * m + (1.0 - self.beta1) * grad)
+        v_t = v.assign(self.beta2 * v + (1.0 - self.beta2) * ef.square(grad))
+        lr_t = self.learning_rate * ef.sqrt(1.0 - beta2_power) / (1.0 - beta1_power)
+        return variable.assign_sub(lr_t * m_t / (ef.sqrt(v_t) + self.epsilon))
+
+    def _finish(self) -> list[Any]:
+        if "beta1_power" not in self._non_slots:
+            return []
+        beta1_power, beta2_power = self._non_slots["beta1_power"], self._non_slots["beta2_power"]
+        return [beta1_power.assign(beta1_power * self.beta1),
+                beta2_power.assign(beta2_power * self.beta2)]  # fmt: skip
+
+
+class RMSPropOptimizer(Optimizer):
+    """RMSProp, in TensorFlow 1.x's form (its mean square starts at 1, not 0):
+
+    ms = ρ ms + (1-ρ) g²;  mom = μ mom + lr · g / √(ms + ε);  variable -= mom
+
+    ``centered`` also tracks the mean gradient mg and divides by √(ms - mg² + ε).
+    """
+
+    def __init__(
+        self,
+        learning_rate: float,
+        decay: float = 0.9,
+        momentum: float = 0.0,
+        epsilon: float = 1e-10,
+        centered: bool = False,
+        name: str = "RMSProp",
+    ) -> None:
+        super().__init__(learning_rate, name)
+        self.decay, self.momentum, self.epsilon = float(decay), float(momentum), float(epsilon)
+        self.centered = centered
+
+    def _apply(self, grad: Tensor, variable: Variable) -> Any:
+        ms = self.slot(variable, "rms", initial=1.0)
+        mom = self.slot(variable, "momentum")
+        ms_t = ms.assign(self.decay * ms + (1.0 - self.decay) * ef.square(grad))
+        denominator = ms_t + self.epsilon
+        if self.centered:
+            mg = self.slot(variable, "mg")
+            mg_t = mg.assign(self.decay * mg + (1.0 - self.decay) * grad)
+            denominator = denominator - ef.square(mg_t)
+        mom_t = mom.assign(self.momentum * mom + self.learning_rate * grad / ef.sqrt(denominator))
+        return variable.assign_sub(mom_t)
+
+
+# --- the global step ----------------------------------------------------------------------------
+_eager_global_step: Variable | None = None
+
+
+def get_or_create_global_step(graph: Graph | None = None) -> Variable:
+    """The int64 step counter ``apply_gradients`` increments: one per graph, one in eager mode."""
+    global _eager_global_step
+    if graph is None and ef.executing_eagerly():
+        if _eager_global_step is None:
+            _eager_global_step = _new_global_step()
+        return _eager_global_step
+    graph = graph or get_default_graph()
+    for variable in global_variables(graph):
+        if variable.name == "global_step:0":
+            return variable
+    with graph.as_default():
+        return _new_global_step()
+
+
+def _new_global_step() -> Variable:
+    return Variable(ef.constant(0, ef.int64), trainable=False, name="global_step")
+
+
