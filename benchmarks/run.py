@@ -14,13 +14,19 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+# One BLAS thread for every contender (set before NumPy loads its BLAS): W4's matmuls then
+# compare framework overhead, not how each library splits work across cores.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 Step = Callable[[], object]
 
@@ -276,9 +282,80 @@ def w6_function_step() -> Workload:
     return Workload("W6f", "linear regression step as a traced @function", contenders, 4.0)
 
 
+def w4_mlp_step() -> Workload:
+    """A 784-256-10 MLP (ReLU, softmax cross-entropy), batch 128: forward, backward, SGD."""
+    from eagerflow import nn
+    from eagerflow import tensor as ef
+    from eagerflow.autodiff import GradientTape
+
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal((128, 784)).astype(np.float32)
+    y_np = rng.integers(0, 10, 128)
+    lr = np.float32(0.01)
+    limit1, limit2 = np.sqrt(6 / (784 + 256)), np.sqrt(6 / (256 + 10))
+    w1 = rng.uniform(-limit1, limit1, (784, 256)).astype(np.float32)
+    w2 = rng.uniform(-limit2, limit2, (256, 10)).astype(np.float32)
+    p = {"w1": w1, "b1": np.zeros(256, np.float32), "w2": w2, "b2": np.zeros(10, np.float32)}
+    rows = np.arange(128)
+
+    def numpy_step() -> object:
+        h_in = x_np @ p["w1"] + p["b1"]
+        h = np.maximum(h_in, 0)
+        logits = h @ p["w2"] + p["b2"]
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        loss = -log_probs[rows, y_np].mean()
+        d_logits = np.exp(log_probs)  # softmax - one_hot, over the batch size
+        d_logits[rows, y_np] -= 1
+        d_logits /= 128
+        d_h = d_logits @ p["w2"].T
+        d_h[h_in <= 0] = 0
+        grads = {"w2": h.T @ d_logits, "b2": d_logits.sum(0), "w1": x_np.T @ d_h,
+                 "b1": d_h.sum(0)}  # fmt: skip
+        for name, g in grads.items():
+            p[name] -= lr * g
+        return loss
+
+    ef.set_seed(0)
+    model = nn.Sequential([nn.Dense(256, "relu"), nn.Dense(10)])
+    x, y = ef.constant(x_np), ef.constant(y_np)
+    model(x)
+    optimizer = nn.GradientDescentOptimizer(0.01)
+    variables = model.trainable_variables
+
+    def eagerflow_step() -> object:
+        with GradientTape() as tape:
+            logits = model(x)
+            loss = ef.reduce_mean(
+                nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        grads = tape.gradient(loss, variables)
+        optimizer.apply_gradients(zip(grads, variables, strict=True))
+        return loss
+
+    contenders: dict[str, Step] = {"numpy": numpy_step, "eagerflow": eagerflow_step}
+    if torch := _torch():
+        torch.set_num_threads(1)
+        tm = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(),
+                                 torch.nn.Linear(256, 10))  # fmt: skip
+        tx, ty = torch.from_numpy(x_np), torch.from_numpy(y_np)
+        topt = torch.optim.SGD(tm.parameters(), lr=0.01)
+
+        def torch_step() -> object:
+            topt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(tm(tx), ty)
+            loss.backward()
+            topt.step()
+            return loss
+
+        contenders["pytorch"] = torch_step
+    return Workload("W4", "784-256-10 MLP step (fwd + bwd + SGD), batch 128, 1 BLAS thread",
+                    contenders, 1.10)  # fmt: skip
+
+
 WORKLOADS: dict[str, Callable[[], Workload]] = {
     "W1": w1_eager_add,
     "W2": w2_tape_small,
+    "W4": w4_mlp_step,
     **{f"W5[{n:.0e}]": w5_chain(n) for n in (10**3, 10**4, 10**5, 10**6)},
     "W6": w6_regression_step,
     "W6g": w6_graph_step,

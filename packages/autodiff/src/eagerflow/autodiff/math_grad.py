@@ -209,26 +209,25 @@ def _cast_grad(op: OpRecord, grad: Tensor) -> Grads:
 # --- matmul ---------------------------------------------------------------------------------------
 @register_gradient("MatMul")
 def _matmul_grad(op: OpRecord, grad: Tensor) -> Grads:
-    # C = A B  =>  dA = dC Bᵀ,  dB = Aᵀ dC   (the transposed variants follow by symmetry)
+    # C = A B  =>  dA = dC Bᵀ,  dB = Aᵀ dC; with A or B stored transposed, the same products
+    # come out with the roles and transposes swapped. Each is skipped when not needed: for a
+    # layer's x @ W, dx costs as much as the forward product.
     a, b = op.inputs
     ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
-    if not ta and not tb:
-        da = ef.matmul(grad, b, transpose_b=True)
-        db = ef.matmul(a, grad, transpose_a=True)
-    elif ta and not tb:
-        da = ef.matmul(b, grad, transpose_b=True)
-        db = ef.matmul(a, grad)
-    elif not ta and tb:
-        da = ef.matmul(grad, b)
-        db = ef.matmul(grad, a, transpose_a=True)
-    else:
-        da = ef.matmul(b, grad, transpose_a=True, transpose_b=True)
-        db = ef.matmul(grad, a, transpose_a=True, transpose_b=True)
-    # batch dimensions may have broadcast
-    return (
-        sum_to_shape(da, a) if op.needs(0) else None,
-        sum_to_shape(db, b) if op.needs(1) else None,
-    )
+    da = db = None
+    if op.needs(0):
+        if ta:
+            da = ef.matmul(b, grad, transpose_a=tb, transpose_b=True)
+        else:
+            da = ef.matmul(grad, b, transpose_b=not tb)
+        da = sum_to_shape(da, a)  # batch dimensions may have broadcast
+    if op.needs(1):
+        if tb:
+            db = ef.matmul(grad, a, transpose_a=True, transpose_b=ta)
+        else:
+            db = ef.matmul(a, grad, transpose_a=not ta)
+        db = sum_to_shape(db, b)
+    return (da, db)
 
 
 # --- reductions ----------------------------------------------------------------------------------
