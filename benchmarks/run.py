@@ -309,7 +309,7 @@ def w4_mlp_step() -> Workload:
         d_logits[rows, y_np] -= 1
         d_logits /= 128
         d_h = d_logits @ p["w2"].T
-        d_h[h_in <= 0] = 0
+        d_h *= h_in > 0  # (a multiply: faster than d_h[h_in <= 0] = 0)
         grads = {"w2": h.T @ d_logits, "b2": d_logits.sum(0), "w1": x_np.T @ d_h,
                  "b1": d_h.sum(0)}  # fmt: skip
         for name, g in grads.items():

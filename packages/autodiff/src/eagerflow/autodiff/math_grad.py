@@ -170,9 +170,10 @@ def _sigmoid_grad(op: OpRecord, grad: Tensor) -> Grads:
 
 @register_gradient("Relu")
 def _relu_grad(op: OpRecord, grad: Tensor) -> Grads:
-    # d relu(x) = dx where x > 0, else 0
-    x = op.inputs[0]
-    return (ef.where(x > 0, grad, ef.zeros_like(grad)),)
+    # d relu(x) = dx where x > 0, else 0: a multiply by the 0/1 mask, because NumPy's
+    # `where` on an unpredictable mask is ten times slower than a multiply
+    mask = ef.cast(op.outputs[0] > 0, grad.dtype)
+    return (grad * mask,)
 
 
 @register_gradient("Softplus")
