@@ -1,0 +1,120 @@
+"""Chapter 4 exercises — run `pytest -m ch04`.
+
+Variables and training by hand: one gradient-descent step with ``assign_sub``, what a
+read-before-assign means, momentum kept in variables of its own, and a whole training loop.
+
+Reference solutions: the same functions as `exercises/ch04.py`, solved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import eagerflow.tensor as ef
+from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.tensor import Tensor
+
+
+def sgd_step(variables: Sequence[Variable], grads: Sequence[Tensor], learning_rate: float) -> None:
+    """One step of gradient descent: ``v ← v - learning_rate · g`` for each variable.
+
+    Change the variables in place (they are the model: whoever holds them sees the new
+    values); do not create new ones.
+
+    Args:
+        variables: The variables to update.
+        grads: One gradient per variable, of its shape.
+        learning_rate: The step size.
+
+    Hint:
+        ``Variable.assign_sub(delta)`` subtracts ``delta`` from the value, as one op on the
+        seam (``AssignSubVariableOp``).
+    """
+    for variable, grad in zip(variables, grads, strict=True):
+        variable.assign_sub(grad * learning_rate)
+
+
+def swap(a: Variable, b: Variable) -> None:
+    """Exchange the values of two variables of the same shape and dtype.
+
+    ``a.assign(b)`` followed by ``b.assign(a)`` does not work: by the second line ``a``
+    already holds b's value. But a tensor read from a variable is a snapshot that never
+    changes, whatever happens to the variable afterwards.
+
+    Args:
+        a: A variable.
+        b: Another variable, of the same shape and dtype.
+
+    Hint:
+        ``a.read_value()`` returns the current value as a tensor. Read both values first,
+        then assign.
+    """
+    old_a, old_b = a.read_value(), b.read_value()
+    a.assign(old_b)
+    b.assign(old_a)
+
+
+def momentum_step(
+    variables: Sequence[Variable],
+    velocities: Sequence[Variable],
+    grads: Sequence[Tensor],
+    learning_rate: float,
+    momentum: float = 0.9,
+) -> None:
+    """One step of gradient descent with momentum; the velocities are variables too.
+
+    For each variable ``w`` with velocity ``v`` and gradient ``g``:
+
+        v ← momentum · v + g;   w ← w - learning_rate · v   (using the new v)
+
+    An optimizer's state (here the velocities) lives in variables, like the model itself:
+    that is what lets it persist from one step to the next.
+
+    Args:
+        variables: The variables to update.
+        velocities: One velocity variable per variable, of the same shape (start at zeros).
+        grads: One gradient per variable.
+        learning_rate: The step size.
+        momentum: How much of the previous velocity to keep.
+
+    Hint:
+        ``v.assign(v * momentum + g)``, then ``w.assign_sub(v * learning_rate)``: a variable
+        used in arithmetic is read at that moment, so the second line sees the new v.
+    """
+    for w, v, g in zip(variables, velocities, grads, strict=True):
+        v.assign(v * momentum + g)
+        w.assign_sub(v * learning_rate)
+
+
+def fit_quadratic(
+    xs: Tensor, ys: Tensor, steps: int, learning_rate: float
+) -> tuple[float, float, float]:
+    """Fit ``y ≈ a·x² + b·x + c`` by gradient descent on the mean squared error.
+
+    Start from a = b = c = 0, and do ``steps`` steps: each computes the loss
+
+        L = mean((a·x² + b·x + c - y)²)
+
+    under a GradientTape, asks it for dL/da, dL/db and dL/dc, and moves each variable
+    against its gradient by ``learning_rate`` times it.
+
+    Args:
+        xs: A float32 tensor of inputs, shape (n,).
+        ys: A float32 tensor of targets, shape (n,).
+        steps: How many steps to take.
+        learning_rate: The step size.
+
+    Returns:
+        The fitted ``(a, b, c)`` as Python floats.
+
+    Hint:
+        Three ``Variable(0.0)``; inside ``with GradientTape() as tape:`` compute the loss with
+        ``ef.reduce_mean`` and ``ef.square``; ``tape.gradient(loss, [a, b, c])``; then your
+        ``sgd_step``. A fresh tape each step: a tape gives one gradient (unless persistent).
+    """
+    a, b, c = Variable(0.0), Variable(0.0), Variable(0.0)
+    for _ in range(steps):
+        with GradientTape() as tape:
+            loss = ef.reduce_mean(ef.square(a * xs * xs + b * xs + c - ys))
+        sgd_step([a, b, c], tape.gradient(loss, [a, b, c]), learning_rate)
+    return float(a.numpy()), float(b.numpy()), float(c.numpy())

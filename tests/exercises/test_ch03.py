@@ -1,0 +1,137 @@
+"""Chapter 3 exercises: automatic differentiation with a tape (`exercises/ch03.py`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eagerflow.tensor as ef
+from eagerflow.autodiff import GradientCheckError, GradientTape, check_gradients
+from eagerflow.autodiff.registry import GRADIENTS
+
+pytestmark = pytest.mark.ch03
+
+POINTS = [[-2.5, -0.7, 0.3, 1.0, 4.0]]  # |x| has no derivative at 0: stay away from it
+
+
+def checked(chapter, order, advice=""):
+    """check_gradients of softsign (order 1 or 2), its message made part of the failure."""
+    try:
+        return check_gradients(chapter.softsign, POINTS, order=order)
+    except GradientCheckError as e:
+        pytest.fail(
+            f"check_gradients(softsign, order={order}) disagrees with your rule:\n{e}{advice}"
+        )
+    except LookupError as e:
+        pytest.fail(f"no gradient for Softsign once register_softsign_gradient() ran: {e}")
+
+
+def test_softsign_gradient_is_registered_once(chapter):
+    chapter.register_softsign_gradient()
+    assert GRADIENTS.get("Softsign") is not None, "no rule is registered under 'Softsign'"
+    rule = GRADIENTS["Softsign"]
+    chapter.register_softsign_gradient()
+    assert GRADIENTS["Softsign"] is rule, "a second call should leave the registered rule alone"
+
+
+def test_softsign_gradient_values(chapter):
+    chapter.register_softsign_gradient()
+    x = ef.constant([-3.0, -0.5, 0.5, 2.0])
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = chapter.softsign(x)
+    got = tape.gradient(y, x)
+    checked(chapter, order=1)
+    expected = 1 / (1 + np.abs(x.numpy())) ** 2
+    assert got is not None, "the tape found no gradient for x"
+    np.testing.assert_allclose(
+        got.numpy(), expected, rtol=1e-6,
+        err_msg="d softsign(x)/dx should be 1 / (1 + |x|)²",
+    )  # fmt: skip
+
+
+def test_softsign_gradient_is_written_with_ops(chapter):
+    chapter.register_softsign_gradient()
+    advice = (
+        "\nIf order 1 passes, the rule probably computes with NumPy: write it with eagerflow "
+        "ops (ef.abs, ef.square, /) so that a tape can differentiate the rule itself."
+    )
+    try:
+        checked(chapter, order=2, advice=advice)
+    except (TypeError, AttributeError) as e:
+        pytest.fail(f"the second derivative failed with {e!r}.{advice}")
+
+
+CURVES = [
+    (lambda x: x**3, 1.0, 6.0, "x**3 at 1: 6x"),
+    (lambda x: x * x * x - 2.0 * x, -1.0, -6.0, "x**3 - 2x at -1: 6x"),
+    (
+        ef.tanh,
+        0.5,
+        -2 * np.tanh(0.5) * (1 - np.tanh(0.5) ** 2),
+        "tanh at 0.5: -2 tanh(1 - tanh**2)",
+    ),
+    (lambda x: ef.exp(2.0 * x), 0.25, 4 * np.exp(0.5), "exp(2x) at 0.25: 4 exp(2x)"),
+    (lambda x: 3.0 * x + 1.0, 1.0, 0.0, "3x + 1, a line: 0"),
+]
+
+
+@pytest.mark.parametrize(("f", "x", "expected", "what"), CURVES, ids=[c[3] for c in CURVES])
+def test_second_derivative(chapter, f, x, expected, what):
+    got = chapter.second_derivative(f, x)
+    value = 0.0 if got is None else float(got)
+    assert value == pytest.approx(expected, rel=1e-5, abs=1e-6), (
+        f"second derivative of {what}: expected {expected:.6g}, got {got!r}"
+    )
+
+
+def mixing(x):
+    a = ef.constant([[1.0, -2.0, 0.5], [0.0, 3.0, 1.0]])
+    return ef.tanh(ef.reshape(a @ ef.reshape(x, (3, 1)), (2,))) * ef.reduce_sum(x)
+
+
+def test_jacobian_by_rows(chapter):
+    x = ef.constant([0.3, -0.2, 0.8])
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = mixing(x)
+    expected = tape.jacobian(y, x).numpy()
+    got = chapter.jacobian_by_rows(mixing, x)
+    assert got is not None and tuple(got.shape) == (2, 3), (
+        f"expected shape (2, 3): one row per output, one column per input; got {got!r}"
+    )
+    np.testing.assert_allclose(
+        got.numpy(), expected, rtol=1e-5, atol=1e-6,
+        err_msg="row i should be the gradient of y[i] with respect to x",
+    )  # fmt: skip
+
+
+def test_jacobian_by_rows_of_an_elementwise_function_is_diagonal(chapter):
+    x = ef.constant([1.0, 2.0, 3.0, 4.0])
+    got = chapter.jacobian_by_rows(lambda t: t * t, x)
+    np.testing.assert_allclose(got.numpy(), np.diag([2.0, 4.0, 6.0, 8.0]), err_msg="J of x²")
+
+
+FUNCTIONS = [
+    (lambda t: ef.reduce_sum(t**3), lambda x: 3 * x**2, "sum(x**3): 3x**2"),
+    (lambda t: ef.reduce_sum(ef.exp(t) * t), lambda x: np.exp(x) * (x + 1), "sum(exp(x) x)"),
+    (lambda t: ef.reduce_max(t) * 2.0, lambda x: 2.0 * (x == x.max()), "2 max(x)"),
+]
+
+
+@pytest.mark.parametrize(("f", "exact", "what"), FUNCTIONS, ids=[f[2] for f in FUNCTIONS])
+def test_numerical_gradient(chapter, f, exact, what):
+    x = np.array([0.5, -1.25, 2.0, 0.1])
+    got = chapter.numerical_gradient(f, x)
+    assert np.shape(got) == x.shape, f"expected one entry per input (shape {x.shape}), got {got!r}"
+    np.testing.assert_allclose(
+        got, exact(x), rtol=1e-6, atol=1e-7, err_msg=f"numerical gradient of {what}"
+    )
+    np.testing.assert_array_equal(x, [0.5, -1.25, 2.0, 0.1], err_msg="do not change x in place")
+
+
+def test_numerical_gradient_uses_eps(chapter):
+    x = np.array([1.0])
+    got = chapter.numerical_gradient(lambda t: ef.reduce_sum(t**3), x, eps=0.5)
+    # ((1.5)³ - (0.5)³) / 1 = 3.25, not the exact 3: the central difference with eps = 0.5
+    np.testing.assert_allclose(got, [3.25], err_msg="the central difference with eps=0.5")
