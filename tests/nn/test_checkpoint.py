@@ -207,11 +207,6 @@ def test_npz_without_the_marker_is_not_a_checkpoint(tmp_path: Path) -> None:
     np.testing.assert_array_equal(w.numpy(), [1.0, 2.0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _load uses np.load(...) as a context manager; "
-    "for a .npy file it returns an ndarray and `with` raises TypeError",
-)
 def test_npy_file_is_not_a_checkpoint(tmp_path: Path) -> None:
     w = Variable([1.0, 2.0])
     path = tmp_path / "array.npy"
@@ -315,3 +310,28 @@ def test_eager_checkpoint_restores_into_a_graph_model(tmp_path: Path) -> None:
 def test_checkpoint_rejects_objects_without_variables(bad) -> None:
     with pytest.raises(TypeError, match="'model'"):
         Checkpoint(model=bad)
+
+
+def test_a_checkpoint_of_another_format_version_is_refused(tmp_path):
+
+
+    step = Variable(3, name="step")
+    path = tmp_path / "future.npz"
+    np.savez(path, __eagerflow_checkpoint__=np.array(99), step=np.array(7, np.int32))
+    with pytest.raises(nn.CheckpointError, match="format 99"):
+        nn.Checkpoint(step=step).restore(path)
+    assert int(step) == 3
+
+
+def test_another_optimizers_slots_are_refused_and_nothing_changes(tmp_path):
+    w = Variable([1.0, 2.0], name="w")
+    momentum = nn.MomentumOptimizer(0.1, 0.9)
+    momentum.apply_gradients([(ef.constant([1.0, 1.0]), w)])
+    path = nn.Checkpoint(w=w, optimizer=momentum).save(tmp_path / "ckpt.npz")
+    before = w.numpy()
+    w.assign([5.0, 5.0])
+    adam = nn.AdamOptimizer()
+    with pytest.raises(nn.CheckpointError, match="momentum"):
+        nn.Checkpoint(w=w, optimizer=adam).restore(path)
+    assert adam.variables() == [] and list(w.numpy()) == [5.0, 5.0]
+    assert list(before) != [5.0, 5.0]

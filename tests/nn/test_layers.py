@@ -217,11 +217,6 @@ def test_dense_on_rank_3_input_raises_shape_error_naming_the_layer() -> None:
     assert not dense.built
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: Dense.build calls len() on an unknown (None) "
-    "input shape and raises TypeError instead of ShapeError",
-)
 def test_dense_on_unknown_rank_placeholder_raises_shape_error() -> None:
     dense = nn.Dense(3)
     with Graph().as_default(), pytest.raises(ShapeError, match=re.escape(dense.name)):

@@ -170,11 +170,6 @@ def test_sigmoid_cross_entropy_gradient_is_sigmoid_minus_label() -> None:
     np.testing.assert_allclose(grad, np_sigmoid(logits) - labels, rtol=1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: at a logit of exactly 0 the gradient is -z, not "
-    "sigmoid(0) - z = 0.5 - z (relu'(0) = 0 and sign(0) = 0 drop the 0.5)",
-)
 def test_sigmoid_cross_entropy_gradient_at_logit_zero() -> None:
     """Logits of exactly 0 are common: a zero-initialized logistic regression starts there."""
     labels = np.array([0.0, 1.0, 0.5])

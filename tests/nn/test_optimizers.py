@@ -371,3 +371,8 @@ def test_optimizer_variables_do_not_join_the_models_trainable_variables() -> Non
     optimizer.minimize(lambda: ef.reduce_sum(model(x)), var_list=model.trainable_variables)
     assert len(model.trainable_variables) == 2
     assert len(optimizer.variables()) == 2 + 2 * 2
+
+
+def test_minimize_with_no_variables_says_so():
+    with pytest.raises(ValueError, match="no variables to optimize"):
+        nn.GradientDescentOptimizer(0.1).minimize(lambda: ef.constant(1.0) * 2.0)

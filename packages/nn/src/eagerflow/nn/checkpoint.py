@@ -132,11 +132,11 @@ class Checkpoint:
                 if rest.startswith("slots/"):
                     where, _, slot_name = rest[len("slots/") :].rpartition("/")
                     primary = variables.get(where)
-                    if primary is None:
-                        continue  # reported as unknown
+                    if primary is None or slot_name not in obj.slot_names:
+                        continue  # reported as unknown (e.g. another optimizer's slot)
                     pending[name] = (_slot_maker(obj, primary, slot_name), primary.shape,
                                      primary.dtype.np)  # fmt: skip
-                elif "/" not in rest:
+                elif rest in obj.non_slot_names:
                     array = arrays[name]
                     pending[name] = (_non_slot_maker(obj, rest, array), array.shape, array.dtype)
         return pending
@@ -154,16 +154,21 @@ def _load(path: Path) -> dict[str, np.ndarray]:
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if not isinstance(data, np.lib.npyio.NpzFile):
-                raise CheckpointError(f"{path} is a single .npy array, not a checkpoint")
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):  # a lone .npy array
+            raise CheckpointError(f"{path} holds a single array, not an eagerflow checkpoint")
+        with data:
             arrays = {name: data[name] for name in data.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
         if isinstance(error, CheckpointError):
             raise
         raise CheckpointError(f"cannot read checkpoint {path}: {error}") from error
-    if arrays.pop(MARKER, None) is None:
+    marker = arrays.pop(MARKER, None)
+    if marker is None:
         raise CheckpointError(f"{path} is not an eagerflow checkpoint (no '{MARKER}' entry)")
+    if marker.shape != () or int(marker) != FORMAT:
+        raise CheckpointError(f"{path} has checkpoint format {marker}, this eagerflow reads "
+                              f"format {FORMAT}")  # fmt: skip
     return arrays
 
 

@@ -38,8 +38,8 @@ class Dense(Layer):
         self.kernel_initializer = initializers.get(kernel_initializer)
         self.bias_initializer = initializers.get(bias_initializer)
 
-    def build(self, input_shape: Shape) -> None:
-        if len(input_shape) != 2 or input_shape[-1] is None:
+    def build(self, input_shape: Shape | None) -> None:
+        if input_shape is None or len(input_shape) != 2 or input_shape[-1] is None:
             raise ShapeError(
                 f"Dense '{self.name}': inputs must have shape (batch, features) with known "
                 f"features, got {input_shape}"

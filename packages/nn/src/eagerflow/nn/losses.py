@@ -89,10 +89,15 @@ def sparse_softmax_cross_entropy_with_logits(*, labels: Any, logits: Any) -> Ten
 def sigmoid_cross_entropy_with_logits(*, labels: Any, logits: Any) -> Tensor:
     """-z log σ(x) - (1 - z) log(1 - σ(x)), elementwise, for labels z and logits x.
 
-    Computed as max(x, 0) - x z + log(1 + e^-|x|), which never overflows.
+    Computed as max(x, 0) - x z + log(1 + e^-|x|), which never overflows. The max and the
+    -|x| are written with one ``where`` on x >= 0 (not relu and abs, whose gradients at 0
+    are 0), so at x = 0 the gradient is the true σ(0) - z.
     """
     labels, logits = _floats("sigmoid_cross_entropy_with_logits", labels, logits)
-    return ef.relu(logits) - logits * labels + ef.softplus(-ef.abs(logits))
+    positive = logits >= 0
+    relu_logits = ef.where(positive, logits, ef.zeros_like(logits))
+    neg_abs_logits = ef.where(positive, -logits, logits)
+    return relu_logits - logits * labels + ef.softplus(neg_abs_logits)
 
 
 def accuracy(labels: Any, predictions: Any) -> Tensor:

@@ -43,7 +43,7 @@ class Layer:
         self.output_shape: Shape | None = None  # of the last call, for summary()
 
     # --- what subclasses write ---------------------------------------------------------------
-    def build(self, input_shape: Shape) -> None:
+    def build(self, input_shape: Shape | None) -> None:
         """Create the variables that depend on the input's shape (called on first use)."""
 
     def call(self, inputs: Any, training: bool = False) -> Any:
@@ -66,7 +66,7 @@ class Layer:
     def __call__(self, inputs: Any, training: bool = False) -> Any:
         inputs = self._convert(inputs)
         if not self.built:
-            self.build(getattr(inputs, "shape", ()))
+            self.build(getattr(inputs, "shape", ()))  # None: a graph input of unknown rank
             self.built = True
         with name_scope(self.name):
             if self._call_accepts_training():

@@ -37,6 +37,9 @@ GradsAndVars = Iterable[tuple[Any, Variable]]
 class Optimizer:
     """The shared machinery; a subclass writes ``_apply(gradient, variable)``."""
 
+    slot_names: tuple[str, ...] = ()  # the state it keeps per variable
+    non_slot_names: tuple[str, ...] = ()  # and of its own
+
     def __init__(self, learning_rate: float, name: str) -> None:
         if learning_rate <= 0:
             raise ValueError(f"{name}: learning_rate must be > 0, got {learning_rate}")
@@ -68,11 +71,15 @@ class Optimizer:
             with GradientTape() as tape:
                 value = loss()
             var_list = list(var_list) if var_list is not None else tape.watched_variables()
+            if not var_list:
+                raise ValueError(f"{self.name}.minimize: no variables to optimize")
             grads = tape.gradient(value, var_list)
         else:
             if callable(loss):
                 loss = loss()
             var_list = list(var_list) if var_list is not None else trainable_variables()
+            if not var_list:
+                raise ValueError(f"{self.name}.minimize: no variables to optimize")
             grads = gradients(loss, var_list)
         return self.apply_gradients(zip(grads, var_list, strict=True), global_step)
 
@@ -165,6 +172,8 @@ class MomentumOptimizer(Optimizer):
     step ahead along the accumulated direction.
     """
 
+    slot_names = ("momentum",)
+
     def __init__(
         self,
         learning_rate: float,
@@ -191,6 +200,9 @@ class AdamOptimizer(Optimizer):
 
     β₁ᵗ and β₂ᵗ are two variables of the optimizer, multiplied by β after each step.
     """
+
+    slot_names = ("m", "v")
+    non_slot_names = ("beta1_power", "beta2_power")
 
     def __init__(
         self,
@@ -230,6 +242,8 @@ class RMSPropOptimizer(Optimizer):
 
     ``centered`` also tracks the mean gradient mg and divides by √(ms - mg² + ε).
     """
+
+    slot_names = ("rms", "momentum", "mg")
 
     def __init__(
         self,
