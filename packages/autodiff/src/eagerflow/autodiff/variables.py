@@ -102,7 +102,7 @@ def _assign_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     variable = attrs["variable"]
     if dts[0] is not variable.dtype:
         raise DTypeError(
-            f"cannot assign a {dts[0]} value to variable '{variable.name}' of dtype "
+            f"cannot assign a value of dtype {dts[0]} to variable '{variable.name}' of dtype "
             f"{variable.dtype}; use cast() first"
         )
     return [variable.dtype]
