@@ -1,0 +1,135 @@
+"""Chapter 5 exercises — run `pytest -m ch05`.
+
+Static graphs and Sessions: build a graph for a formula, keep state in a graph variable,
+find the operations a fetch needs, and run a graph with a tiny Session of your own.
+
+Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch05`:
+an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
+as a failure that shows what was expected. Reference solutions are in
+`exercises/solutions/ch05.py`; try on your own first.
+"""
+
+# ruff: noqa: F401  (the imports are the ones you will want)
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+import eagerflow.tensor as ef
+from eagerflow.autodiff import Variable
+from eagerflow.graph import (
+    Graph,
+    Operation,
+    SymbolicTensor,
+    global_variables_initializer,
+    placeholder,
+)
+
+
+def polynomial_graph(coefficients: Sequence[float]) -> tuple[Graph, SymbolicTensor, SymbolicTensor]:
+    """A new graph computing the polynomial c₀ + c₁·x + c₂·x² + … of a fed vector ``x``.
+
+    Build, do not run: inside ``with graph.as_default():`` make ``x`` a ``float32``
+    placeholder of shape ``(None,)`` (a vector of any length) and ``y`` the polynomial of
+    ``x``, elementwise. Nothing is computed here; the test runs ``y`` in a Session.
+
+    Args:
+        coefficients: c₀, c₁, c₂, … (at least two), lowest power first.
+
+    Returns:
+        ``(graph, x, y)``: the new graph, its placeholder and the polynomial's symbolic tensor.
+
+    Hint:
+        Horner's rule needs only multiplications and additions: start with ``y = cₙ`` and,
+        for each lower coefficient c, do ``y = y * x + c``. The Python loop runs while you
+        build, so it adds a few nodes per coefficient to the graph (print
+        ``graph.get_operations()`` to see them). Import ``Graph`` and ``placeholder`` from
+        ``eagerflow.graph``.
+    """
+    raise NotImplementedError
+
+
+def accumulator_graph() -> tuple[Graph, SymbolicTensor, SymbolicTensor, Operation]:
+    """A new graph holding a running total in a variable: each run adds a fed value to it.
+
+    Build, in a new graph: a ``float32`` Variable ``total`` starting at 0, a ``float32``
+    scalar placeholder ``value`` (shape ``()``), an ``update`` tensor that adds ``value``
+    to ``total`` and is the new total, and the ``init`` op that initializes the variable.
+
+    The test then plays the part of a training loop: it opens a Session, runs ``init``,
+    and runs ``update`` once per value it feeds. A second Session must start from 0 again:
+    a graph variable's value belongs to a Session, not to the graph.
+
+    Returns:
+        ``(graph, value, update, init)``.
+
+    Hint:
+        ``Variable(0.0, name="total")`` created inside ``graph.as_default()`` is a graph
+        variable. ``total.assign_add(value)`` in graph mode returns the assign node's
+        output, the new value. ``global_variables_initializer()`` gives the ``init`` op
+        (build it after the variable, or it has nothing to initialize).
+    """
+    raise NotImplementedError
+
+
+def execution_order(
+    fetches: Sequence[SymbolicTensor | Operation], fed: Collection[SymbolicTensor] = ()
+) -> list[Operation]:
+    """The operations a Session must run to compute ``fetches``, inputs first.
+
+    Walk back from the fetches: an operation is needed if a fetch is one of its outputs (or
+    is the operation itself), or if a needed operation takes one of its outputs as an input
+    or lists it among its ``control_inputs``. A tensor in ``fed`` gets its value from the
+    feed, so the walk stops there: the operation that makes it is not needed for it.
+
+    Return each needed operation once, and each after every operation it depends on. Leave
+    out everything else, even operations of the same graph.
+
+    Args:
+        fetches: Symbolic tensors and/or operations of one graph.
+        fed: Tensors whose values will be fed.
+
+    Returns:
+        The needed operations, in an order a Session can run them.
+
+    Hint:
+        Keep a stack of operations to visit (``t.op`` for a tensor) and a set of those seen;
+        for each one popped, push the ``.op`` of each of its ``inputs`` that is not fed,
+        and its ``control_inputs``. To order them, reuse the graph's own order:
+        ``graph.get_operations()`` lists operations in the order they were added, and an
+        operation can only be added after its inputs exist.
+    """
+    raise NotImplementedError
+
+
+def run_graph(
+    fetches: Sequence[SymbolicTensor], feed_dict: Mapping[SymbolicTensor, np.ndarray]
+) -> list[np.ndarray]:
+    """A tiny Session: compute the values of ``fetches`` given values for some tensors.
+
+    Run the operations of ``execution_order(fetches, feed_dict)`` one by one. Each one's
+    kernel is in the op registry's row for it, ``operation.op_def``: call
+    ``operation.op_def.kernel(*input_values, **operation.attrs)``. Keep every value in a
+    dict keyed by tensor, starting with ``feed_dict``. A kernel returns one NumPy array,
+    or, when ``operation.op_def.multi_output`` is true, a tuple with one per output.
+
+    Graphs with variables are out of scope: their kernels read the variable store of a
+    real Session.
+
+    Args:
+        fetches: Symbolic tensors of one graph.
+        feed_dict: NumPy arrays (already of the right dtype) for placeholders, or for any
+            other tensor whose computed value you want to replace.
+
+    Returns:
+        The fetches' values, as NumPy arrays, in order.
+
+    Hint:
+        Only ``execution_order`` (your previous exercise) knows which operations to run;
+        this function is a loop over it with ``values: dict[SymbolicTensor, Any]``. The
+        real thing is ``Plan.run`` in ``packages/graph/src/eagerflow/graph/session.py``;
+        read it once yours works.
+    """
+    raise NotImplementedError

@@ -1,0 +1,166 @@
+"""Chapter 6 exercises — run `pytest -m ch06`.
+
+One op, two modes: a loss written once that runs eagerly and builds a graph, symbolic
+gradients (and gradients of gradients) with ``gradients()``, and an execution context of
+your own plugged into the seam.
+
+Reference solutions: the same functions as `exercises/ch06.py`, solved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import eagerflow.tensor as ef
+from eagerflow.graph import Graph, SymbolicTensor, gradients, placeholder
+from eagerflow.tensor import Tensor
+from eagerflow.tensor.registry import Attrs, OpDef
+
+
+def cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
+    """The softmax cross-entropy of each row, written once for both modes.
+
+    For a row of logits zⱼ and one-hot (or probability) labels pⱼ the loss is
+    ``Σⱼ pⱼ·(log Σₖ exp(zₖ) − zⱼ)``. Compute it for every row of a (batch, classes)
+    tensor, giving a (batch,) tensor.
+
+    Two requirements. It must work in both modes: called on eager tensors it returns an
+    eager tensor with values; called on symbolic tensors inside ``graph.as_default()`` it
+    returns a symbolic tensor of shape ``(batch,)`` (``(None,)`` for an unknown batch).
+    And it must be stable: logits such as 1000.0 must not give ``inf`` or ``nan``.
+
+    Args:
+        logits: A float tensor of shape (batch, classes).
+        labels: A tensor of the same shape and dtype.
+
+    Returns:
+        A tensor of shape (batch,).
+
+    Hint:
+        Use only eagerflow ops (``ef.exp``, ``ef.log``, ``ef.reduce_sum``,
+        ``ef.reduce_max``, operators): a NumPy function would need the values, which a
+        symbolic tensor does not have. For stability subtract each row's maximum ``m``
+        (``keepdims=True``) before ``exp`` and add it back after ``log``: the result is the
+        same, and the largest exponent is now ``exp(0)``.
+    """
+    m = ef.reduce_max(logits, axis=-1, keepdims=True)
+    log_sum_exp = m + ef.log(ef.reduce_sum(ef.exp(logits - m), axis=-1, keepdims=True))
+    return ef.reduce_sum(labels * (log_sum_exp - logits), axis=-1)
+
+
+def gradient_graph(
+    f: Callable[[Tensor], Tensor], shape: Sequence[int | None]
+) -> tuple[Graph, SymbolicTensor, SymbolicTensor, SymbolicTensor]:
+    """A new graph computing ``y = f(x)`` and, symbolically, the gradient of ``y`` by ``x``.
+
+    Build a new graph with a ``float64`` placeholder ``x`` of the given shape, ``y = f(x)``
+    and ``dy_dx``, the gradient of (the sum of) ``y`` with respect to ``x``, made of graph
+    nodes by ``gradients()``. The test runs ``y`` and ``dy_dx`` in a Session and compares
+    them with the values a GradientTape gives.
+
+    Args:
+        f: A function of one tensor written with eagerflow ops.
+        shape: The placeholder's shape (``None`` for an unknown dimension).
+
+    Returns:
+        ``(graph, x, y, dy_dx)``.
+
+    Hint:
+        ``gradients(ys, xs)`` takes a list of sources and returns a list of gradients, one
+        per source: unpack it with ``(dy_dx,) = gradients(y, [x])``. Call it inside the
+        ``as_default()`` block or after it: it adds its nodes to the graph of ``y``.
+    """
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder(ef.float64, tuple(shape), name="x")
+        y = f(x)
+        (dy_dx,) = gradients(y, [x])
+    assert dy_dx is not None
+    return graph, x, y, dy_dx  # type: ignore[return-value]
+
+
+def second_derivative_graph(
+    f: Callable[[Tensor], Tensor],
+) -> tuple[Graph, SymbolicTensor, SymbolicTensor]:
+    """A new graph computing f''(x) for a scalar ``x``, by differentiating a gradient.
+
+    Build a new graph with a scalar ``float64`` placeholder ``x`` (shape ``()``), the
+    gradient ``dy`` of ``f(x)`` by ``x`` with ``gradients()``, and then the gradient of
+    ``dy`` by ``x`` the same way. This works because the gradient is itself a graph of
+    ordinary ops, built by the same rules: nothing is special about differentiating it.
+
+    When f is linear, ``dy`` does not depend on ``x`` at all: return zeros then, not None.
+
+    Args:
+        f: A function of one scalar tensor written with eagerflow ops.
+
+    Returns:
+        ``(graph, x, d2y_dx2)``.
+
+    Hint:
+        ``gradients(..., unconnected_gradients="zero")`` returns zeros instead of None for
+        a source the target does not depend on.
+    """
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder(ef.float64, (), name="x")
+        (dy,) = gradients(f(x), [x], unconnected_gradients="zero")
+        (d2y,) = gradients(dy, [x], unconnected_gradients="zero")
+    return graph, x, d2y  # type: ignore[return-value]
+
+
+class LoggingContext:
+    """An execution context that runs every op eagerly and logs its name.
+
+    The seam, ``execute()``, hands each op to the current context's ``run_op``. With no
+    context it runs the kernel itself; a Graph builds a node instead. This context does what
+    eager mode does (it runs the kernel now and returns eager tensors) and also appends
+    ``op.name`` to ``self.log``. Install it with ``eagerflow.tensor.execution.context``:
+
+        ctx = LoggingContext()
+        with execution.context(ctx):
+            z = ef.matmul(a, b) + 1.0
+        ctx.log  # ["MatMul", "AddV2"]
+
+    Tapes keep working under it: the seam tells its recorders about every op whatever the
+    context.
+
+    Attributes:
+        log: The names of the ops run so far, in order.
+    """
+
+    def __init__(self) -> None:
+        """Start with an empty ``log``."""
+        self.log: list[str] = []
+
+    def run_op(
+        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
+    ) -> tuple[Tensor, ...]:
+        """Run ``op``'s kernel on the inputs' values now, log ``op.name``, return tensors.
+
+        Args:
+            op: The op's registry row: ``op.kernel``, ``op.dtype_rule``,
+                ``op.multi_output``.
+            inputs: Eager tensors.
+            attrs: The op's attributes, passed to the kernel as keyword arguments.
+            name: A node name; eager execution ignores it.
+
+        Returns:
+            A tuple of eager tensors, one per output.
+
+        Hint:
+            ``op.dtype_rule([t.dtype for t in inputs], attrs)`` gives the output dtypes (and
+            raises the usual error for bad ones). ``op.kernel(*arrays, **attrs)`` with
+            ``arrays = [np.asarray(t) for t in inputs]`` gives one array, or a tuple of
+            arrays when ``op.multi_output``. ``Tensor(array, dtype)`` wraps a kernel's
+            output. The eager branch of ``execute`` in
+            ``packages/tensor/src/eagerflow/tensor/execution.py`` does all this.
+        """
+        self.log.append(op.name)
+        dtypes = op.dtype_rule([t.dtype for t in inputs], attrs)
+        result: Any = op.kernel(*(np.asarray(t) for t in inputs), **attrs)
+        results = result if op.multi_output else (result,)
+        return tuple(Tensor(r, d) for r, d in zip(results, dtypes, strict=True))

@@ -1,0 +1,163 @@
+"""Chapter 5 exercises: static graphs and Sessions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eagerflow.tensor as ef
+from eagerflow.autodiff import Variable
+from eagerflow.graph import Graph, Operation, Session, SymbolicTensor, placeholder
+
+pytestmark = pytest.mark.ch05
+
+
+# --- polynomial_graph -----------------------------------------------------------------------------
+@pytest.mark.parametrize("coefficients", [[1.0, 2.0], [1.0, -3.0, 0.5], [0.0, 0.0, 0.0, 2.0]])
+def test_polynomial_graph_builds_then_runs(chapter, coefficients: list[float]) -> None:
+    graph, x, y = chapter.polynomial_graph(coefficients)
+    assert isinstance(graph, Graph), f"expected a Graph first, got {graph!r}"
+    assert isinstance(x, SymbolicTensor) and x.op.type == "Placeholder", (
+        f"expected x to be a placeholder of the graph, got {x!r}"
+    )
+    assert x.dtype is ef.float32 and x.shape == (None,), (
+        f"expected x: float32 of shape (None,), got {x!r}"
+    )
+    assert isinstance(y, SymbolicTensor) and y.graph is graph, (
+        f"expected y to be a symbolic tensor of the returned graph (build, do not run), got {y!r}"
+    )
+    values = np.array([-2.0, -0.5, 0.0, 1.0, 3.0], np.float32)
+    with Session(graph) as session:
+        got = session.run(y, {x: values})
+    expected = np.polynomial.polynomial.polyval(values, coefficients)
+    np.testing.assert_allclose(
+        got, expected, rtol=1e-5, err_msg=f"polynomial {coefficients} at {values}"
+    )
+
+
+# --- accumulator_graph ----------------------------------------------------------------------------
+def test_accumulator_keeps_a_running_total_per_session(chapter) -> None:
+    graph, value, update, init = chapter.accumulator_graph()
+    assert isinstance(init, Operation), f"expected init to be an operation, got {init!r}"
+    assert value.shape == () and value.dtype is ef.float32, (
+        f"expected value: a float32 scalar placeholder, got {value!r}"
+    )
+    variables = [o for o in graph.get_operations() if o.type == "VariableV2"]
+    assert len(variables) == 1, f"expected one graph variable, found {variables}"
+
+    first = Session(graph)
+    first.run(init)
+    got = [float(first.run(update, {value: v})) for v in (1.0, 2.5, -0.5, 4.0)]
+    assert got == [1.0, 3.5, 3.0, 7.0], f"expected totals [1.0, 3.5, 3.0, 7.0], got {got}"
+
+    second = Session(graph)  # a new Session: its own value of the variable
+    second.run(init)
+    assert float(second.run(update, {value: 10.0})) == 10.0, (
+        "a second Session should start again from 0"
+    )
+    assert float(first.run(update, {value: 0.0})) == 7.0, (
+        "running the second Session must not change the first one's total"
+    )
+
+
+# --- execution_order ------------------------------------------------------------------------------
+def _check_order(order: list[Operation], fed: set[SymbolicTensor]) -> None:
+    names = [o.name for o in order]
+    assert len(set(names)) == len(names), f"each operation once, got {names}"
+    position = {o: i for i, o in enumerate(order)}
+    for o in order:
+        for t in o.inputs:
+            if t not in fed:
+                assert position.get(t.op, len(order)) < position[o], (
+                    f"{o.name} needs {t.op.name} to run first; got the order {names}"
+                )
+        for c in o.control_inputs:
+            assert position.get(c, len(order)) < position[o], (
+                f"{o.name} has the control input {c.name}, which must run first; got {names}"
+            )
+
+
+def test_execution_order_keeps_only_what_the_fetch_needs(chapter) -> None:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (3,), name="x")
+        h = ef.multiply(x, 2.0, name="h")
+        ef.exp(h, name="unused")
+        out = ef.add(h, ef.square(x, name="sq"), name="out")
+    order = chapter.execution_order([out])
+    _check_order(order, set())
+    got = sorted(o.name for o in order)
+    assert got == ["Const", "h", "out", "sq", "x"], f"expected the 5 needed ops, got {got}"
+
+
+def test_execution_order_stops_at_fed_tensors(chapter) -> None:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (3,), name="x")
+        h = ef.multiply(x, 2.0, name="h")
+        out = ef.add(h, 1.0, name="out")
+    order = chapter.execution_order([out], [h])
+    _check_order(order, {h})
+    got = sorted(o.name for o in order)
+    assert got == ["Const_1", "out"], f"with h fed, expected only ['Const_1', 'out'], got {got}"
+
+
+def test_execution_order_follows_control_inputs_and_fetched_operations(chapter) -> None:
+    g = Graph()
+    with g.as_default():
+        a = ef.constant(1.0, name="a")
+        with g.control_dependencies([a]):
+            b = ef.constant(2.0, name="b")
+        ef.constant(3.0, name="c")
+    order = chapter.execution_order([b.op])
+    _check_order(order, set())
+    got = sorted(o.name for o in order)
+    assert got == ["a", "b"], f"b's control input a must run too (and not c): got {got}"
+
+
+# --- run_graph ------------------------------------------------------------------------------------
+def test_run_graph_matches_a_session(chapter) -> None:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None, 2), name="x")
+        w = ef.constant([[1.0], [-1.0]])
+        y = ef.tanh(ef.matmul(x, w) + 0.5)
+        z = ef.reduce_sum(y * y)
+    feed = np.array([[0.1, 0.2], [1.0, -1.0], [2.0, 0.0]], np.float32)
+    got = chapter.run_graph([y, z], {x: feed})
+    with Session(g) as session:
+        expected = session.run([y, z], {x: feed})
+    assert len(got) == 2, f"expected one value per fetch, got {got!r}"
+    for g_value, e_value, name in zip(got, expected, ["y", "z"], strict=True):
+        np.testing.assert_allclose(g_value, e_value, rtol=1e-6, err_msg=f"value of {name}")
+
+
+def test_run_graph_handles_multi_output_ops_and_fed_intermediates(chapter) -> None:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (4,), name="x")
+        scaled = x * 10.0
+        left, right = ef.split(scaled, 2)
+        out = left - right
+    feed = np.array([1.0, 2.0, 3.0, 5.0], np.float32)
+    (got,) = chapter.run_graph([out], {x: feed})
+    np.testing.assert_allclose(got, [-20.0, -30.0], err_msg="split (a multi-output op)")
+    (got,) = chapter.run_graph([out], {scaled: np.array([1.0, 2.0, 4.0, 8.0], np.float32)})
+    np.testing.assert_allclose(
+        got, [-3.0, -6.0], err_msg="with the tensor `scaled` (= x * 10) fed instead of x"
+    )
+
+
+def test_run_graph_does_not_use_a_session(chapter, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("run_graph should run the kernels itself, not call Session.run")
+
+    monkeypatch.setattr(Session, "run", refuse)
+    g = Graph()
+    with g.as_default():
+        v = Variable(1.0)  # only to check that unneeded variable ops are left alone
+        x = placeholder(ef.float64, (2,), name="x")
+        y = x * x
+    assert v.initializer is not None
+    (got,) = chapter.run_graph([y], {x: np.array([3.0, 4.0])})
+    np.testing.assert_allclose(got, [9.0, 16.0])
