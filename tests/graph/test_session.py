@@ -590,3 +590,18 @@ def test_a_captured_eager_tensor_does_not_carry_control_dependencies_outside_the
         sess.run(init)
         assert sess.run(unrelated) == 2.0
         assert sess.run(v) == 0.0
+
+
+def test_a_fed_output_of_a_multi_output_op_keeps_the_fed_value():
+    # `left` is fed, but split still runs for `right`: its kernel must not overwrite the feed
+    import eagerflow.tensor as ef
+    from eagerflow.graph import Graph, Session, placeholder
+
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (4,))
+        left, right = ef.split(x, 2)
+        total = left * 10.0 + right
+    with Session(g) as s:
+        out = s.run(total, {x: [1.0, 2.0, 3.0, 4.0], left: [100.0, 200.0]})
+    assert out.tolist() == [1003.0, 2004.0]

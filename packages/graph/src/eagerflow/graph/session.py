@@ -49,6 +49,7 @@ class Plan:
 
     def __init__(self, fetches: Sequence[Fetch], fed: Sequence[SymbolicTensor]) -> None:
         self.slot: dict[SymbolicTensor, int] = {}
+        self.size = 0  # slots in all, including scratch ones
         operations = _needed_operations(fetches, set(fed))  # pruning
         graph_size = len(operations[0].graph.get_operations()) if operations else 0
         kept, alias, constants, folded, merged = _fold_and_merge(operations)
@@ -56,8 +57,14 @@ class Plan:
         for t in fed:
             self._slot_of(t)
         self.constants = {self._slot_of(t): v for t, v in constants.items()}
+        fed_set = set(fed)
         raw = [
-            (o, self._slots([alias.get(t, t) for t in o.inputs]), self._slots(o.outputs))
+            (
+                o,
+                self._slots([alias.get(t, t) for t in o.inputs]),
+                # an output that is fed keeps the fed value: the kernel writes a scratch slot
+                tuple(self._new_slot() if t in fed_set else self._slot_of(t) for t in o.outputs),
+            )
             for o in kept
         ]
         keep = (
@@ -79,7 +86,6 @@ class Plan:
         self.fetch_slots = [
             self.slot[f] if isinstance(f, SymbolicTensor) else None for f in fetches
         ]
-        self.size = len(self.slot)
         self.stats = {
             "graph": graph_size,  # operations in the whole graph
             "needed": len(operations),  # after pruning
@@ -88,8 +94,14 @@ class Plan:
             "kernel_calls": len(self.steps),  # what each run executes
         }
 
+    def _new_slot(self) -> int:
+        self.size += 1
+        return self.size - 1
+
     def _slot_of(self, t: SymbolicTensor) -> int:
-        return self.slot.setdefault(t, len(self.slot))
+        if t not in self.slot:
+            self.slot[t] = self._new_slot()
+        return self.slot[t]
 
     def _slots(self, tensors: Sequence[SymbolicTensor]) -> tuple[int, ...]:
         return tuple(self._slot_of(t) for t in tensors)
