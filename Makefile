@@ -7,13 +7,27 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export NO_MKDOCS_2_WARNING := 1
 PACKAGES := packages/tensor packages/autodiff packages/graph packages/nn
+# The site's diagrams use mermaid.js. Material for MkDocs 9.x loads mermaid@11 from unpkg.com
+# unless the page already has one; site/hooks.py ships this local copy instead, so the site
+# works offline. Installed (not committed) into build/npm, which git ignores.
+MERMAID_VERSION := 11.17.2
+NPM_DIR := build/npm
 
 .PHONY: setup serve test lint bench clean
 
-$(STAMP): pyproject.toml $(foreach p,$(PACKAGES),$(p)/pyproject.toml)
+# Also redone when the Makefile changes, so a new set-up step (or MERMAID_VERSION) takes effect.
+$(STAMP): pyproject.toml $(foreach p,$(PACKAGES),$(p)/pyproject.toml) Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --group dev $(foreach p,$(PACKAGES),-e $(p))
+	@if command -v npm >/dev/null 2>&1; then \
+	  echo "npm install mermaid@$(MERMAID_VERSION) into $(NPM_DIR)"; \
+	  npm install --prefix $(NPM_DIR) --no-save --no-audit --no-fund --loglevel=error \
+	    mermaid@$(MERMAID_VERSION) \
+	  || echo "npm install of mermaid failed: the site's diagrams will load mermaid from its CDN"; \
+	else \
+	  echo "npm not found: skipping the local mermaid; the site's diagrams will load it from its CDN"; \
+	fi
 	touch $(STAMP)
 
 setup: $(STAMP)

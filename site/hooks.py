@@ -1,0 +1,194 @@
+"""MkDocs hooks of the eagerflow tutorial site (registered under ``hooks:`` in mkdocs.yml).
+
+Two jobs:
+
+1. **Local mermaid.** Material for MkDocs draws ```` ```mermaid ```` fences with mermaid.js,
+   which its bundle fetches from unpkg.com *only if* ``window.mermaid`` is undefined. When
+   ``make setup`` has installed the npm ``mermaid`` package into ``build/npm``, we ship that
+   copy with the site and load it as an extra script, so the diagrams render offline and in
+   the browser tests. Without a local copy the site still builds and falls back to the CDN.
+2. **Notebooks.** Every chapter page is also converted (with jupytext) into a Jupyter
+   notebook written next to it (``chapters/03-autodiff.md`` -> ``chapters/03-autodiff.ipynb``),
+   and the page gets a download link at its top.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path, PurePosixPath
+
+import jupytext
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
+from mkdocs.utils.meta import get_data
+from nbformat.v4 import new_markdown_cell
+
+log = logging.getLogger("mkdocs.hooks.eagerflow")
+
+# Where the Makefile's set-up step installs the npm package (relative to the repository).
+NPM_MERMAID = Path("build/npm/node_modules/mermaid")
+# Where the copy is published in the built site; the page template loads it from there.
+MERMAID_URI = "assets/javascripts/mermaid.min.js"
+# Pages under this folder of docs/ are chapters: each gets a notebook and a download link.
+CHAPTERS = "chapters/"
+
+# The opening line of a fenced code block: indentation, fence, language, then options such as
+# markdown-exec's exec="on" result="text". Group "options" is what notebooks must not carry.
+FENCE_OPENING = re.compile(
+    r"^(?P<head>[ \t]*(?:`{3,}|~{3,})[ \t]*[\w.+-]+)(?P<options>[ \t]+[^`\n]*)$", re.MULTILINE
+)
+# markdown-exec runs lines marked like this but hides them on the page; a notebook keeps the
+# code (it is needed to run the cell) and drops only the marker.
+HIDE_MARKER = re.compile(r"[ \t]*#[ \t]*markdown-exec:[ \t]*hide[ \t]*$", re.MULTILINE)
+# mkdocstrings' "::: identifier" line, with its indented options: rendered API documentation on
+# the page, a bare line in a notebook (where jupytext would also take it for a Pandoc div).
+AUTODOC = re.compile(r"^:::[ \t]+(?P<identifier>\S+)[^\n]*(?:\n[ \t]+\S[^\n]*)*", re.MULTILINE)
+# jupytext turns a fence in another language (```bash) into a code cell with a cell magic.
+CELL_MAGIC = re.compile(r"\A%%(?P<language>[\w.+-]+)[^\n]*\n?")
+
+
+# --- 1. local mermaid ---------------------------------------------------------------------------
+def repository_root(config: MkDocsConfig) -> Path:
+    """The repository the site belongs to: mkdocs.yml lives in its ``site/`` folder."""
+    return Path(config.config_file_path).resolve().parent.parent
+
+
+def local_mermaid(root: Path) -> Path | None:
+    """The ``mermaid.min.js`` installed under ``root`` by ``make setup``, or None."""
+    script = root / NPM_MERMAID / "dist" / "mermaid.min.js"
+    return script if script.is_file() else None
+
+
+def mermaid_version(script: Path) -> str:
+    """The npm package version of a local ``mermaid.min.js`` (for the build log)."""
+    try:
+        package = json.loads((script.parent.parent / "package.json").read_text())
+    except (OSError, ValueError):
+        return "of unknown version"
+    return str(package.get("version", "of unknown version"))
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """Load the local mermaid copy, if any, as an extra script of every page.
+
+    Material's page template puts ``extra_javascript`` after its own bundle, but the bundle
+    looks for ``window.mermaid`` only on ``DOMContentLoaded``, after every (synchronous)
+    script of the page has run: by then our copy is defined and the CDN is never asked.
+    """
+    script = local_mermaid(repository_root(config))
+    if script is None:
+        log.info(
+            "no local mermaid.js (run `make setup` with npm installed): diagrams will load "
+            "mermaid from its CDN"
+        )
+    elif MERMAID_URI not in [str(s) for s in config.extra_javascript]:
+        config.extra_javascript.append(MERMAID_URI)
+    return config
+
+
+# --- 2. notebooks ------------------------------------------------------------------------------
+def is_chapter(src_uri: str) -> bool:
+    """True for a chapter page's source, such as ``chapters/03-autodiff.md``."""
+    return src_uri.startswith(CHAPTERS) and src_uri.endswith(".md")
+
+
+def notebook_uri(page_uri: str) -> str:
+    """Where a chapter's notebook goes: next to its page, ``.md`` replaced by ``.ipynb``."""
+    return str(PurePosixPath(page_uri).with_suffix(".ipynb"))
+
+
+def to_notebook(markdown: str, title: str | None = None) -> str:
+    """A chapter page's markdown source as the JSON text of a Jupyter notebook.
+
+    Python fences become code cells and everything else stays markdown (mermaid diagrams
+    included). The options markdown-exec reads from a fence's opening line (``exec="on"``
+    ...) are dropped: in a notebook the reader runs the cells. Fences in other languages
+    (```bash) stay markdown too: ``make test`` is not a notebook cell.
+    """
+    body, _meta = get_data(markdown)  # front matter is for mkdocs, not for readers
+    body = FENCE_OPENING.sub(r"\g<head>", body)
+    body = AUTODOC.sub(r"*`\g<identifier>` is documented on the tutorial page.*", body)
+    # The format is named, not guessed: jupytext guesses Pandoc (and then wants the pandoc
+    # program) for any text with a line that starts with ":::".
+    notebook = jupytext.reads(body, fmt="md:markdown")
+    for cell in notebook.cells:
+        cell.metadata = {}
+        if cell.cell_type != "code":
+            continue
+        magic = CELL_MAGIC.match(cell.source)
+        if magic:  # another language: back to a markdown fence
+            code = cell.source[magic.end() :].rstrip("\n")
+            cell.cell_type = "markdown"
+            cell.source = f"```{magic['language']}\n{code}\n```"
+            cell.pop("outputs", None)
+            cell.pop("execution_count", None)
+        else:
+            cell.source = HIDE_MARKER.sub("", cell.source)
+    where = f" “{title}”" if title else ""
+    notebook.cells.insert(0, new_markdown_cell(
+        f"*This notebook was generated from the eagerflow tutorial page{where}. Run it with a "
+        "Python that has the eagerflow packages installed, such as the repository's `.venv` "
+        "made by `make setup` (add Jupyter with `.venv/bin/pip install notebook`).*"
+    ))  # fmt: skip
+    notebook.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    return str(jupytext.writes(notebook, fmt="ipynb"))
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Add the local mermaid copy and one generated notebook per chapter page to the site."""
+    script = local_mermaid(repository_root(config))
+    if script is not None and MERMAID_URI in [str(s) for s in config.extra_javascript]:
+        files.append(File.generated(config, MERMAID_URI, abs_src_path=str(script)))
+        log.info("using the local mermaid %s from %s", mermaid_version(script), script)
+    for file in list(files.documentation_pages()):
+        if not is_chapter(file.src_uri):
+            continue
+        try:
+            markdown = file.content_string
+            content = to_notebook(markdown, _title(markdown))
+        except Exception as error:  # e.g. a page half-written: say which, keep building
+            # A warning, so `mkdocs build --strict` (and the tests) still fail, while
+            # `mkdocs serve` goes on serving the page, without its download link.
+            log.warning("no notebook for %s: %s: %s", file.src_uri, type(error).__name__, error)
+            continue
+        files.append(File.generated(config, notebook_uri(file.src_uri), content=content))
+    return files
+
+
+def _title(markdown: str) -> str | None:
+    """The page's title, if its text starts (after any front matter) with a level-1 heading."""
+    first_line = get_data(markdown)[0].lstrip("\n").partition("\n")[0]
+    if not first_line.startswith("# "):
+        return None
+    return first_line[2:].strip(" #") or None
+
+
+def download_note(page_uri: str) -> str:
+    """The admonition with the notebook download link that opens every chapter page."""
+    name = PurePosixPath(notebook_uri(page_uri)).name
+    return (
+        '!!! tip "Run this chapter yourself"\n\n'
+        "    This page is also a Jupyter notebook, whose cells are its Python code blocks (the "
+        "outputs shown here were made by running them when the site was built).\n\n"
+        f'    [Download this chapter as a notebook]({name}){{ .md-button download="{name}" }}\n'
+    )
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """Put the notebook download link at the top of a chapter page, under its title."""
+    uri = page.file.src_uri
+    if not is_chapter(uri) or files.get_file_from_path(notebook_uri(uri)) is None:
+        return markdown
+    note = download_note(uri)
+    # Under the first line if that is the page's title, so the title still comes first.
+    lines = markdown.split("\n", 1)
+    if lines[0].startswith("# "):
+        rest = lines[1] if len(lines) > 1 else ""
+        return f"{lines[0]}\n\n{note}\n{rest}"
+    return f"{note}\n{markdown}"

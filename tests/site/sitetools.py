@@ -1,0 +1,61 @@
+"""Helpers shared by the site tests and their fixtures (importable as `sitetools`, since
+pytest puts this folder on sys.path)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "site" / "docs"
+SCREENSHOTS = ROOT / "build" / "screenshots"
+LOCAL_MERMAID = ROOT / "build" / "npm" / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def in_ci() -> bool:
+    """True on the CI machine (`CI=true`), where a missing browser is a failure, not a skip."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def page_paths() -> list[str]:
+    """The URL path of every page of the site, from the markdown files (so tests can be
+    parametrized before anything is built): index.md -> "", chapters/01-x.md -> chapters/01-x/."""
+    paths = []
+    for source in sorted(DOCS.rglob("*.md")):
+        relative = source.relative_to(DOCS).with_suffix("").as_posix()
+        if relative == "index":
+            paths.append("")
+        elif relative.endswith("/index"):
+            paths.append(relative.removesuffix("index"))
+        else:
+            paths.append(relative + "/")
+    return paths
+
+
+def chapter_paths() -> list[str]:
+    return [p for p in page_paths() if p.startswith("chapters/")]
+
+
+@dataclass(frozen=True)
+class BuiltSite:
+    folder: Path
+    seconds: float  # wall-clock time of `mkdocs build --strict`
+    log: str
+
+
+def find_chromium() -> str | None:
+    """Debian's chromium (what `.ci/run` installs), or another one named by EAGERFLOW_CHROMIUM."""
+    for candidate in (os.environ.get("EAGERFLOW_CHROMIUM"), "chromium", "/usr/bin/chromium"):
+        if candidate and (path := shutil.which(candidate)):
+            return path
+    return None
