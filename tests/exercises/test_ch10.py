@@ -1,0 +1,121 @@
+"""Chapter 10 exercises: FizzBuzz (`exercises/ch10.py`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eagerflow.tensor as ef
+from eagerflow.graph import Graph, Session, SymbolicTensor, placeholder
+from eagerflow.tensor import Tensor
+
+pytestmark = pytest.mark.ch10
+
+
+def python_class(n: int) -> int:
+    return 3 if n % 15 == 0 else 2 if n % 5 == 0 else 1 if n % 3 == 0 else 0
+
+
+def op_types(graph: Graph) -> list[str]:
+    return [o.type for o in graph.get_operations()]
+
+
+# --- fizzbuzz_class -------------------------------------------------------------------------------
+def test_fizzbuzz_class_eagerly(chapter):
+    for n in range(1, 31):
+        got = chapter.fizzbuzz_class(ef.constant(n))
+        assert isinstance(got, Tensor), f"fizzbuzz_class({n}): expected a tensor, got {got!r}"
+        assert int(got) == python_class(n), (
+            f"fizzbuzz_class({n}): expected {python_class(n)}, got {int(got)}"
+        )
+
+
+def test_fizzbuzz_class_builds_if_nodes(chapter):
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        c = chapter.fizzbuzz_class(n)
+    assert isinstance(c, SymbolicTensor), f"in a graph expected a symbolic tensor, got {c!r}"
+    assert "If" in op_types(graph), f"expected cond to add an If node; got {op_types(graph)}"
+    with Session(graph) as session:
+        got = [int(session.run(c, {n: value})) for value in range(1, 31)]
+    want = [python_class(value) for value in range(1, 31)]
+    assert got == want, f"classes of 1..30 in a Session: expected {want}, got {got}"
+
+
+# --- fizzbuzz_classes -----------------------------------------------------------------------------
+def test_fizzbuzz_classes_eagerly(chapter):
+    for n in (0, 1, 15, 20):
+        got = chapter.fizzbuzz_classes(ef.constant(n))
+        want = [python_class(i) for i in range(1, n + 1)]
+        assert isinstance(got, Tensor) and got.dtype is ef.int32, (
+            f"expected an int32 tensor, got {got!r}"
+        )
+        assert got.numpy().tolist() == want, f"fizzbuzz_classes({n}): expected {want}, got {got}"
+
+
+def test_fizzbuzz_classes_is_one_while_node(chapter):
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        classes = chapter.fizzbuzz_classes(n)
+    types = op_types(graph)
+    assert types.count("While") == 1, f"expected one While node in the graph, got {types}"
+    assert isinstance(classes, SymbolicTensor) and classes.shape == (None,), (
+        f"expected a vector of unknown length, shape (None,), got {classes!r}"
+    )
+    with Session(graph) as session:
+        for value in (0, 7, 45):
+            got = session.run(classes, {n: value}).tolist()
+            want = [python_class(i) for i in range(1, value + 1)]
+            assert got == want, (
+                f"fizzbuzz_classes({value}) in a Session: expected {want}, got {got}"
+            )
+
+
+# --- binary_encode --------------------------------------------------------------------------------
+def numpy_encode(numbers, bits):
+    return np.array([[(n >> i) & 1 for i in range(bits)] for n in numbers], np.float32)
+
+
+def test_binary_encode_eagerly(chapter):
+    got = chapter.binary_encode(ef.constant([6]), 4)
+    assert isinstance(got, Tensor), f"expected a tensor, got {got!r}"
+    assert got.dtype is ef.float32, f"the network reads float32 features, got {got.dtype}"
+    assert got.numpy().tolist() == [[0.0, 1.0, 1.0, 0.0]], (
+        f"6 in 4 bits, least significant first: expected [[0, 1, 1, 0]], got {got.numpy()}"
+    )
+    numbers = [1, 2, 3, 100, 511, 1023]
+    got = chapter.binary_encode(np.array(numbers), 10)
+    assert got.shape == (6, 10), f"expected shape (6, 10), got {got.shape}"
+    np.testing.assert_array_equal(
+        got.numpy(), numpy_encode(numbers, 10), err_msg=f"encoding {numbers} in 10 bits"
+    )
+
+
+def test_binary_encode_on_a_placeholder(chapter):
+    graph = Graph()
+    with graph.as_default():
+        numbers = placeholder(ef.int32, (None,), name="numbers")
+        encoded = chapter.binary_encode(numbers, 10)
+    assert isinstance(encoded, SymbolicTensor) and encoded.shape == (None, 10), (
+        f"use eagerflow ops, so a placeholder of shape (None,) gives (None, 10); got {encoded!r}"
+    )
+    with Session(graph) as session:
+        got = session.run(encoded, {numbers: [5, 96, 1000]})
+    np.testing.assert_array_equal(got, numpy_encode([5, 96, 1000], 10))
+
+
+# --- decode ---------------------------------------------------------------------------------------
+def test_decode_follows_the_predictions(chapter):
+    numbers = [1, 3, 5, 15, 7, 9]
+    logits = np.full((6, 4), -1.0, np.float32)
+    for row, cls in enumerate([0, 1, 2, 3, 1, 0]):  # the last two are deliberately wrong
+        logits[row, cls] = 2.0
+    want = ["1", "Fizz", "Buzz", "FizzBuzz", "Fizz", "9"]
+    got = chapter.decode(numbers, logits)
+    assert got == want, (
+        f"expected {want} (decode the predicted class, even when it is wrong), got {got}"
+    )
+    got = chapter.decode(numbers, ef.constant(logits))
+    assert got == want, f"logits given as a tensor: expected {want}, got {got}"
