@@ -166,7 +166,9 @@ def _walk(path: str, value: Any) -> Iterator[tuple[str, Variable | Layer]]:
 
 
 def _snake_case(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    """``Dense`` -> ``dense``, ``MyModel`` -> ``my_model``, ``MLP`` -> ``mlp`` (as Keras)."""
+    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
 
 
 def _unique_name(base: str) -> str:
