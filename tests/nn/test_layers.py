@@ -448,3 +448,11 @@ def test_model_called_eagerly_then_in_a_graph_gives_the_same_outputs() -> None:
     np.testing.assert_allclose(result, eager, rtol=1e-6, atol=1e-7)
     values = [v.numpy() for v in variables]
     np.testing.assert_allclose(eager, _numpy_forward(data, values), rtol=1e-5, atol=1e-6)
+
+
+def test_reset_names_starts_layer_names_afresh():
+    nn.Layer.reset_names()
+    first = nn.Dense(2)
+    nn.Layer.reset_names()
+    again = nn.Dense(2)
+    assert first.name == again.name == "dense"

@@ -42,6 +42,12 @@ class Layer:
         self.built = False
         self.output_shape: Shape | None = None  # of the last call, for summary()
 
+    @classmethod
+    def reset_names(cls) -> None:
+        """Start layer names afresh (the next Dense is ``dense`` again), e.g. between runs of
+        a notebook or a document that builds the same models more than once."""
+        Layer._name_counts.clear()
+
     # --- what subclasses write ---------------------------------------------------------------
     def build(self, input_shape: Shape | None) -> None:
         """Create the variables that depend on the input's shape (called on first use)."""
