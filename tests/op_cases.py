@@ -186,6 +186,20 @@ def floormod_case(draw: st.DrawFn) -> Case:
     return ef.floormod, [x, y]
 
 
+def relu_grad_case(draw: st.DrawFn) -> Case:
+    shape = draw(shapes)  # no broadcasting: the gradient and relu's output have one shape
+    return ef.relu_grad, [values(draw, shape), values(draw, shape, gap=0.1)]
+
+
+def sparse_xent_case(draw: st.DrawFn) -> Case:
+    batch = draw(array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3))
+    depth = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    labels = rng.integers(0, depth, batch).astype(draw(st.sampled_from([np.int32, np.int64])))
+    loss = ef.sparse_softmax_cross_entropy_with_logits
+    return (lambda z: loss(labels=labels, logits=z)), [values(draw, (*batch, depth))]
+
+
 def cast_case(draw: st.DrawFn) -> Case:
     # float64 -> float32 -> float64: the gradient passes through both casts
     return (lambda t: ef.cast(ef.cast(t, ef.float32), ef.float64) * 3.0), [
@@ -211,9 +225,11 @@ CASES: dict[str, Callable[[st.DrawFn], Case]] = {
     "Tanh": unary(ef.tanh),
     "Sigmoid": unary(ef.sigmoid),
     "Relu": unary(ef.relu, gap=0.1),
+    "ReluGrad": relu_grad_case,
     "Softplus": unary(ef.softplus),
     "Softmax": with_axis(ef.softmax),
     "LogSoftmax": with_axis(ef.log_softmax),
+    "SparseSoftmaxCrossEntropyWithLogits": sparse_xent_case,
     "Cast": cast_case,
     "MatMul": matmul_case,
     "Sum": reduction(ef.reduce_sum),

@@ -98,6 +98,12 @@ EXAMPLES: dict[str, list[tuple[tuple[ef.Tensor, ...], dict[str, Any]]]] = {
     ],
     "Pack": [((f32(2, 3), f32(2, 3)), {"axis": 1})],
     "SplitV": [((f32(2, 6),), {"sizes": (1, 2, 3), "axis": 1})],
+    "ReluGrad": [((f32(2, 3), f32(2, 3)), {}), ((i32(4), i32(4)), {})],
+    "SparseSoftmaxCrossEntropyWithLogits": [
+        ((f32(5, 4), i32(5, high=4)), {}),
+        ((f32(2, 3, 4), ef.cast(i32(2, 3, high=4), ef.int64)), {}),
+        ((f32(0, 3), i32(0)), {}),
+    ],
     "GatherV2": [((f32(5, 3), i32(2, 2, high=5)), {"axis": 0}), ((f32(2, 3), i32(4)), {"axis": 1})],
     "OneHot": [
         (

@@ -170,10 +170,14 @@ def _sigmoid_grad(op: OpRecord, grad: Tensor) -> Grads:
 
 @register_gradient("Relu")
 def _relu_grad(op: OpRecord, grad: Tensor) -> Grads:
-    # d relu(x) = dx where x > 0, else 0: a multiply by the 0/1 mask, because NumPy's
-    # `where` on an unpredictable mask is ten times slower than a multiply
-    mask = ef.cast(op.outputs[0] > 0, grad.dtype)
-    return (grad * mask,)
+    # d relu(x) = dx where x > 0, else 0
+    return (ef.relu_grad(grad, op.outputs[0]),)
+
+
+@register_gradient("ReluGrad")
+def _relu_grad_grad(op: OpRecord, grad: Tensor) -> Grads:
+    # relu_grad(g, y) is linear in g with the same mask; the mask is flat in y
+    return (ef.relu_grad(grad, op.inputs[1]), None)
 
 
 @register_gradient("Softplus")
@@ -196,6 +200,21 @@ def _log_softmax_grad(op: OpRecord, grad: Tensor) -> Grads:
     y = op.outputs[0]
     axis = op.attrs["axis"]
     return (grad - ef.exp(y) * ef.reduce_sum(grad, axis=axis, keepdims=True),)
+
+
+@register_gradient("SparseSoftmaxCrossEntropyWithLogits", accepts_none=True)
+def _sparse_xent_grad(
+    op: OpRecord, grad_loss: Tensor | None, grad_backprop: Tensor | None
+) -> Grads:
+    # loss = log Σ eᶻ - z[label]  =>  dz = dloss · (softmax(z) - onehot(label)), which the
+    # kernel already returned as its second output, `backprop`
+    logits = op.inputs[0]
+    dz = None if grad_loss is None else ef.expand_dims(grad_loss, -1) * op.outputs[1]
+    if grad_backprop is not None:  # differentiating a gradient: backprop = softmax(z) - onehot
+        p = ef.softmax(logits)
+        term = p * (grad_backprop - ef.reduce_sum(grad_backprop * p, axis=-1, keepdims=True))
+        dz = term if dz is None else dz + term
+    return (dz, None)  # labels are integers: no gradient
 
 
 @register_gradient("Cast")

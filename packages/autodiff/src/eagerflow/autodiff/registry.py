@@ -38,15 +38,23 @@ class OpRecord(NamedTuple):
 
 # op name -> rule; None marks an op as deliberately not differentiable.
 GRADIENTS: dict[str, GradientRule | None] = {}
+# Ops of several outputs whose rule takes None (rather than zeros) for an output nobody
+# used, and skips the work that output would need (TensorFlow's
+# ``_grad_fn_accepts_none_for_indices``).
+ACCEPTS_NONE: set[str] = set()
 
 
-def register_gradient(op_name: str) -> Callable[[GradientRule], GradientRule]:
+def register_gradient(
+    op_name: str, *, accepts_none: bool = False
+) -> Callable[[GradientRule], GradientRule]:
     """Decorator: ``@register_gradient("MatMul") def _(op, grad): return (da, db)``."""
 
     def register(rule: GradientRule) -> GradientRule:
         if op_name in GRADIENTS:
             raise ValueError(f"a gradient for {op_name!r} is already registered")
         GRADIENTS[op_name] = rule
+        if accepts_none:
+            ACCEPTS_NONE.add(op_name)
         return rule
 
     return register

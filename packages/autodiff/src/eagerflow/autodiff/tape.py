@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff.registry import GRADIENTS, OpRecord, get_gradient
+from eagerflow.autodiff.registry import ACCEPTS_NONE, GRADIENTS, OpRecord, get_gradient
 from eagerflow.autodiff.variables import Variable
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.execution import add_recorder, remove_recorder
@@ -102,11 +102,11 @@ def backprop(
                     grads.pop(id(o), None)
             if all(g is None for g in out_grads):
                 continue
-            # several outputs, only some of them used: the others get zeros
-            out_grads = [
-                ef.zeros_like(o) if g is None else g
-                for o, g in zip(outputs, out_grads, strict=True)
-            ]
+            if op.name not in ACCEPTS_NONE:  # outputs nobody used get zeros
+                out_grads = [
+                    ef.zeros_like(o) if g is None else g
+                    for o, g in zip(outputs, out_grads, strict=True)
+                ]
         skip = None
         for i, t in enumerate(inputs):
             if id(t) not in depends:

@@ -1,23 +1,23 @@
-"""Losses and metrics, composed from public ops (so their gradients come for free).
+"""Losses and metrics, composed from public ops (so their gradients come for free), except
+the sparse softmax cross-entropy: one fused op, for speed, as in TensorFlow.
 
 As in TensorFlow, the cross-entropy functions take keyword arguments only (``labels=``,
 ``logits=``): swapping the two is a classic silent bug. They return one loss per example;
 take ``reduce_mean`` of the result for a batch loss. ``mean_squared_error`` is already the
 mean.
 
-Stability: every cross-entropy works from ``log_softmax`` or ``softplus``, whose kernels never
-overflow, so logits of magnitude 1e4 give finite losses and gradients.
+Stability: every cross-entropy works from ``log_softmax``, ``softplus`` or the fused kernel,
+which subtract the largest logit before exponentiating and so never overflow: logits of
+magnitude 1e4 give finite losses and gradients.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 import eagerflow.tensor as ef
 from eagerflow.tensor import Tensor
-from eagerflow.tensor.errors import DTypeError, OutOfRangeError, ShapeError, describe
+from eagerflow.tensor.errors import DTypeError, ShapeError, describe
 
 
 def _floats(name: str, labels: Any, predictions: Any) -> tuple[Tensor, Tensor]:
@@ -65,7 +65,12 @@ def softmax_cross_entropy_with_logits(*, labels: Any, logits: Any, axis: int = -
 
 
 def sparse_softmax_cross_entropy_with_logits(*, labels: Any, logits: Any) -> Tensor:
-    """-log softmax(logits)[label] per example; ``labels`` are class indices, shape (batch,)."""
+    """-log softmax(logits)[label] per example; ``labels`` are class indices, shape (batch,).
+
+    The one loss that is a single fused op (``SparseSoftmaxCrossEntropyWithLogits``, as in
+    TensorFlow): it is in every classifier's training step, and one kernel computing the loss
+    and its gradient together is much cheaper than the five ops of one-hot and log-softmax.
+    """
     name = "sparse_softmax_cross_entropy_with_logits"
     logits = ef.convert_to_tensor(logits)
     labels = ef.convert_to_tensor(labels)
@@ -76,14 +81,8 @@ def sparse_softmax_cross_entropy_with_logits(*, labels: Any, logits: Any) -> Ten
     if depth is None or not _compatible(labels.shape, logits.shape[:-1]):
         raise ShapeError(f"{name}: labels {describe(labels)} must have the shape of logits "
                          f"{describe(logits)} without its last (known) axis")  # fmt: skip
-    if ef.executing_eagerly():  # one_hot would turn a bad label into a silent zero loss
-        values = np.asarray(labels)
-        if values.size and (values.min() < 0 or values.max() >= depth):
-            bad = values[(values < 0) | (values >= depth)].flat[0]
-            raise OutOfRangeError(f"{name}: label {bad} is out of range [0, {depth}) for "
-                                  f"logits {describe(logits)}")  # fmt: skip
-    one_hot = ef.one_hot(labels, depth, dtype=logits.dtype)
-    return -ef.reduce_sum(one_hot * ef.log_softmax(logits), axis=-1)
+    # the kernel checks every label is in [0, depth): eagerly, or when a Session runs it
+    return ef.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
 
 
 def sigmoid_cross_entropy_with_logits(*, labels: Any, logits: Any) -> Tensor:

@@ -74,11 +74,11 @@ class Layer:
         if not self.built:
             self.build(getattr(inputs, "shape", ()))  # None: a graph input of unknown rank
             self.built = True
-        with name_scope(self.name):
-            if self._call_accepts_training():
-                outputs = self.call(inputs, training=training)
-            else:
-                outputs = self.call(inputs)
+        if ef.executing_eagerly():  # names mean nothing to eager ops: skip the scope
+            outputs = self._call(inputs, training)
+        else:
+            with name_scope(self.name):
+                outputs = self._call(inputs, training)
         self.output_shape = getattr(outputs, "shape", None)
         return outputs
 
@@ -90,12 +90,13 @@ class Layer:
                 return ef.convert_to_tensor(array.astype(self.dtype.np))
         return inputs
 
-    def _call_accepts_training(self) -> bool:
-        cls = type(self)
-        if cls not in Layer._accepts_training:
-            parameters = inspect.signature(self.call).parameters
-            Layer._accepts_training[cls] = "training" in parameters
-        return Layer._accepts_training[cls]
+    def _call(self, inputs: Any, training: bool) -> Any:
+        """``self.call``, passing ``training`` only if its signature takes it."""
+        accepts = Layer._accepts_training.get(type(self))
+        if accepts is None:
+            accepts = "training" in inspect.signature(self.call).parameters
+            Layer._accepts_training[type(self)] = accepts
+        return self.call(inputs, training=training) if accepts else self.call(inputs)
 
     # --- tracking ----------------------------------------------------------------------------
     def tracked(self) -> Iterator[tuple[str, Variable | Layer]]:

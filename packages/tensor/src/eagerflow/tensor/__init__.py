@@ -99,7 +99,14 @@ from eagerflow.tensor.math_ops import (
     subtract,
     tanh,
 )
-from eagerflow.tensor.nn_ops import log_softmax, relu, softmax, softplus
+from eagerflow.tensor.nn_ops import (
+    log_softmax,
+    relu,
+    relu_grad,
+    softmax,
+    softplus,
+    sparse_softmax_cross_entropy_with_logits,
+)
 from eagerflow.tensor.random_ops import random_normal, random_shuffle, random_uniform, set_seed
 from eagerflow.tensor.registry import OpDef, get_op
 
@@ -181,6 +188,7 @@ __all__ = [
     "reduce_sum",
     "registry",
     "relu",
+    "relu_grad",
     "reshape",
     "set_seed",
     "sigmoid",
@@ -188,6 +196,7 @@ __all__ = [
     "size",
     "softmax",
     "softplus",
+    "sparse_softmax_cross_entropy_with_logits",
     "split",
     "sqrt",
     "square",

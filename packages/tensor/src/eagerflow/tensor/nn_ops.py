@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from eagerflow.tensor.dtypes import FLOATS, NUMBERS
+from eagerflow.tensor.dtypes import FLOATS, INTEGERS, NUMBERS, DType
+from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, OutOfRangeError, ShapeError
 from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
-from eagerflow.tensor.rules import normalize_axis, same_dtype, same_shape_rule
+from eagerflow.tensor.rules import fmt, names, normalize_axis, same_dtype, same_shape_rule
 from eagerflow.tensor.tensor import Tensor, convert_to_tensor
 
 
@@ -23,6 +24,29 @@ def relu_kernel(x: np.ndarray) -> np.ndarray:
 def relu(x: Any, name: str | None = None) -> Tensor:
     """max(x, 0), elementwise."""
     return execute("Relu", (convert_to_tensor(x),), NO_ATTRS, name)[0]
+
+
+def equal_shapes_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """Two inputs of one shape (no broadcasting); the output has it too."""
+    a, b = shapes
+    if len(a) != len(b) or any(x is not None and y is not None and x != y
+                               for x, y in zip(a, b, strict=True)):  # fmt: skip
+        raise ShapeError(f"needs two tensors of the same shape, got {fmt(a)} and {fmt(b)}")
+    return [tuple(y if x is None else x for x, y in zip(a, b, strict=True))]
+
+
+@op("ReluGrad", shape=equal_shapes_rule, dtype=same_dtype(NUMBERS))
+def relu_grad_kernel(gradients: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+    """``gradients`` where relu's output is positive, 0 elsewhere (a multiply by the mask:
+    NumPy's ``where`` on an unpredictable mask is several times slower)."""
+    return gradients * (outputs > 0)
+
+
+def relu_grad(gradients: Any, outputs: Any, name: str | None = None) -> Tensor:
+    """The gradient of ``relu``: ``gradients`` masked by ``outputs > 0`` (one op, as in TF,
+    rather than a compare, a cast and a multiply)."""
+    inputs = (convert_to_tensor(gradients), convert_to_tensor(outputs))
+    return execute("ReluGrad", inputs, NO_ATTRS, name)[0]
 
 
 @op("Softplus", shape=same_shape_rule, dtype=same_dtype(FLOATS))
@@ -68,3 +92,63 @@ def log_softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
 def log_softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
     """log(softmax(logits)) along ``axis``, computed without overflow or log(0)."""
     return execute("LogSoftmax", (convert_to_tensor(logits),), {"axis": int(axis)}, name)[0]
+
+
+# --- the fused loss ------------------------------------------------------------------------------
+def _sparse_xent_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    logits, labels = shapes
+    if len(logits) < 1 or len(labels) != len(logits) - 1 or any(
+        a is not None and b is not None and a != b
+        for a, b in zip(labels, logits[:-1], strict=True)
+    ):
+        raise ShapeError(f"labels {fmt(labels)} must have the shape of logits {fmt(logits)} "
+                         "without its last axis")  # fmt: skip
+    if logits[-1] == 0:
+        raise InvalidArgumentError("logits need at least one class (their last axis is empty)")
+    return [tuple(logits[:-1]), tuple(logits)]
+
+
+def _sparse_xent_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    logits, labels = dts
+    if logits not in FLOATS or labels not in INTEGERS:
+        raise DTypeError(f"needs float logits ({names(FLOATS)}) and integer labels "
+                         f"({names(INTEGERS)}), got {logits} and {labels}")  # fmt: skip
+    return [logits, logits]
+
+
+@op("SparseSoftmaxCrossEntropyWithLogits", shape=_sparse_xent_shape, dtype=_sparse_xent_dtype,
+    multi_output=True)  # fmt: skip
+def sparse_softmax_cross_entropy_kernel(
+    logits: np.ndarray, labels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """loss = log Σ eᶻ - z[label] per example, and its gradient softmax(z) - onehot(label).
+
+    One pass computes both, as TensorFlow's fused kernel does: the gradient is a by-product
+    of the forward computation (the softmax), so the backward pass only scales it.
+    """
+    depth = logits.shape[-1]
+    if labels.size and (labels.min() < 0 or labels.max() >= depth):
+        bad = labels[(labels < 0) | (labels >= depth)].flat[0]
+        raise OutOfRangeError(f"label {bad} is out of range [0, {depth})")
+    # As rows of a matrix, whatever the batch shape; ufunc.reduce and one fancy index per
+    # step, because on arrays this small each NumPy call costs more than its arithmetic.
+    z, picked = logits.reshape(-1, depth), (np.arange(labels.size), labels.reshape(-1))
+    shifted = z - np.maximum.reduce(z, axis=1, keepdims=True)  # eᶻ cannot overflow
+    exp = np.exp(shifted)
+    total = np.add.reduce(exp, axis=1, keepdims=True)
+    loss = np.log(total[:, 0]) - shifted[picked]
+    backprop = np.divide(exp, total, out=exp)  # softmax(z), in place of eᶻ
+    backprop[picked] -= 1
+    return loss.reshape(labels.shape), backprop.reshape(logits.shape)
+
+
+def sparse_softmax_cross_entropy_with_logits(
+    *, labels: Any, logits: Any, name: str | None = None
+) -> Tensor:
+    """-log softmax(logits)[label], one loss per example, as one fused op.
+
+    ``labels`` are class indices with the shape of ``logits`` minus its last axis; a label
+    outside ``[0, classes)`` is an ``OutOfRangeError`` (eagerly, or when a Session runs it).
+    """
+    inputs = (convert_to_tensor(logits), convert_to_tensor(labels))
+    return execute("SparseSoftmaxCrossEntropyWithLogits", inputs, NO_ATTRS, name)[0]

@@ -235,6 +235,9 @@ def convert_to_tensor(value: Any, dtype: DType | str | None = None) -> Tensor:
                 f"{value._dtype}; use cast() to change a tensor's dtype"
             )
         return value
+    if type(value) is float and (target is None or target.is_floating):  # `lr * grad`: fast
+        target = target or dtypes.float32
+        return Tensor(np.array(value, target.np), target)
     convert = getattr(type(value), "__eagerflow_tensor__", None)
     if convert is not None:
         return convert(value, target)  # type: ignore[no-any-return]
@@ -248,6 +251,8 @@ def convert_operands(*values: Any) -> list[Tensor]:
     This is TensorFlow's rule for ``x * 2``: a Python scalar takes the tensor's dtype.
     Two tensors of different dtypes are left alone: the op's dtype rule rejects them.
     """
+    if all(type(v) is Tensor for v in values):  # nothing to convert: the common case
+        return list(values)
     own = [getattr(v, "dtype", None) for v in values]
     hint = next((d for d in own if isinstance(d, DType)), None)
     return [
