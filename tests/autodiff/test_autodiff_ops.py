@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GRADIENTS, Variable
+from eagerflow.autodiff import GRADIENTS, Variable, apply_gradient_descent
 from eagerflow.tensor.execution import execute
 from eagerflow.tensor.registry import OPS
 
@@ -35,6 +35,7 @@ def examples() -> dict[str, tuple[tuple[ef.Tensor, ...], dict]]:
         "AssignVariableOp": ((delta,), {"variable": v}),
         "AssignAddVariableOp": ((delta,), {"variable": v}),
         "AssignSubVariableOp": ((delta,), {"variable": v}),
+        "ApplyGradientDescent": ((ef.constant(0.5, ef.float64), delta), {"variable": v}),
         "CustomGradient": (
             (ef.ones(2), ef.zeros((3, 1), ef.float64)),
             {"num_inputs": 1, "grad_fn": lambda dy: dy},
@@ -57,3 +58,22 @@ def test_rules_agree_with_kernel(name: str) -> None:
         t.shape for t in outputs
     ]
     assert list(op.dtype_rule([t.dtype for t in inputs], attrs)) == [t.dtype for t in outputs]
+
+
+def test_apply_gradient_descent_updates_the_variable_into_a_new_array() -> None:
+    v = Variable(np.arange(4.0, dtype=np.float32))
+    before = v.read_value()
+    apply_gradient_descent(v, 0.5, np.ones(4, np.float32))
+    np.testing.assert_array_equal(v.numpy(), np.arange(4.0) - 0.5)
+    np.testing.assert_array_equal(before.numpy(), np.arange(4.0))  # an earlier read keeps its value
+
+
+def test_apply_gradient_descent_errors_name_the_op_and_the_variable() -> None:
+    v = Variable(np.zeros((2, 3), np.float32), name="w")
+    with pytest.raises(ef.ShapeError, match=r"ApplyGradientDescent\(.*variable 'w:0'"):
+        apply_gradient_descent(v, 0.1, np.ones((3, 2), np.float32))
+    with pytest.raises(ef.ShapeError, match="learning rate must be a scalar"):
+        apply_gradient_descent(v, [0.1, 0.2], np.ones((2, 3), np.float32))
+    with pytest.raises(ef.DTypeError, match="w:0"):
+        apply_gradient_descent(v, 0.1, ef.constant(np.ones((2, 3)), ef.float64))
+    np.testing.assert_array_equal(v.numpy(), np.zeros((2, 3)))  # nothing half-written

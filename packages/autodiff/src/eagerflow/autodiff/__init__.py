@@ -21,11 +21,11 @@ from eagerflow.autodiff.registry import (
     register_gradient,
 )
 from eagerflow.autodiff.tape import GradientTape
-from eagerflow.autodiff.variables import Variable, variable_store
+from eagerflow.autodiff.variables import Variable, apply_gradient_descent, variable_store
 from eagerflow.tensor import stop_gradient
 
 not_differentiable("VariableV2", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
-                   "AssignSubVariableOp")  # fmt: skip
+                   "AssignSubVariableOp", "ApplyGradientDescent")  # fmt: skip
 
 __all__ = [
     "GRADIENTS",
@@ -33,6 +33,7 @@ __all__ = [
     "GradientTape",
     "OpRecord",
     "Variable",
+    "apply_gradient_descent",
     "check_gradients",
     "custom_gradient",
     "get_gradient",

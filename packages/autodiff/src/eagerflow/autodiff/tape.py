@@ -107,21 +107,19 @@ def backprop(
                     ef.zeros_like(o) if g is None else g
                     for o, g in zip(outputs, out_grads, strict=True)
                 ]
-        skip = None
-        for i, t in enumerate(inputs):
-            if id(t) not in depends:
-                skip = (skip or set()) | {i}
-        if not inputs or (skip is not None and len(skip) == len(inputs)):
+        needed = [id(t) in depends for t in inputs]
+        if True not in needed:
             continue  # no input leads to a source
         rule = GRADIENTS.get(op.name, _MISSING)
         if rule is None:  # declared not differentiable: the path stops here
             continue
         if rule is _MISSING:
             get_gradient(op.name)  # raises the LookupError that names the op
-        if skip is not None:
-            record = OpRecord(op, inputs, attrs, outputs, frozenset(skip))
-        for t, g in zip(inputs, rule(record, *out_grads), strict=True):
-            if g is not None and id(t) in depends and t._dtype.is_floating:
+        if False in needed:  # tell the rule which gradients it may skip
+            skip = frozenset(i for i, need in enumerate(needed) if not need)
+            record = OpRecord(op, inputs, attrs, outputs, skip)
+        for t, g, need in zip(inputs, rule(record, *out_grads), needed, strict=True):
+            if need and g is not None and t._dtype.is_floating:
                 previous = grads.get(id(t))
                 grads[id(t)] = g if previous is None else ef.add(previous, g)
     return grads

@@ -130,6 +130,43 @@ def assign_sub_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     return _set(variable, _value(variable) - delta)
 
 
+def _gradient_descent_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    if len(shapes[0]) != 0:
+        raise ShapeError(f"the learning rate must be a scalar, got shape {fmt(shapes[0])}")
+    return _assign_shape(shapes[1:], attrs)
+
+
+def _gradient_descent_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    result = _assign_dtype(dts[1:], attrs)  # the gradient fits the variable
+    if dts[0] is not dts[1]:
+        raise DTypeError(f"the learning rate ({dts[0]}) and the gradient ({dts[1]}) must have "
+                         "the same dtype")  # fmt: skip
+    return result
+
+
+@op("ApplyGradientDescent", shape=_gradient_descent_shape, dtype=_gradient_descent_dtype,
+    stateful=True)  # fmt: skip
+def apply_gradient_descent_kernel(alpha: Any, delta: np.ndarray, variable: Variable) -> np.ndarray:
+    """Store value - alpha · delta as the variable's new value; returns it.
+
+    One op rather than a multiply and an ``assign_sub`` (TensorFlow's optimizers do the same):
+    the new value is computed into one fresh array, not two.
+    """
+    if delta.shape != variable.shape:
+        _assign_shape([delta.shape], {"variable": variable})
+    new = np.multiply(alpha, delta, out=np.empty(variable.shape, delta.dtype))
+    return _set(variable, np.subtract(_value(variable), new, out=new))
+
+
+def apply_gradient_descent(variable: Variable, alpha: Any, delta: Any) -> Any:
+    """``variable -= alpha * delta`` as one op; returns the op's output (the new value)."""
+    # Python and NumPy values take the variable's dtype; a tensor of another dtype is refused
+    # by the dtype rule, with a message naming the variable
+    alpha, delta = (x if isinstance(x, Tensor) else convert_to_tensor(x, variable.dtype)
+                    for x in (alpha, delta))  # fmt: skip
+    return execute("ApplyGradientDescent", (alpha, delta), {"variable": variable})[0]
+
+
 # --- Variable ---------------------------------------------------------------------------------
 class Variable:
     """A named, mutable tensor value: ``Variable(5.0, name="weight")``.
@@ -279,4 +316,4 @@ for _name in (
 ):  # fmt: skip
     setattr(Variable, _name, _reads_first(_name))
 
-__all__ = ["Variable", "variable_store"]
+__all__ = ["Variable", "apply_gradient_descent", "variable_store"]

@@ -29,7 +29,8 @@ from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.execution import execute
 from eagerflow.tensor.registry import OPS, Attrs, OpDef, Shape, op
 
-SIDE_EFFECTS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
+SIDE_EFFECTS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+                "ApplyGradientDescent")  # fmt: skip
 
 
 class TraceGraph(FunctionGraph):

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.autodiff import GradientTape, Variable, apply_gradient_descent
 from eagerflow.graph import (
     Graph,
     Operation,
@@ -162,7 +162,8 @@ class GradientDescentOptimizer(Optimizer):
         super().__init__(learning_rate, name)
 
     def _apply(self, grad: Tensor, variable: Variable) -> Any:
-        return variable.assign_sub(self.learning_rate * grad)
+        # variable.assign_sub(self.learning_rate * grad), as one op
+        return apply_gradient_descent(variable, self.learning_rate, grad)
 
 
 class MomentumOptimizer(Optimizer):

@@ -479,7 +479,8 @@ def _reduction(op_name: str, x: Any, axis: Axis, keepdims: bool, name: str | Non
 @op("Sum", shape=reduce_rule, dtype=same_dtype(NUMBERS))
 def sum_kernel(x: np.ndarray, axis: Axis, keepdims: bool) -> np.ndarray:
     """Σ x over ``axis`` (None: all axes)."""
-    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)  # type: ignore[arg-type]
+    # np.add.reduce is what np.sum calls, without np.sum's Python wrapper (it shows on small x)
+    return np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)  # type: ignore[arg-type]
 
 
 def reduce_sum(
@@ -493,7 +494,10 @@ def reduce_sum(
 def mean_kernel(x: np.ndarray, axis: Axis, keepdims: bool) -> np.ndarray:
     """The mean over ``axis``; for integers the quotient truncates toward zero, as in TF."""
     if x.dtype.kind == "f":
-        return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)  # type: ignore[arg-type]
+        if not x.size:  # NaN, with NumPy's "mean of empty slice" warning
+            return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)  # type: ignore[arg-type]
+        total = np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)  # as np.mean does
+        return total / (x.size // builtins.max(np.size(total), 1))
     total = np.sum(x, axis=axis, keepdims=keepdims)  # type: ignore[arg-type]
     count = x.size // builtins.max(np.size(total), 1) if x.size else 1
     return (np.sign(total) * (np.abs(total) // count)).astype(x.dtype)
