@@ -352,10 +352,78 @@ def w4_mlp_step() -> Workload:
                     contenders, 1.10)  # fmt: skip
 
 
+def w4_graph_step() -> Workload:
+    """W4 in graph mode: the same model on a placeholder, minimize(), one Session.run a step."""
+    from eagerflow import nn
+    from eagerflow import tensor as ef
+    from eagerflow.graph import Graph, Session, global_variables_initializer, placeholder
+
+    work = w4_mlp_step()
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal((128, 784)).astype(np.float32)
+    y_np = rng.integers(0, 10, 128)
+    g = Graph()
+    with g.as_default():
+        ef.set_seed(0)
+        model = nn.Sequential([nn.Dense(256, "relu"), nn.Dense(10)])
+        x = placeholder(ef.float32, (None, 784), name="x")
+        y = placeholder(ef.int64, (None,), name="y")
+        loss = ef.reduce_mean(
+            nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=model(x))
+        )
+        train = nn.GradientDescentOptimizer(0.01).minimize(loss)
+        init = global_variables_initializer()
+    session = Session(g)
+    session.run(init)
+    feed = {x: x_np, y: y_np}
+    contenders: dict[str, Step] = {
+        "numpy": work.contenders["numpy"],
+        "eagerflow": lambda: session.run(train, feed),
+        "eager": work.contenders["eagerflow"],
+    }
+    return Workload("W4g", "W4 in graph mode (one Session.run per step)", contenders, 1.10)
+
+
+def w4_function_step() -> Workload:
+    """W4 as a traced @function: forward, tape gradients and the update in one graph."""
+    from eagerflow import nn
+    from eagerflow import tensor as ef
+    from eagerflow.autodiff import GradientTape
+    from eagerflow.graph import function
+
+    work = w4_mlp_step()
+    rng = np.random.default_rng(0)
+    x = ef.constant(rng.standard_normal((128, 784)).astype(np.float32))
+    y = ef.constant(rng.integers(0, 10, 128))
+    ef.set_seed(0)
+    model = nn.Sequential([nn.Dense(256, "relu"), nn.Dense(10)])
+    model(x)
+    optimizer = nn.GradientDescentOptimizer(0.01)
+
+    @function
+    def step(x: ef.Tensor, y: ef.Tensor) -> ef.Tensor:
+        with GradientTape() as tape:
+            loss = ef.reduce_mean(
+                nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=model(x))
+            )
+        variables = model.trainable_variables
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
+        return loss
+
+    contenders: dict[str, Step] = {
+        "numpy": work.contenders["numpy"],
+        "eagerflow": lambda: step(x, y),
+        "eager": work.contenders["eagerflow"],
+    }
+    return Workload("W4f", "W4 as a traced @function", contenders, 1.10)
+
+
 WORKLOADS: dict[str, Callable[[], Workload]] = {
     "W1": w1_eager_add,
     "W2": w2_tape_small,
     "W4": w4_mlp_step,
+    "W4g": w4_graph_step,
+    "W4f": w4_function_step,
     **{f"W5[{n:.0e}]": w5_chain(n) for n in (10**3, 10**4, 10**5, 10**6)},
     "W6": w6_regression_step,
     "W6g": w6_graph_step,
