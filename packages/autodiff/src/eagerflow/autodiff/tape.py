@@ -29,14 +29,20 @@ _MISSING: Any = object()  # no rule registered (as opposed to None: not differen
 
 
 # --- nested structures (a list of dicts of tensors, ...) ----------------------------------------
+def _is_flat(structure: Any) -> bool:
+    """A plain list or tuple of leaves: the common case, which gets a fast path."""
+    if type(structure) is not list and type(structure) is not tuple:
+        return False
+    for item in structure:  # noqa: SIM110 (a loop: all() of a generator costs more here)
+        if isinstance(item, list | tuple | dict):
+            return False
+    return True
+
+
 def flatten(structure: Any) -> list[Any]:
     """The leaves of nested lists, tuples and dicts, in order (dicts by insertion order)."""
-    if type(structure) is list or type(structure) is tuple:  # the common flat case, fast
-        for item in structure:
-            if isinstance(item, list | tuple | dict):
-                break
-        else:
-            return list(structure)
+    if _is_flat(structure):
+        return list(structure)
     if isinstance(structure, list | tuple):
         return [leaf for item in structure for leaf in flatten(item)]
     if isinstance(structure, dict):
@@ -46,8 +52,8 @@ def flatten(structure: Any) -> list[Any]:
 
 def pack_like(structure: Any, leaves: Iterable[Any]) -> Any:
     """``structure`` rebuilt with its leaves replaced, in order, by ``leaves``."""
-    if type(structure) is list and not any(isinstance(x, list | tuple | dict) for x in structure):
-        return list(leaves)  # the common flat case, fast
+    if type(structure) is list and _is_flat(structure):
+        return list(leaves)
     it = iter(leaves)
 
     def rebuild(node: Any) -> Any:
@@ -84,10 +90,11 @@ def backprop(
 
     grads: dict[int, Tensor] = {}
     for target, seed in zip(targets, seeds, strict=True):
-        _accumulate(grads, target, seed)
+        previous = grads.get(id(target))  # the same target twice: its seeds add up
+        grads[id(target)] = seed if previous is None else ef.add(previous, seed)
 
     for record in reversed(records):
-        op, inputs, attrs, outputs = record[:4]
+        op, inputs, attrs, outputs, _ = record
         if len(outputs) == 1:
             # this output's every use is behind us: take (free) its gradient
             key = id(outputs[0])
@@ -136,18 +143,15 @@ def collect(
     result: list[Tensor | None] = []
     for source, source_keys in zip(sources, keys, strict=True):
         total = None
-        for part in (grads[k] for k in source_keys if k in grads):
-            total = part if total is None else ef.add(total, part)
+        for k in source_keys:
+            part = grads.get(k)
+            if part is not None:
+                total = part if total is None else ef.add(total, part)
         if total is None and unconnected == "zero":
             is_tensor = isinstance(source, Tensor)
             total = ef.zeros_like(source) if is_tensor else ef.zeros(source.shape, source.dtype)
         result.append(total)
     return result
-
-
-def _accumulate(grads: dict[int, Tensor], t: Tensor, g: Tensor) -> None:
-    previous = grads.get(id(t))
-    grads[id(t)] = g if previous is None else ef.add(previous, g)
 
 
 # --- the tape ----------------------------------------------------------------------------------
@@ -292,9 +296,10 @@ class GradientTape:
         was_listening = self._listen(False)  # the backward pass is not recorded on this tape
         try:
             grads = self._gradients(targets, seeds, flat_sources, unconnected_gradients)
-        finally:
-            self._listen(was_listening)
-        self._spend()
+        except BaseException:
+            self._listen(was_listening)  # a failed call leaves the tape as it was
+            raise
+        self._done(was_listening)
         return pack_like(sources, grads)
 
     def _check_usable(self, unconnected_gradients: str) -> None:
@@ -308,10 +313,13 @@ class GradientTape:
                 "with GradientTape(persistent=True) to call gradient() or jacobian() again"
             )
 
-    def _spend(self) -> None:
-        if not self._persistent:  # spent: stop recording and free what it held
+    def _done(self, was_listening: bool) -> None:
+        """After a gradient: a persistent tape records again (if it did); any other tape is
+        spent: it stops recording and frees what it held."""
+        if self._persistent:
+            self._listen(was_listening)
+        else:
             self._used = True
-            self._listen(False)
             self._records, self._tracked, self._watched = [], set(), []
 
     def _gradients(
@@ -356,9 +364,10 @@ class GradientTape:
                     continue
                 stacked = ef.stack(column) if column else ef.zeros((0, *source.shape))
                 jacobians.append(ef.reshape(stacked, (*target.shape, *source.shape)))
-        finally:
+        except BaseException:
             self._listen(was_listening)
-        self._spend()
+            raise
+        self._done(was_listening)
         return pack_like(sources, jacobians)
 
     # --- pictures --------------------------------------------------------------------------

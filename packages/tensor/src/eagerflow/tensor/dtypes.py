@@ -15,24 +15,16 @@ import numpy as np
 class DType:
     """A tensor element type: a name, a NumPy dtype and what kind of number it is."""
 
-    __slots__ = ("kind", "name", "np")
+    __slots__ = ("is_bool", "is_floating", "is_integer", "kind", "name", "np")
 
     def __init__(self, name: str, np_dtype: type[np.generic]) -> None:
         self.name = name
         self.np = np.dtype(np_dtype)
         self.kind = self.np.kind  # 'f' floating, 'i' signed integer, 'b' boolean
-
-    @property
-    def is_floating(self) -> bool:
-        return self.kind == "f"
-
-    @property
-    def is_integer(self) -> bool:
-        return self.kind == "i"
-
-    @property
-    def is_bool(self) -> bool:
-        return self.kind == "b"
+        # plain attributes, not properties: backpropagation asks is_floating of every input
+        self.is_floating = self.kind == "f"
+        self.is_integer = self.kind == "i"
+        self.is_bool = self.kind == "b"
 
     @property
     def as_numpy_dtype(self) -> type[np.generic]:

@@ -142,7 +142,10 @@ def add_recorder(recorder: Recorder) -> None:
 
 def remove_recorder(recorder: Recorder) -> None:
     global _recorders
-    _recorders = tuple(r for r in _recorders if r is not recorder)
+    if _recorders and _recorders[-1] is recorder:  # the usual case: the newest one leaves
+        _recorders = _recorders[:-1]
+    else:
+        _recorders = tuple(r for r in _recorders if r is not recorder)
 
 
 def active_recorders() -> tuple[Recorder, ...]:
