@@ -370,3 +370,33 @@ def test_graph_mode_checks_shapes_when_building() -> None:
         x = placeholder(ef.float32, (None, 4))
         with pytest.raises(ShapeError, match="softmax_cross_entropy_with_logits"):
             nn.softmax_cross_entropy_with_logits(labels=y, logits=x)
+
+
+def test_graph_mode_checks_sparse_labels_when_the_session_runs() -> None:
+    """The fused op's kernel checks labels, so a graph catches a bad one too (a one-hot would
+    make it a silent row of zeros)."""
+    g = Graph()
+    with g.as_default():
+        y = placeholder(ef.int64, (None,))
+        x = placeholder(ef.float64, (None, 4))
+        loss = nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x)
+    bad = SPARSE.copy()
+    bad[1] = 7
+    with Session(g) as session:
+        np.testing.assert_allclose(
+            session.run(loss, {y: SPARSE, x: LOGITS}),
+            nn.sparse_softmax_cross_entropy_with_logits(labels=SPARSE, logits=LOGITS).numpy(),
+        )
+        with pytest.raises(OutOfRangeError, match=r"SparseSoftmax.*label 7 is out of range"):
+            session.run(loss, {y: bad, x: LOGITS})
+
+
+def test_sparse_loss_returns_its_gradient_as_the_ops_second_output() -> None:
+    """What the gradient rule scales: softmax(logits) - one_hot(labels)."""
+    from eagerflow.tensor.execution import execute
+
+    loss, backprop = execute("SparseSoftmaxCrossEntropyWithLogits",
+                             (ef.constant(LOGITS), ef.constant(SPARSE)))  # fmt: skip
+    softmax = np.exp(LOGITS) / np.exp(LOGITS).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(backprop.numpy(), softmax - np.eye(4)[SPARSE], rtol=1e-12)
+    np.testing.assert_allclose(loss.numpy(), -np.log(softmax[np.arange(5), SPARSE]), rtol=1e-12)
