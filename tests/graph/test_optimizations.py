@@ -16,8 +16,9 @@ def run_both(build, feeds_of):  # type: ignore[no-untyped-def]
     with g.as_default():
         placeholders, fetch = build()
     with Session(g) as s:
-        got = s.run(fetch, dict(zip(placeholders, feeds_of, strict=True)))
-        plan = next(iter(s._plans.values()))  # private: the compiled plan, for its stats
+        feeds = dict(zip(placeholders, feeds_of, strict=True))
+        got = s.run(fetch, feeds)
+        plan = s.plan(fetch, feeds)  # the plan run() compiled, for its stats
     return got, plan.stats
 
 

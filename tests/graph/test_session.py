@@ -322,8 +322,7 @@ def test_feed_dict_keys_must_be_tensors() -> None:
 
 
 # --- plans ----------------------------------------------------------------------------------------
-# `Session._plans` and `Plan.steps` are private attributes: peeked at here only to show the
-# compile-once and free-after-last-use behaviour, which no public API exposes.
+# `Session._plans` is private: counted here only to show that each combination compiles once.
 def test_each_fetch_and_feed_combination_is_compiled_once() -> None:
     g, x, h, out = _sum_graph()
     with Session(g) as sess:
@@ -331,9 +330,10 @@ def test_each_fetch_and_feed_combination_is_compiled_once() -> None:
             result = sess.run(out, {x: [float(i), 1.0]})
             np.testing.assert_array_equal(result, [2.0 * i + 1.0, 3.0])  # fresh values each time
         assert len(sess._plans) == 1
-        plan = next(iter(sess._plans.values()))
+        plan = sess.plan(out, [x])
         sess.run(out, {x: [0.0, 0.0]})
-        assert next(iter(sess._plans.values())) is plan  # reused, not recompiled
+        assert sess.plan(out, {x: None}) is plan  # reused, not recompiled (a feed_dict will do)
+        assert len(sess._plans) == 1
         sess.run(h, {x: [0.0, 0.0]})  # other fetches
         assert len(sess._plans) == 2
         sess.run(out, {h: [0.0, 0.0]})  # same fetch, other fed tensors
@@ -347,7 +347,7 @@ def test_intermediates_are_freed_after_their_last_use() -> None:
     g, x, h, out = _sum_graph()
     with Session(g) as sess:
         sess.run(out, {x: [1.0, 2.0]})
-        (plan,) = sess._plans.values()
+        plan = sess.plan(out, [x])
         steps = {s.operation.name: s for s in plan.steps}
         h_slot = plan.slot[h]
         freed_at = [s.operation.name for s in plan.steps if h_slot in s.free]
@@ -358,7 +358,8 @@ def test_intermediates_are_freed_after_their_last_use() -> None:
         assert "x" not in steps  # a fed placeholder is not run
 
         sess.run([out, h], {x: [1.0, 2.0]})
-        plan2 = sess._plans[((out, h), frozenset({x}))]
+        plan2 = sess.plan([out, h], [x])
+        assert plan2 is not plan
         assert all(plan2.slot[h] not in s.free for s in plan2.steps)  # fetched now: kept
 
 
@@ -605,3 +606,11 @@ def test_a_fed_output_of_a_multi_output_op_keeps_the_fed_value():
     with Session(g) as s:
         out = s.run(total, {x: [1.0, 2.0, 3.0, 4.0], left: [100.0, 200.0]})
     assert out.tolist() == [1003.0, 2004.0]
+
+
+def test_plan_of_a_closed_session_is_an_error() -> None:
+    g, x, _, out = _sum_graph()
+    sess = Session(g)
+    sess.close()
+    with pytest.raises(RuntimeError, match="closed Session"):
+        sess.plan(out, [x])

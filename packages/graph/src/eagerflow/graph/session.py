@@ -12,7 +12,7 @@ operations (same type, inputs and attributes) once. ``plan.stats`` counts each.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -253,22 +253,34 @@ class Session:
     def run(self, fetches: Any, feed_dict: dict[Any, Any] | None = None) -> Any:
         """Compute ``fetches`` (a tensor, operation, name, or nested list/tuple/dict of them)
         with ``feed_dict`` values for any tensors; the result mirrors ``fetches``."""
-        if self._closed:
-            raise RuntimeError("attempted to use a closed Session")
-        targets = [self._resolve(f) for f in flatten(fetches)]
         feeds: dict[SymbolicTensor, np.ndarray] = {}
         for key, value in (feed_dict or {}).items():
-            t = self._resolve(key)
-            if not isinstance(t, SymbolicTensor):
-                raise TypeError(f"feed_dict keys must be tensors, got the operation {t.name!r}")
+            t = self._resolve_fed(key)
             feeds[t] = _checked_feed(t, value)
-        key = (tuple(targets), frozenset(feeds))
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = Plan(targets, list(feeds))
+        plan = self.plan(fetches, feeds)
         with variable_store(self._values):
             results = plan.run(feeds)
         return pack_like(fetches, results)
+
+    def plan(self, fetches: Any, fed: Iterable[Any] = ()) -> Plan:
+        """The compiled ``Plan`` that ``run(fetches, feed_dict)`` executes when ``fed`` are
+        the feed_dict's keys (a feed_dict itself will do); compiled now if it is new. Its
+        ``steps`` and ``stats`` show what pruning, folding and merging left to run."""
+        if self._closed:
+            raise RuntimeError("attempted to use a closed Session")
+        targets = tuple(self._resolve(f) for f in flatten(fetches))
+        fed_tensors = [self._resolve_fed(t) for t in fed]
+        key = (targets, frozenset(fed_tensors))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = Plan(targets, fed_tensors)
+        return plan
+
+    def _resolve_fed(self, key: Any) -> SymbolicTensor:
+        t = self._resolve(key)
+        if not isinstance(t, SymbolicTensor):
+            raise TypeError(f"feed_dict keys must be tensors, got the operation {t.name!r}")
+        return t
 
     def _resolve(self, fetch: Any) -> Fetch:
         if isinstance(fetch, str):
