@@ -13,6 +13,7 @@ speed (tests must not depend on how busy the machine is).
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import os
 import sys
@@ -146,7 +147,21 @@ def w5_chain(n: int) -> Callable[[], Workload]:
                     y = y * c
             return tape.gradient(y, x)
 
-        contenders: dict[str, Step] = {"numpy": numpy_step, "eagerflow": eagerflow_step}
+        def without_gc() -> object:
+            # CPython's cyclic GC walks every live tape record at each full collection;
+            # backprop pauses it, recording cannot (user code runs there). This row shows
+            # what the recording would cost per op without it.
+            gc.disable()
+            try:
+                return eagerflow_step()
+            finally:
+                gc.enable()
+
+        contenders: dict[str, Step] = {
+            "numpy": numpy_step,
+            "eagerflow": eagerflow_step,
+            "no gc": without_gc,
+        }
         if torch := _torch():
             tx = torch.from_numpy(x_np.copy()).requires_grad_()
             tc = torch.tensor(c_np)
