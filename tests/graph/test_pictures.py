@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 import eagerflow.tensor as ef
@@ -65,3 +67,13 @@ def test_tape_to_mermaid_and_dot() -> None:
     ]
     assert "op0 -> op1" in tape.to_dot()
     assert float(tape.gradient(y, x)) == 3.0  # drawing does not disturb the tape
+
+
+def test_tape_inputs_are_numbered_in_order() -> None:
+    x = ef.constant(3.0)
+    with GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = (x * 2.0 + 1.0) * 4.0  # three constants, met after ops already have ids
+    lines = [line for line in tape.to_mermaid().splitlines() if "-->" not in line]
+    assert re.findall(r"^  (in\d+)", "\n".join(lines), re.M) == ["in0", "in1", "in2", "in3"]
+    assert float(tape.gradient(y, x)) == 8.0

@@ -122,6 +122,7 @@ def tape_diagram(tape: Any) -> tuple[list[Node], list[Edge]]:
     producer: dict[int, str] = {}
     watched = {id(t) for t in tape._watched}
     reads = {id(r): v for v, rs in tape._variables.items() for r in rs}
+    outside = 0  # inputs from outside the tape: in0, in1, ...
     for i, record in enumerate(tape._records):
         node_id = f"op{i}"
         nodes.append(
@@ -129,7 +130,7 @@ def tape_diagram(tape: Any) -> tuple[list[Node], list[Edge]]:
         )
         for t in record.inputs:
             if id(t) not in producer:
-                source = f"in{len(producer)}"
+                source, outside = f"in{outside}", outside + 1
                 producer[id(t)] = source
                 if id(t) in reads:
                     nodes.append(Node(source, reads[id(t)].name, describe(t), "variable"))
