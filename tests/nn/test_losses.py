@@ -400,3 +400,17 @@ def test_sparse_loss_returns_its_gradient_as_the_ops_second_output() -> None:
     softmax = np.exp(LOGITS) / np.exp(LOGITS).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(backprop.numpy(), softmax - np.eye(4)[SPARSE], rtol=1e-12)
     np.testing.assert_allclose(loss.numpy(), -np.log(softmax[np.arange(5), SPARSE]), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("logits_shape", "labels_shape"),
+    [((5, 4), (5, 1)), ((2, 3, 4), (6,)), ((5, 4), (3,)), ((4,), (1,))],
+)
+def test_fused_op_refuses_labels_of_another_shape(logits_shape, labels_shape) -> None:
+    """Called directly (not through nn's checks), the op still names both shapes."""
+    logits = ef.constant(np.zeros(logits_shape))
+    labels = ef.constant(np.zeros(labels_shape, np.int64))
+    with pytest.raises(
+        ShapeError, match=r"SparseSoftmaxCrossEntropyWithLogits.*must have the shape"
+    ):
+        ef.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)

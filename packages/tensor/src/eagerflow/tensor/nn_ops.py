@@ -126,6 +126,8 @@ def sparse_softmax_cross_entropy_kernel(
     One pass computes both, as TensorFlow's fused kernel does: the gradient is a by-product
     of the forward computation (the softmax), so the backward pass only scales it.
     """
+    if labels.shape != logits.shape[:-1]:  # the reshapes below would hide a mismatch
+        _sparse_xent_shape([logits.shape, labels.shape], NO_ATTRS)
     depth = logits.shape[-1]
     if labels.size and (labels.min() < 0 or labels.max() >= depth):
         bad = labels[(labels < 0) | (labels >= depth)].flat[0]
