@@ -74,6 +74,8 @@ def test_apply_gradient_descent_errors_name_the_op_and_the_variable() -> None:
         apply_gradient_descent(v, 0.1, np.ones((3, 2), np.float32))
     with pytest.raises(ef.ShapeError, match="learning rate must be a scalar"):
         apply_gradient_descent(v, [0.1, 0.2], np.ones((2, 3), np.float32))
+    with pytest.raises(ef.ShapeError, match="learning rate must be a scalar"):
+        apply_gradient_descent(v, [0.1, 0.2, 0.3], np.ones((2, 3), np.float32))  # would broadcast
     with pytest.raises(ef.DTypeError, match="w:0"):
         apply_gradient_descent(v, 0.1, ef.constant(np.ones((2, 3)), ef.float64))
     np.testing.assert_array_equal(v.numpy(), np.zeros((2, 3)))  # nothing half-written

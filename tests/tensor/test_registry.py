@@ -195,3 +195,8 @@ def test_rules_with_unknown_dims_stay_compatible(
             assert all(g is None or g == t for g, t in zip(got, true, strict=True)), (
                 f"{name}: rule gave {got} for inputs {shapes}, true output {true}"
             )
+
+
+def test_relu_grad_refuses_shapes_that_would_broadcast() -> None:
+    with pytest.raises(ef.ShapeError, match=r"ReluGrad\(float32\[3,1\], float32\[3\]\)"):
+        ef.relu_grad(f32(3, 1), f32(3))

@@ -152,8 +152,8 @@ def apply_gradient_descent_kernel(alpha: Any, delta: np.ndarray, variable: Varia
     One op rather than a multiply and an ``assign_sub`` (TensorFlow's optimizers do the same):
     the new value is computed into one fresh array, not two.
     """
-    if delta.shape != variable.shape:
-        _assign_shape([delta.shape], {"variable": variable})
+    if np.ndim(alpha) or delta.shape != variable.shape:  # NumPy would broadcast them
+        _gradient_descent_shape([np.shape(alpha), delta.shape], {"variable": variable})
     new = np.multiply(alpha, delta, out=np.empty(variable.shape, delta.dtype))
     return _set(variable, np.subtract(_value(variable), new, out=new))
 

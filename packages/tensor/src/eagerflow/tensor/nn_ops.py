@@ -39,6 +39,8 @@ def equal_shapes_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 def relu_grad_kernel(gradients: np.ndarray, outputs: np.ndarray) -> np.ndarray:
     """``gradients`` where relu's output is positive, 0 elsewhere (a multiply by the mask:
     NumPy's ``where`` on an unpredictable mask is several times slower)."""
+    if gradients.shape != outputs.shape:  # NumPy would broadcast them
+        equal_shapes_rule([gradients.shape, outputs.shape], NO_ATTRS)
     return gradients * (outputs > 0)
 
 
