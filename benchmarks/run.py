@@ -69,6 +69,12 @@ def best_times(contenders: dict[str, Step], rounds: int, budget: float) -> dict[
     return best
 
 
+def beside_eager(work: Workload, step: Step) -> dict[str, Step]:
+    """Contenders for another mode of ``work``: its NumPy step, ``step``, and its eager step."""
+    numpy, eager = work.contenders["numpy"], work.contenders["eagerflow"]
+    return {"numpy": numpy, "eagerflow": step, "eager": eager}
+
+
 def w1_eager_add() -> Workload:
     from eagerflow import tensor as ef
 
@@ -258,11 +264,7 @@ def w6_graph_step() -> Workload:
     session = Session(g)
     session.run(init)
     feed = {x: xs_np, y: ys_np}
-    contenders: dict[str, Step] = {
-        "numpy": work.contenders["numpy"],
-        "eagerflow": lambda: session.run(train, feed),
-        "eager": work.contenders["eagerflow"],
-    }
+    contenders = beside_eager(work, lambda: session.run(train, feed))
     return Workload("W6g", "linear regression step, graph mode (one Session.run)", contenders, 4.0)
 
 
@@ -289,11 +291,7 @@ def w6_function_step() -> Workload:
         b.assign_sub(0.01 * db)
         return loss
 
-    contenders: dict[str, Step] = {
-        "numpy": work.contenders["numpy"],
-        "eagerflow": lambda: step(xs, ys),
-        "eager": work.contenders["eagerflow"],
-    }
+    contenders = beside_eager(work, lambda: step(xs, ys))
     return Workload("W6f", "linear regression step as a traced @function", contenders, 4.0)
 
 
@@ -391,11 +389,7 @@ def w4_graph_step() -> Workload:
     session = Session(g)
     session.run(init)
     feed = {x: x_np, y: y_np}
-    contenders: dict[str, Step] = {
-        "numpy": work.contenders["numpy"],
-        "eagerflow": lambda: session.run(train, feed),
-        "eager": work.contenders["eagerflow"],
-    }
+    contenders = beside_eager(work, lambda: session.run(train, feed))
     return Workload("W4g", "W4 in graph mode (one Session.run per step)", contenders, 1.10)
 
 
@@ -425,11 +419,7 @@ def w4_function_step() -> Workload:
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
         return loss
 
-    contenders: dict[str, Step] = {
-        "numpy": work.contenders["numpy"],
-        "eagerflow": lambda: step(x, y),
-        "eager": work.contenders["eagerflow"],
-    }
+    contenders = beside_eager(work, lambda: step(x, y))
     return Workload("W4f", "W4 as a traced @function", contenders, 1.10)
 
 
