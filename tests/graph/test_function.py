@@ -52,7 +52,7 @@ def test_the_call_is_one_op_on_the_tape_and_differentiable() -> None:
     with GradientTape(persistent=True) as tape:
         tape.watch(x)
         y = f(x, ef.constant([2.0, 3.0]))
-    assert [r.op.name for r in tape._records] == ["PartitionedCall"]  # private: one record
+    assert [entry[0].name for entry in tape._entries] == ["PartitionedCall"]  # private: one record
     (graph_op,) = [
         o for o in f.get_concrete_function(x, x).graph.get_operations() if o.type == "Tanh"
     ]

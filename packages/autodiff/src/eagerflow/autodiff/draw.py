@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from eagerflow.autodiff.tape import unpack
+
 # How each kind of node looks: (Mermaid opening, closing), Graphviz shape.
 _MERMAID = {"op": ('["', '"]'), "input": ('(["', '"])'), "variable": ('[("', '")]'),
             "const": ('>"', '"]')}  # fmt: skip
@@ -120,10 +122,9 @@ def tape_diagram(tape: Any) -> tuple[list[Node], list[Edge]]:
     nodes: list[Node] = []
     edges: list[Edge] = []
     producer: dict[int, str] = {}
-    watched = {id(t) for t in tape._watched}
     reads = {id(r): v for v, rs in tape._variables.items() for r in rs}
     outside = 0  # inputs from outside the tape: in0, in1, ...
-    for i, record in enumerate(tape._records):
+    for i, record in enumerate(map(unpack, tape._entries)):
         node_id = f"op{i}"
         nodes.append(
             Node(node_id, record.op.name, describe(record.outputs[0]) if record.outputs else "")
@@ -134,7 +135,7 @@ def tape_diagram(tape: Any) -> tuple[list[Node], list[Edge]]:
                 producer[id(t)] = source
                 if id(t) in reads:
                     nodes.append(Node(source, reads[id(t)].name, describe(t), "variable"))
-                elif id(t) in watched:
+                elif t in tape._tracked:  # tracked, and no recorded op made it: watched
                     nodes.append(Node(source, "watched", describe(t), "input"))
                 else:
                     nodes.append(Node(source, "constant", describe(t), "const"))

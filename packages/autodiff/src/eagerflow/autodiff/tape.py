@@ -1,9 +1,10 @@
 """``GradientTape``: reverse-mode automatic differentiation of eager code.
 
 While a tape is active it is a *recorder* on the execution seam: every op that ran is
-reported to it, and it keeps an ``OpRecord`` of those that touch a tensor it tracks (a
-watched tensor, a watched variable's value, or an output of an op it already recorded).
-``gradient()`` then walks the records backwards once, calling each op's gradient rule.
+reported to it, and it keeps an entry (the op, its inputs, attributes and outputs) for those
+that touch a tensor it tracks (a watched tensor, a watched variable's value, or an output of
+an op it already recorded). ``gradient()`` then walks the entries backwards once, calling
+each op's gradient rule on an ``OpRecord`` of it.
 
 Because rules are written with public ops, a tape that is still recording while another
 tape computes gradients records that computation too: nesting tapes gives higher
@@ -69,66 +70,87 @@ def pack_like(structure: Any, leaves: Iterable[Any]) -> Any:
     return rebuild(structure)
 
 
+# --- how the tape stores an op -------------------------------------------------------------
+Entry = tuple[Any, ...]  # (op, attrs, number of inputs, *inputs, *outputs)
+
+
+def pack(op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, outputs: tuple[Tensor, ...]) -> Entry:
+    """One op application as ``backprop`` reads it: a single flat tuple.
+
+    Why not keep an ``OpRecord`` (which holds two more tuples)? CPython's cycle collector
+    walks every live container at each full collection, and a tape keeps one entry alive
+    per op: three containers per op instead of one made a long tape's ops cost up to twice
+    as much to record as a short one's.
+    """
+    return (op, attrs, len(inputs), *inputs, *outputs)
+
+
+def unpack(entry: Entry, skip: frozenset[int] = frozenset()) -> OpRecord:
+    """The ``OpRecord`` a gradient rule sees, from a tape entry."""
+    end = 3 + entry[2]
+    return OpRecord(entry[0], entry[3:end], entry[1], entry[end:], skip)
+
+
 # --- backpropagation ------------------------------------------------------------------------
 def backprop(
-    records: Sequence[OpRecord],
+    entries: Sequence[Entry],
     targets: Sequence[Tensor],
     seeds: Sequence[Tensor],
-    sources: set[int],
-) -> dict[int, Tensor]:
-    """Gradients of ``sum(seed · target)`` for the tensors whose ids are in ``sources``.
+    sources: set[Tensor],
+) -> dict[Tensor, Tensor]:
+    """Gradients of ``sum(seed · target)`` for the tensors in ``sources``, keyed by tensor.
 
-    Iterative and linear in the number of records: records are in the order the ops ran, so
+    Iterative and linear in the number of entries: entries are in the order the ops ran, so
     walking them backwards visits every op after all the ops that used its outputs.
 
     CPython's cyclic garbage collector is paused meanwhile: the pass allocates a gradient per
-    record while every record is alive, and each automatic full collection would walk them
+    entry while every entry is alive, and each automatic full collection would walk them
     all, so a long tape would cost more per op than a short one. The pass makes no garbage
     cycles, so pausing loses nothing.
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _backprop(records, targets, seeds, sources)
+        return _backprop(entries, targets, seeds, sources)
     finally:
         if was_enabled:
             gc.enable()
 
 
 def _backprop(
-    records: Sequence[OpRecord],
+    entries: Sequence[Entry],
     targets: Sequence[Tensor],
     seeds: Sequence[Tensor],
-    sources: set[int],
-) -> dict[int, Tensor]:
+    sources: set[Tensor],
+) -> dict[Tensor, Tensor]:
+    # Tensors are keys by identity (see eagerflow.tensor.tensor), never compared by value.
     # Forward: which tensors depend on a source? Only their gradients are worth computing.
     depends = set(sources)
-    for record in records:
-        for t in record.inputs:
-            if id(t) in depends:
-                for o in record.outputs:
-                    depends.add(id(o))
-                break
+    for entry in entries:
+        end = 3 + entry[2]
+        if not depends.isdisjoint(entry[3:end]):
+            depends.update(entry[end:])
 
-    grads: dict[int, Tensor] = {}
+    grads: dict[Tensor, Tensor] = {}
     for target, seed in zip(targets, seeds, strict=True):
-        previous = grads.get(id(target))  # the same target twice: its seeds add up
-        grads[id(target)] = seed if previous is None else ef.add(previous, seed)
+        previous = grads.get(target)  # the same target twice: its seeds add up
+        grads[target] = seed if previous is None else ef.add(previous, seed)
 
-    for record in reversed(records):
-        op, inputs, attrs, outputs, _ = record
+    for entry in reversed(entries):
+        op, attrs, end = entry[0], entry[1], 3 + entry[2]
+        outputs = entry[end:]
         if len(outputs) == 1:
             # this output's every use is behind us: take (free) its gradient
-            key = id(outputs[0])
-            g = grads.get(key) if key in sources else grads.pop(key, None)
+            out = outputs[0]
+            g = grads.get(out) if out in sources else grads.pop(out, None)
             if g is None:
                 continue
             out_grads = [g]
         else:
-            out_grads = [grads.get(id(o)) for o in outputs]
+            out_grads = [grads.get(o) for o in outputs]
             for o in outputs:
-                if id(o) not in sources:
-                    grads.pop(id(o), None)
+                if o not in sources:
+                    grads.pop(o, None)
             if all(g is None for g in out_grads):
                 continue
             if op.name not in ACCEPTS_NONE:  # outputs nobody used get zeros
@@ -136,7 +158,8 @@ def _backprop(
                     ef.zeros_like(o) if g is None else g
                     for o, g in zip(outputs, out_grads, strict=True)
                 ]
-        needed = [id(t) in depends for t in inputs]
+        inputs = entry[3:end]
+        needed = tuple(map(depends.__contains__, inputs))
         if True not in needed:
             continue  # no input leads to a source
         rule = GRADIENTS.get(op.name, _MISSING)
@@ -144,12 +167,12 @@ def _backprop(
             continue
         if rule is _MISSING:
             get_gradient(op.name)  # raises the LookupError that names the op
-        if False in needed:  # tell the rule which gradients it may skip
-            record = OpRecord(op, inputs, attrs, outputs, _skipped(tuple(needed)))
+        # `skip` tells the rule which gradients nobody asked for
+        record = OpRecord(op, inputs, attrs, outputs, _skipped(needed))
         for t, g, need in zip(inputs, rule(record, *out_grads), needed, strict=True):
             if need and g is not None and t._dtype.is_floating:
-                previous = grads.get(id(t))
-                grads[id(t)] = g if previous is None else ef.add(previous, g)
+                previous = grads.get(t)
+                grads[t] = g if previous is None else ef.add(previous, g)
     return grads
 
 
@@ -160,9 +183,9 @@ def _skipped(needed: tuple[bool, ...]) -> frozenset[int]:
 
 
 def collect(
-    grads: dict[int, Tensor],
+    grads: dict[Tensor, Tensor],
     sources: Sequence[Any],
-    keys: Sequence[Sequence[int]],
+    keys: Sequence[Sequence[Tensor]],
     unconnected: str,
 ) -> list[Tensor | None]:
     """Each source's gradient: the sum of the gradients of its tensors (``keys``: a variable
@@ -202,9 +225,8 @@ class GradientTape:
         self._clear()
 
     def _clear(self) -> None:
-        self._records: list[OpRecord] = []
-        self._tracked: set[int] = set()  # ids of tensors whose gradient can be asked for
-        self._watched: list[Tensor] = []  # keeps watched tensors alive, so their ids stay theirs
+        self._entries: list[Entry] = []  # the recorded ops, in order (see `pack`)
+        self._tracked: set[Tensor] = set()  # tensors whose gradient can be asked for
         self._variables: dict[Variable, list[Tensor]] = {}  # watched variable -> its reads
 
     # --- recording ---------------------------------------------------------------------------
@@ -236,15 +258,10 @@ class GradientTape:
         if op.name == "ReadVariableOp":
             self._variable_read(attrs["variable"], outputs[0])
             return
-        tracked = self._tracked
-        for t in inputs:
-            if id(t) in tracked:
-                break
-        else:
+        if self._tracked.isdisjoint(inputs):
             return  # no input is tracked: the op cannot be on a gradient path
-        self._records.append(OpRecord(op, inputs, attrs, outputs))
-        for o in outputs:
-            tracked.add(id(o))
+        self._entries.append((op, attrs, len(inputs), *inputs, *outputs))  # `pack`, inlined
+        self._tracked.update(outputs)
 
     def _variable_read(self, variable: Variable, value: Tensor) -> None:
         reads = self._variables.get(variable)
@@ -253,7 +270,7 @@ class GradientTape:
                 return
             reads = self._variables[variable] = []
         reads.append(value)
-        self._tracked.add(id(value))
+        self._tracked.add(value)
 
     def watch(self, tensor: Any) -> None:
         """Track a tensor or variable (or a nested list of them) so gradients reach it."""
@@ -261,8 +278,7 @@ class GradientTape:
             if isinstance(t, Variable):
                 self._variables.setdefault(t, [])
             elif isinstance(t, Tensor):
-                self._watched.append(t)
-                self._tracked.add(id(t))
+                self._tracked.add(t)
             else:
                 raise ValueError(
                     f"watch() takes tensors and variables, got {type(t).__name__}: {t!r:.60}"
@@ -347,7 +363,7 @@ class GradientTape:
             self._listen(was_listening)
         else:
             self._used = True
-            self._records, self._tracked, self._watched = [], set(), []
+            self._entries, self._tracked = [], set()
 
     def _gradients(
         self,
@@ -357,16 +373,16 @@ class GradientTape:
         unconnected: str,
     ) -> list[Tensor | None]:
         keys = [self._source_keys(s) for s in sources]
-        grads = backprop(self._records, targets, seeds, {k for ks in keys for k in ks})
+        grads = backprop(self._entries, targets, seeds, {k for ks in keys for k in ks})
         return collect(grads, sources, keys, unconnected)
 
-    def _source_keys(self, source: Any) -> list[int]:
-        """The ids of the tensors whose gradients make up ``source``'s gradient."""
+    def _source_keys(self, source: Any) -> list[Tensor]:
+        """The tensors whose gradients make up ``source``'s gradient."""
         if isinstance(source, Variable):
-            return [id(read) for read in self._variables.get(source, ())]
+            return list(self._variables.get(source, ()))
         if isinstance(source, Tensor):  # only tensors this tape watched or computed
-            tracked = id(source) in self._tracked and source.dtype.is_floating
-            return [id(source)] if tracked else []
+            tracked = source in self._tracked and source.dtype.is_floating
+            return [source] if tracked else []
         raise ValueError(f"sources must be tensors or variables, got {type(source).__name__}")
 
     def jacobian(self, target: Any, sources: Any, unconnected_gradients: str = "none") -> Any:

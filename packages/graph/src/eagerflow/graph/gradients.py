@@ -1,9 +1,9 @@
 """``gradients()``: symbolic differentiation, by the very rules the eager tape uses.
 
-Each operation of the graph becomes an ``OpRecord`` (its inputs, attributes and outputs are
-symbolic tensors), and the autodiff package's ``backprop`` walks them backwards. The rules
-it calls are written with public ops, and the graph is the current context, so every
-gradient computation becomes new nodes of the graph: there is no second set of rules.
+Each operation of the graph becomes an entry like a tape's (its inputs, attributes and
+outputs are symbolic tensors), and the autodiff package's ``backprop`` walks them backwards.
+The rules it calls are written with public ops, and the graph is the current context, so
+every gradient computation becomes new nodes of the graph: there is no second set of rules.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import OpRecord, Variable
-from eagerflow.autodiff.tape import backprop, collect, flatten
+from eagerflow.autodiff import Variable
+from eagerflow.autodiff.tape import backprop, collect, flatten, pack
 from eagerflow.graph.graph import Graph, SymbolicTensor
 from eagerflow.tensor import Tensor
 
@@ -45,8 +45,8 @@ def gradients(
                 for g, y in zip(flatten(grad_ys), targets, strict=True)
             ]
         keys = [_keys(graph, x) for x in sources]
-        records = [OpRecord(o.op_def, o.inputs, o.attrs, o.outputs) for o in graph.get_operations()]
-        grads = backprop(records, targets, seeds, {k for ks in keys for k in ks})
+        entries = [pack(o.op_def, o.inputs, o.attrs, o.outputs) for o in graph.get_operations()]
+        grads = backprop(entries, targets, seeds, {k for ks in keys for k in ks})
         return collect(grads, sources, keys, unconnected_gradients)  # type: ignore[return-value]
 
 
@@ -57,18 +57,18 @@ def _graph_of(tensors: Sequence[Any]) -> Graph:
     raise ValueError("gradients() needs tensors of a graph (build them inside graph.as_default())")
 
 
-def _keys(graph: Graph, x: Any) -> list[int]:
-    """The ids of the tensors whose gradients make up x's gradient."""
+def _keys(graph: Graph, x: Any) -> list[Tensor]:
+    """The tensors whose gradients make up x's gradient."""
     if isinstance(x, Variable):  # every read of the variable in this graph
         return [
-            id(o.outputs[0])
+            o.outputs[0]
             for o in graph.get_operations()
             if o.type in VARIABLE_READS and o.attrs["variable"] is x
         ]
     if isinstance(x, SymbolicTensor):
         if x.graph is not graph:
             raise ValueError(f"{x.name} belongs to another graph than the ys")
-        return [id(x)] if x.dtype.is_floating else []
+        return [x] if x.dtype.is_floating else []
     if isinstance(x, Tensor):
         raise ValueError("gradients() takes graph tensors; for eager tensors use a GradientTape")
     raise TypeError(f"xs must be tensors or variables, got {type(x).__name__}")
