@@ -28,6 +28,7 @@ from eagerflow.tensor.execution import add_recorder, remove_recorder
 from eagerflow.tensor.registry import Attrs, OpDef
 
 UNCONNECTED = ("none", "zero")
+_new_tuple = tuple.__new__
 _MISSING: Any = object()  # no rule registered (as opposed to None: not differentiable)
 
 
@@ -167,8 +168,9 @@ def _backprop(
             continue
         if rule is _MISSING:
             get_gradient(op.name)  # raises the LookupError that names the op
-        # `skip` tells the rule which gradients nobody asked for
-        record = OpRecord(op, inputs, attrs, outputs, _skipped(needed))
+        # OpRecord(op, inputs, attrs, outputs, skip), made by tuple.__new__: NamedTuple's own
+        # constructor is Python code and costs twice as much, once per rule call
+        record = _new_tuple(OpRecord, (op, inputs, attrs, outputs, _skipped(needed)))
         for t, g, need in zip(inputs, rule(record, *out_grads), needed, strict=True):
             if need and g is not None and t._dtype.is_floating:
                 previous = grads.get(t)

@@ -162,8 +162,10 @@ def apply_gradient_descent(variable: Variable, alpha: Any, delta: Any) -> Any:
     """``variable -= alpha * delta`` as one op; returns the op's output (the new value)."""
     # Python and NumPy values take the variable's dtype; a tensor of another dtype is refused
     # by the dtype rule, with a message naming the variable
-    alpha, delta = (x if isinstance(x, Tensor) else convert_to_tensor(x, variable.dtype)
-                    for x in (alpha, delta))  # fmt: skip
+    if not isinstance(alpha, Tensor):
+        alpha = convert_to_tensor(alpha, variable.dtype)
+    if not isinstance(delta, Tensor):
+        delta = convert_to_tensor(delta, variable.dtype)
     return execute("ApplyGradientDescent", (alpha, delta), {"variable": variable})[0]
 
 

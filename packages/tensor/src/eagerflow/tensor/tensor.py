@@ -253,12 +253,18 @@ def convert_operands(*values: Any) -> list[Tensor]:
     """
     if all(type(v) is Tensor for v in values):  # nothing to convert: the common case
         return list(values)
-    own = [getattr(v, "dtype", None) for v in values]
-    hint = next((d for d in own if isinstance(d, DType)), None)
-    return [
-        convert_to_tensor(v, None if isinstance(d, DType) else hint)
-        for v, d in zip(values, own, strict=True)
-    ]
+    own = [getattr(v, "dtype", None) for v in values]  # tensors' and variables' dtypes
+    hint = None
+    for d in own:
+        if isinstance(d, DType):
+            hint = d
+            break
+    converted = []
+    for v, d in zip(values, own):  # (a loop: this runs for every `x @ variable`)
+        if type(v) is not Tensor:
+            v = convert_to_tensor(v, None if isinstance(d, DType) else hint)
+        converted.append(v)
+    return converted
 
 
 def to_array(value: Any, dtype: DType | None = None) -> np.ndarray:
