@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from operator import attrgetter
 from typing import Protocol
 
 from eagerflow.tensor.errors import EagerflowError, InvalidArgumentError, UnknownOpError
@@ -65,6 +66,9 @@ def explain_failure(
     return InvalidArgumentError(f"the kernel failed with {detail}").at_op(op.name, inputs)
 
 
+# `map(_value_of, inputs)`: `(t._value for t in inputs)` without a generator's frame
+_value_of, _dtype_of = attrgetter("_value"), attrgetter("_dtype")
+
 _context: Context | None = None  # None: eager execution
 _recorders: tuple[Recorder, ...] = ()  # replaced, never mutated, so loops need no copy
 
@@ -89,15 +93,15 @@ def execute(
         # passing an empty **attrs costs a good part of a small NumPy add.
         try:
             if attrs:
-                out_dtypes = op.dtype_rule(tuple(t._dtype for t in inputs), attrs)
-                result = op.kernel(*(t._value for t in inputs), **attrs)
+                out_dtypes = op.dtype_rule(tuple(map(_dtype_of, inputs)), attrs)
+                result = op.kernel(*map(_value_of, inputs), **attrs)
             elif len(inputs) == 2:
                 x, y = inputs
                 out_dtypes = op.dtype_rule((x._dtype, y._dtype), attrs)
                 result = op.kernel(x._value, y._value)
             else:
-                out_dtypes = op.dtype_rule(tuple(t._dtype for t in inputs), attrs)
-                result = op.kernel(*(t._value for t in inputs))
+                out_dtypes = op.dtype_rule(tuple(map(_dtype_of, inputs)), attrs)
+                result = op.kernel(*map(_value_of, inputs))
         except EagerflowError as e:
             raise e.at_op(op.name, inputs) from None
         except Exception as e:

@@ -260,7 +260,7 @@ def convert_operands(*values: Any) -> list[Tensor]:
             hint = d
             break
     converted = []
-    for v, d in zip(values, own):  # (a loop: this runs for every `x @ variable`)
+    for v, d in zip(values, own, strict=True):  # a loop: it runs for every `x @ variable`
         if type(v) is not Tensor:
             v = convert_to_tensor(v, None if isinstance(d, DType) else hint)
         converted.append(v)
