@@ -549,6 +549,26 @@ def test_symbolic_gradients_match_numpy() -> None:
             np.testing.assert_allclose(got_b, want_b, rtol=1e-5, atol=1e-6)
 
 
+def test_gradient_nodes_go_in_a_gradients_scope_of_their_own() -> None:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, shape=(2,), name="x")
+        loss = ef.reduce_sum(x * x)
+        before = {op.name for op in g.get_operations()}
+        (dx,) = gradients(loss, [x])
+        first = [op.name for op in g.get_operations() if op.name not in before]
+        (d2x,) = gradients(ef.reduce_sum(dx), [x], name="second")
+    assert first and all(name.startswith("gradients/") for name in first), first
+    assert dx.name.startswith("gradients/")
+    assert d2x.name.startswith("second/")
+    with g.as_default():
+        (again,) = gradients(loss, [x])
+    assert again.name.startswith("gradients_1/")  # unique, like any other name
+    with Session(g) as sess:
+        np.testing.assert_array_equal(sess.run(dx, {x: [1.0, -2.0]}), [2.0, -4.0])
+        np.testing.assert_array_equal(sess.run(d2x, {x: [1.0, -2.0]}), [2.0, 2.0])
+
+
 def test_training_linear_regression_in_graph_mode_converges() -> None:
     rng = np.random.default_rng(1)
     true_w = np.array([[1.0], [-2.0], [3.0]], np.float32)

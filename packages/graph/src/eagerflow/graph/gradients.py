@@ -21,12 +21,18 @@ VARIABLE_READS = ("ReadVariableOp", "VariableV2")
 
 
 def gradients(
-    ys: Any, xs: Any, grad_ys: Any = None, unconnected_gradients: str = "none"
+    ys: Any,
+    xs: Any,
+    grad_ys: Any = None,
+    unconnected_gradients: str = "none",
+    name: str = "gradients",
 ) -> list[SymbolicTensor | None]:
     """Symbolic d(sum of ys)/d(x) for each x in ``xs`` (tensors or variables of one graph).
 
     Returns a list as long as ``xs``: None for an x the ys do not depend on (zeros with
-    ``unconnected_gradients="zero"``). ``grad_ys`` seeds the vector-Jacobian product.
+    ``unconnected_gradients="zero"``). ``grad_ys`` seeds the vector-Jacobian product. The
+    new nodes go in the name scope ``name`` (``gradients/``, then ``gradients_1/``, ...),
+    as in TensorFlow, so a picture of the graph shows them apart.
     """
     if unconnected_gradients not in ("none", "zero"):
         raise ValueError(
@@ -35,7 +41,7 @@ def gradients(
     targets = flatten(ys)
     sources = flatten(xs)
     graph = _graph_of([*targets, *sources])
-    with graph.as_default():
+    with graph.as_default(), graph.name_scope(name):
         targets = [ef.convert_to_tensor(y) for y in targets]
         if grad_ys is None:
             seeds = [ef.ones_like(y) for y in targets]
