@@ -105,6 +105,30 @@ def test_unwatched_tensor_next_to_a_watched_one_gets_none() -> None:
     assert dy is None
 
 
+def test_rules_skip_exactly_the_inputs_that_lead_to_no_source(monkeypatch: Any) -> None:
+    # Two paths in backprop: when every watched tensor is a source, the tape already knows
+    # which tensors depend on one; otherwise backprop works it out. Both must tell each rule
+    # the same thing, and give the same gradients.
+    skips: list[frozenset[int]] = []
+    mul_rule = GRADIENTS["Mul"]
+
+    def spy(op: Any, grad: Any) -> Any:
+        skips.append(op.skip)
+        return mul_rule(op, grad)
+
+    monkeypatch.setitem(GRADIENTS, "Mul", spy)
+    x, w = ef.constant(3.0), ef.constant(2.0)
+    with GradientTape(persistent=True) as tape:
+        tape.watch([x, w])
+        y = x * w
+    assert [value(g) for g in tape.gradient(y, [x, w])] == [2.0, 3.0]  # every root a source
+    assert skips == [frozenset()]
+    assert value(tape.gradient(y, x)) == 2.0  # w is watched but not asked for
+    assert skips[-1] == frozenset({1})
+    assert value(tape.gradient(y, w)) == 3.0
+    assert skips[-1] == frozenset({0})
+
+
 def test_watch_accessed_variables_false_disables_auto_watching() -> None:
     v1, v2 = Variable(1.0), Variable(2.0)
     with GradientTape(watch_accessed_variables=False) as tape:

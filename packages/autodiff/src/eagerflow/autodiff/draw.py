@@ -135,7 +135,7 @@ def tape_diagram(tape: Any) -> tuple[list[Node], list[Edge]]:
                 producer[id(t)] = source
                 if id(t) in reads:
                     nodes.append(Node(source, reads[id(t)].name, describe(t), "variable"))
-                elif t in tape._tracked:  # tracked, and no recorded op made it: watched
+                elif t in tape._roots:
                     nodes.append(Node(source, "watched", describe(t), "input"))
                 else:
                     nodes.append(Node(source, "constant", describe(t), "const"))

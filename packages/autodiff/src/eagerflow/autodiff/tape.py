@@ -98,8 +98,12 @@ def backprop(
     targets: Sequence[Tensor],
     seeds: Sequence[Tensor],
     sources: set[Tensor],
+    depends: set[Tensor] | None = None,
 ) -> dict[Tensor, Tensor]:
     """Gradients of ``sum(seed · target)`` for the tensors in ``sources``, keyed by tensor.
+
+    ``depends``, if known, is the set of tensors that depend on a source (and no others);
+    otherwise a forward pass over the entries works it out.
 
     Iterative and linear in the number of entries: entries are in the order the ops ran, so
     walking them backwards visits every op after all the ops that used its outputs.
@@ -112,10 +116,22 @@ def backprop(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _backprop(entries, targets, seeds, sources)
+        if depends is None:
+            depends = _dependents(entries, sources)
+        return _backprop(entries, targets, seeds, sources, depends)
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _dependents(entries: Sequence[Entry], sources: set[Tensor]) -> set[Tensor]:
+    """The tensors that depend on a source: only their gradients are worth computing."""
+    depends = set(sources)
+    for entry in entries:  # forward: an op's outputs depend on a source if an input does
+        end = 3 + entry[2]
+        if not depends.isdisjoint(entry[3:end]):
+            depends.update(entry[end:])
+    return depends
 
 
 def _backprop(
@@ -123,15 +139,9 @@ def _backprop(
     targets: Sequence[Tensor],
     seeds: Sequence[Tensor],
     sources: set[Tensor],
+    depends: set[Tensor],
 ) -> dict[Tensor, Tensor]:
     # Tensors are keys by identity (see eagerflow.tensor.tensor), never compared by value.
-    # Forward: which tensors depend on a source? Only their gradients are worth computing.
-    depends = set(sources)
-    for entry in entries:
-        end = 3 + entry[2]
-        if not depends.isdisjoint(entry[3:end]):
-            depends.update(entry[end:])
-
     grads: dict[Tensor, Tensor] = {}
     for target, seed in zip(targets, seeds, strict=True):
         previous = grads.get(target)  # the same target twice: its seeds add up
@@ -229,6 +239,7 @@ class GradientTape:
     def _clear(self) -> None:
         self._entries: list[Entry] = []  # the recorded ops, in order (see `pack`)
         self._tracked: set[Tensor] = set()  # tensors whose gradient can be asked for
+        self._roots: set[Tensor] = set()  # the tracked ones no recorded op made: watched, reads
         self._variables: dict[Variable, list[Tensor]] = {}  # watched variable -> its reads
 
     # --- recording ---------------------------------------------------------------------------
@@ -273,6 +284,7 @@ class GradientTape:
             reads = self._variables[variable] = []
         reads.append(value)
         self._tracked.add(value)
+        self._roots.add(value)
 
     def watch(self, tensor: Any) -> None:
         """Track a tensor or variable (or a nested list of them) so gradients reach it."""
@@ -281,6 +293,7 @@ class GradientTape:
                 self._variables.setdefault(t, [])
             elif isinstance(t, Tensor):
                 self._tracked.add(t)
+                self._roots.add(t)
             else:
                 raise ValueError(
                     f"watch() takes tensors and variables, got {type(t).__name__}: {t!r:.60}"
@@ -365,7 +378,7 @@ class GradientTape:
             self._listen(was_listening)
         else:
             self._used = True
-            self._entries, self._tracked = [], set()
+            self._entries, self._tracked, self._roots = [], set(), set()
 
     def _gradients(
         self,
@@ -375,7 +388,11 @@ class GradientTape:
         unconnected: str,
     ) -> list[Tensor | None]:
         keys = [self._source_keys(s) for s in sources]
-        grads = backprop(self._entries, targets, seeds, {k for ks in keys for k in ks})
+        wanted = {k for ks in keys for k in ks}
+        # When every root is a source, every tracked tensor depends on one: backprop need
+        # not work that out again (the usual case: the watched things are the sources)
+        depends = self._tracked if self._roots <= wanted else None
+        grads = backprop(self._entries, targets, seeds, wanted, depends)
         return collect(grads, sources, keys, unconnected)
 
     def _source_keys(self, source: Any) -> list[Tensor]:
