@@ -120,3 +120,16 @@ def test_symbolic_tensor_in_eager_mode_is_explained() -> None:
     s = Symbolic(None, ef.float32)  # type: ignore[arg-type]
     with pytest.raises(ef.InvalidArgumentError, match=r"symbolic .* Session"):
         ef.add(s, ef.ones(()))
+
+
+def test_eager_binary_ops_remember_dtype_answers_but_never_errors() -> None:
+    op = execution.OPS["Sub"]
+    op.known_dtypes.clear()
+    a, b = ef.constant([1.0, 2.0]), ef.constant([3.0, 4.0])
+    np.testing.assert_array_equal((a - b).numpy(), [-2.0, -2.0])
+    assert op.known_dtypes == {(ef.float32, ef.float32): op.dtype_rule((ef.float32,) * 2, {})}
+    ints = ef.constant([1, 2])
+    for _ in range(2):  # a refused pair is asked of the rule again, and refused again
+        with pytest.raises(ef.DTypeError, match="Sub"):
+            a - ints
+    assert list(op.known_dtypes) == [(ef.float32, ef.float32)]

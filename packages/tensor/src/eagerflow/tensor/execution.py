@@ -97,7 +97,10 @@ def execute(
                 result = op.kernel(*map(_value_of, inputs), **attrs)
             elif len(inputs) == 2:
                 x, y = inputs
-                out_dtypes = op.dtype_rule((x._dtype, y._dtype), attrs)
+                pair = (x._dtype, y._dtype)
+                out_dtypes = op.known_dtypes.get(pair)  # (see OpDef.known_dtypes)
+                if out_dtypes is None:
+                    out_dtypes = op.known_dtypes[pair] = op.dtype_rule(pair, attrs)
                 result = op.kernel(x._value, y._value)
             else:
                 out_dtypes = op.dtype_rule(tuple(map(_dtype_of, inputs)), attrs)

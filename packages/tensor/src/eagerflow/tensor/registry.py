@@ -16,7 +16,7 @@ rules up by the same ``name``. Ops are registered with the ``op`` decorator on t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from eagerflow.tensor.dtypes import DType
@@ -40,6 +40,11 @@ class OpDef:
     doc: str
     multi_output: bool = False  # the kernel returns a tuple of arrays, not one array
     stateful: bool = False  # random or state-reading: never constant-folded or merged
+    # dtype rules are pure: eager execution remembers an attribute-free op's answer for each
+    # pair of input dtypes it has seen, rather than calling the rule for every `a + b`
+    known_dtypes: dict[tuple[DType, DType], Sequence[DType]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __repr__(self) -> str:
         return f"<OpDef {self.name}>"
