@@ -89,10 +89,10 @@ def pack(op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, outputs: tuple[Ten
     return (op, attrs, len(inputs), *inputs, *outputs)
 
 
-def unpack(entry: Entry, skip: frozenset[int] = frozenset()) -> OpRecord:
-    """The ``OpRecord`` a gradient rule sees, from a tape entry."""
+def unpack(entry: Entry) -> OpRecord:
+    """An entry as an ``OpRecord``: op, inputs, attrs, outputs (``backprop`` does this inline)."""
     end = 3 + entry[2]
-    return OpRecord(entry[0], entry[3:end], entry[1], entry[end:], skip)
+    return OpRecord(entry[0], entry[3:end], entry[1], entry[end:])
 
 
 # --- backpropagation ------------------------------------------------------------------------
