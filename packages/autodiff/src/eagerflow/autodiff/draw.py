@@ -121,8 +121,8 @@ def tape_diagram(tape: Any) -> tuple[list[Node], list[Edge]]:
     """The nodes and edges of what ``tape`` recorded: one node per op, one per outside input."""
     nodes: list[Node] = []
     edges: list[Edge] = []
-    producer: dict[int, str] = {}
-    reads = {id(r): v for v, rs in tape._variables.items() for r in rs}
+    producer: dict[Any, str] = {}  # tensor (by identity, as the tape keys them) -> node id
+    reads = {r: v for v, rs in tape._variables.items() for r in rs}
     outside = 0  # inputs from outside the tape: in0, in1, ...
     for i, record in enumerate(map(unpack, tape._entries)):
         node_id = f"op{i}"
@@ -130,16 +130,16 @@ def tape_diagram(tape: Any) -> tuple[list[Node], list[Edge]]:
             Node(node_id, record.op.name, describe(record.outputs[0]) if record.outputs else "")
         )
         for t in record.inputs:
-            if id(t) not in producer:
+            if t not in producer:
                 source, outside = f"in{outside}", outside + 1
-                producer[id(t)] = source
-                if id(t) in reads:
-                    nodes.append(Node(source, reads[id(t)].name, describe(t), "variable"))
+                producer[t] = source
+                if t in reads:
+                    nodes.append(Node(source, reads[t].name, describe(t), "variable"))
                 elif t in tape._roots:
                     nodes.append(Node(source, "watched", describe(t), "input"))
                 else:
                     nodes.append(Node(source, "constant", describe(t), "const"))
-            edges.append(Edge(producer[id(t)], node_id, str(tuple(t.shape))))
+            edges.append(Edge(producer[t], node_id, str(tuple(t.shape))))
         for o in record.outputs:
-            producer[id(o)] = node_id
+            producer[o] = node_id
     return nodes, edges
