@@ -60,7 +60,7 @@ def test_rules_agree_with_kernel(name: str) -> None:
     assert list(op.dtype_rule([t.dtype for t in inputs], attrs)) == [t.dtype for t in outputs]
 
 
-def test_apply_gradient_descent_updates_the_variable_into_a_new_array() -> None:
+def test_apply_gradient_descent_updates_the_variable_and_keeps_an_earlier_read() -> None:
     v = Variable(np.arange(4.0, dtype=np.float32))
     before = v.read_value()
     apply_gradient_descent(v, 0.5, np.ones(4, np.float32))

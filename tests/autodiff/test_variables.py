@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any
 
 import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.autodiff import GradientTape, Variable, apply_gradient_descent
 from eagerflow.tensor import execution
 
 
@@ -194,6 +195,57 @@ def test_assigning_another_dtype_raises_dtype_error_and_changes_nothing(method: 
         getattr(v, method)(ef.constant([1.0, 2.0], ef.float64))
     np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
     assert v.dtype is ef.float32
+
+
+# --- updates write in place only when nothing else holds the array (copy on write) ----------
+UPDATES: dict[str, Any] = {
+    "assign_add": lambda v: v.assign_add([1.0, 1.0]),
+    "assign_sub": lambda v: v.assign_sub([1.0, 1.0]),
+    "apply_gradient_descent": lambda v: apply_gradient_descent(v, 0.5, [1.0, 1.0]),
+}
+
+
+@pytest.mark.parametrize("update", UPDATES.values(), ids=list(UPDATES))
+def test_an_update_writes_in_place_when_nothing_else_holds_the_array(update: Any) -> None:
+    v = Variable([1.0, 2.0])
+    array = weakref.ref(v._array)  # (a weak reference: it does not count as holding it)
+    update(v)
+    assert v._array is array()
+    assert not np.array_equal(v.numpy(), [1.0, 2.0])
+
+
+@pytest.mark.parametrize("update", UPDATES.values(), ids=list(UPDATES))
+def test_an_update_copies_an_array_that_a_tensor_still_holds(update: Any) -> None:
+    v = Variable([1.0, 2.0])
+    before = v.read_value()
+    update(v)
+    assert v._array is not before._value
+    np.testing.assert_array_equal(before.numpy(), [1.0, 2.0])
+    before_again = v.read_value()
+    snapshot = before_again.numpy()
+    update(v)  # the new array is shared again, so it is copied again
+    np.testing.assert_array_equal(before_again.numpy(), snapshot)
+
+
+@pytest.mark.parametrize("update", UPDATES.values(), ids=list(UPDATES))
+def test_an_update_never_writes_through_a_view(update: Any) -> None:
+    c = ef.constant([[1.0, 2.0], [3.0, 4.0]])
+    v = Variable(np.zeros(2, np.float32))
+    v.assign(ef.reshape(c, (4,))[1:3])  # a view into c's array, which only v now holds
+    assert v._array.base is not None
+    update(v)
+    np.testing.assert_array_equal(c.numpy(), [[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_a_spent_tape_lets_go_of_the_values_it_read() -> None:
+    v = Variable([1.0, 2.0])
+    with GradientTape() as tape:
+        y = ef.reduce_sum(v * v)
+    tape.gradient(y, v)
+    array = weakref.ref(v._array)
+    v.assign_sub([0.5, 0.5])
+    assert v._array is array()  # the tape no longer holds the read: updated in place
+    assert tape.watched_variables() == (v,)  # though it still knows what it watched
 
 
 # --- the seam: reads and assignments are ops ----------------------------------------------------

@@ -376,12 +376,16 @@ class GradientTape:
 
     def _done(self, was_listening: bool) -> None:
         """After a gradient: a persistent tape records again (if it did); any other tape is
-        spent: it stops recording and frees what it held."""
+        spent: it stops recording and frees what it held. (It still knows which variables it
+        watched, but not their reads: a held read would make every update of the variable
+        copy its array, see ``_private_value`` in variables.py.)"""
         if self._persistent:
             self._listen(was_listening)
         else:
             self._used = True
             self._entries, self._tracked, self._roots = [], set(), set()
+            for reads in self._variables.values():
+                reads.clear()
 
     def _gradients(
         self,

@@ -5,14 +5,18 @@ op of its own (``ReadVariableOp``), which is how a GradientTape notices that a t
 variable was used. Every assignment is an op too (``AssignVariableOp`` and friends): a state
 change, with no gradient, so it cuts the gradient path.
 
-A variable never changes an array in place: an assignment stores a new array, so a tensor
-read before the assignment keeps the value it had.
+A tensor read before an assignment keeps the value it had. An update (``assign_add``,
+``assign_sub``, ``apply_gradient_descent``) overwrites the variable's array in place only
+when nothing else holds that array; otherwise it writes a new one. This is TensorFlow's
+copy-on-write rule for variable buffers, and it saves a training step the cost of a fresh
+array for every weight.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from sys import getrefcount
 from typing import Any
 
 import numpy as np
@@ -72,6 +76,19 @@ def _set(variable: Variable, value: np.ndarray) -> np.ndarray:
     return value
 
 
+def _private_value(variable: Variable) -> np.ndarray | None:
+    """The variable's array if nothing else can see it (then writing it in place is safe).
+
+    Every tensor or view that shares an array holds a reference to it, so CPython's reference
+    count tells: 3 means only the variable (or the Session's store), ``array`` here and
+    ``getrefcount``'s own argument. A view (``base`` set) may share memory with anything.
+    """
+    array = _value(variable)
+    if getrefcount(array) == 3 and array.base is None and array.flags.writeable:
+        return array
+    return None
+
+
 @op("VariableV2", shape=_variable_shape, dtype=_variable_dtype, stateful=True)
 def variable_kernel(variable: Variable) -> np.ndarray:
     """A variable's node in a graph; its output is the variable's current value."""
@@ -119,6 +136,8 @@ def assign_add_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     """Store value + delta as the variable's new value; returns it."""
     if delta.shape != variable.shape:
         _assign_shape([delta.shape], {"variable": variable})
+    if (private := _private_value(variable)) is not None:
+        return np.add(private, delta, out=private)
     return _set(variable, _value(variable) + delta)
 
 
@@ -127,6 +146,8 @@ def assign_sub_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     """Store value - delta as the variable's new value; returns it."""
     if delta.shape != variable.shape:
         _assign_shape([delta.shape], {"variable": variable})
+    if (private := _private_value(variable)) is not None:
+        return np.subtract(private, delta, out=private)
     return _set(variable, _value(variable) - delta)
 
 
@@ -150,12 +171,14 @@ def apply_gradient_descent_kernel(alpha: Any, delta: np.ndarray, variable: Varia
     """Store value - alpha · delta as the variable's new value; returns it.
 
     One op rather than a multiply and an ``assign_sub`` (TensorFlow's optimizers do the same):
-    the new value is computed into one fresh array, not two.
+    one temporary array, not two.
     """
     if np.ndim(alpha) or delta.shape != variable.shape:  # NumPy would broadcast them
         _gradient_descent_shape([np.shape(alpha), delta.shape], {"variable": variable})
-    new = np.multiply(alpha, delta, out=np.empty(variable.shape, delta.dtype))
-    return _set(variable, np.subtract(_value(variable), new, out=new))
+    step = np.multiply(alpha, delta, out=np.empty(variable.shape, delta.dtype))
+    if (private := _private_value(variable)) is not None:
+        return np.subtract(private, step, out=private)
+    return _set(variable, np.subtract(_value(variable), step, out=step))
 
 
 def apply_gradient_descent(variable: Variable, alpha: Any, delta: Any) -> Any:
