@@ -312,7 +312,7 @@ def expand_dims_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 def expand_dims_kernel(x: np.ndarray, axis: int) -> np.ndarray:
     """x with a new axis of size 1 at ``axis``."""
     # a reshape to the shape rule's answer: np.expand_dims does the same, more slowly
-    return np.reshape(x, expand_dims_shape([x.shape], {"axis": axis})[0])
+    return x.reshape(expand_dims_shape([x.shape], {"axis": axis})[0])
 
 
 def expand_dims(x: Any, axis: int, name: str | None = None) -> Tensor:
@@ -357,8 +357,14 @@ def broadcast_to_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 
 @op("BroadcastTo", shape=broadcast_to_shape, dtype=same_dtype(ANY))
 def broadcast_to_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """x broadcast to ``shape`` (a read-only view: no copy)."""
-    return np.broadcast_to(x, shape)
+    """x broadcast to ``shape``: copied into a new array, or a read-only view if it is big."""
+    if x.ndim > len(shape):  # (an assignment would drop leading 1s; broadcasting never does)
+        broadcast_to_shape([x.shape], {"shape": shape})
+    if math.prod(shape) > 1 << 14:  # a view costs ~5 us to make, a copy ~1 us per 4096 values
+        return np.broadcast_to(x, shape)
+    out = np.empty(shape, x.dtype)
+    out[...] = x
+    return out
 
 
 def broadcast_to(x: Any, shape: ShapeLike, name: str | None = None) -> Tensor:

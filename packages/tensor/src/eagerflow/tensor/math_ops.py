@@ -95,10 +95,10 @@ def multiply(x: Any, y: Any, name: str | None = None) -> Tensor:
 
 
 @op("RealDiv", shape=broadcast_rule, dtype=same_dtype(FLOATS))
+@np.errstate(divide="ignore", invalid="ignore")  # (as a decorator it costs half a `with`)
 def real_div_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """x / y for floats, elementwise with broadcasting (x/0 is ±inf or nan, as in IEEE 754)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.true_divide(x, y)
+    return np.true_divide(x, y)
 
 
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
@@ -115,11 +115,11 @@ def _check_int_divisor(x: np.ndarray, y: np.ndarray) -> None:
 
 
 @op("FloorDiv", shape=broadcast_rule, dtype=same_dtype(NUMBERS))
+@np.errstate(divide="ignore", invalid="ignore")
 def floordiv_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """floor(x / y), elementwise; integer division by zero is an error."""
     _check_int_divisor(x, y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.floor_divide(x, y)
+    return np.floor_divide(x, y)
 
 
 def floordiv(x: Any, y: Any, name: str | None = None) -> Tensor:
@@ -128,11 +128,11 @@ def floordiv(x: Any, y: Any, name: str | None = None) -> Tensor:
 
 
 @op("FloorMod", shape=broadcast_rule, dtype=same_dtype(NUMBERS))
+@np.errstate(divide="ignore", invalid="ignore")
 def floormod_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """x - floor(x / y) * y: the remainder takes the divisor's sign, as Python's ``%``."""
     _check_int_divisor(x, y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.mod(x, y)
+    return np.mod(x, y)
 
 
 def floormod(x: Any, y: Any, name: str | None = None) -> Tensor:
@@ -141,12 +141,12 @@ def floormod(x: Any, y: Any, name: str | None = None) -> Tensor:
 
 
 @op("Pow", shape=broadcast_rule, dtype=same_dtype(NUMBERS))
+@np.errstate(divide="ignore", invalid="ignore", over="ignore")
 def pow_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """x ** y, elementwise; integers to negative powers are an error."""
     if y.dtype.kind == "i" and np.any(y < 0):
         raise InvalidArgumentError("integers to negative integer powers are not allowed")
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return np.power(x, y)
+    return np.power(x, y)
 
 
 def pow(
@@ -357,10 +357,10 @@ def square(x: Any, name: str | None = None) -> Tensor:
 
 
 @op("Sqrt", shape=same_shape_rule, dtype=same_dtype(FLOATS))
+@np.errstate(invalid="ignore")
 def sqrt_kernel(x: np.ndarray) -> np.ndarray:
     """√x, elementwise (nan below 0)."""
-    with np.errstate(invalid="ignore"):
-        return np.sqrt(x)
+    return np.sqrt(x)
 
 
 def sqrt(x: Any, name: str | None = None) -> Tensor:
@@ -369,10 +369,10 @@ def sqrt(x: Any, name: str | None = None) -> Tensor:
 
 
 @op("Exp", shape=same_shape_rule, dtype=same_dtype(FLOATS))
+@np.errstate(over="ignore")
 def exp_kernel(x: np.ndarray) -> np.ndarray:
     """eˣ, elementwise (inf on overflow)."""
-    with np.errstate(over="ignore"):
-        return np.exp(x)
+    return np.exp(x)
 
 
 def exp(x: Any, name: str | None = None) -> Tensor:
@@ -381,10 +381,10 @@ def exp(x: Any, name: str | None = None) -> Tensor:
 
 
 @op("Log", shape=same_shape_rule, dtype=same_dtype(FLOATS))
+@np.errstate(divide="ignore", invalid="ignore")
 def log_kernel(x: np.ndarray) -> np.ndarray:
     """ln x, elementwise (-inf at 0, nan below 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log(x)
+    return np.log(x)
 
 
 def log(x: Any, name: str | None = None) -> Tensor:
@@ -415,10 +415,10 @@ def sigmoid(x: Any, name: str | None = None) -> Tensor:
 
 # --- casts -----------------------------------------------------------------------------------
 @op("Cast", shape=same_shape_rule, dtype=attr_dtype_rule)
+@np.errstate(invalid="ignore")
 def cast_kernel(x: np.ndarray, dtype: DType) -> np.ndarray:
     """x converted to ``dtype``: floats to ints truncate toward zero; nonzero is True."""
-    with np.errstate(invalid="ignore"):
-        return x.astype(dtype.np)
+    return x.astype(dtype.np)
 
 
 def cast(x: Any, dtype: DType | str, name: str | None = None) -> Tensor:
@@ -450,9 +450,9 @@ def matmul_kernel(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: 
     if a.ndim < 2 or b.ndim < 2:  # NumPy would take a vector; TensorFlow refuses
         raise ShapeError(f"matmul needs tensors of rank >= 2, got ranks {a.ndim} and {b.ndim}")
     if transpose_a:
-        a = np.swapaxes(a, -1, -2)
+        a = a.swapaxes(-1, -2)
     if transpose_b:
-        b = np.swapaxes(b, -1, -2)
+        b = b.swapaxes(-1, -2)
     return np.matmul(a, b)
 
 
@@ -468,11 +468,13 @@ def matmul(
 # --- reductions ------------------------------------------------------------------------------
 def _reduction(op_name: str, x: Any, axis: Axis, keepdims: bool, name: str | None) -> Tensor:
     x = convert_to_tensor(x)
-    if axis is not None:
+    if type(axis) is tuple:  # (tested first: raising and catching TypeError costs more)
+        axis = tuple(map(operator.index, axis))
+    elif axis is not None:
         try:
             axis = operator.index(axis)
         except TypeError:
-            axis = tuple(operator.index(a) for a in axis)
+            axis = tuple(map(operator.index, axis))
     return execute(op_name, (x,), {"axis": axis, "keepdims": bool(keepdims)}, name)[0]
 
 

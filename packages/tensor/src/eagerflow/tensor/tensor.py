@@ -251,19 +251,22 @@ def convert_operands(*values: Any) -> list[Tensor]:
     This is TensorFlow's rule for ``x * 2``: a Python scalar takes the tensor's dtype.
     Two tensors of different dtypes are left alone: the op's dtype rule rejects them.
     """
-    if all(type(v) is Tensor for v in values):  # nothing to convert: the common case
-        return list(values)
-    own = [getattr(v, "dtype", None) for v in values]  # tensors' and variables' dtypes
-    hint = None
+    # Loops, not generators: this runs for every `x * 2`, `a @ b` and `x @ variable`.
+    for v in values:
+        if type(v) is not Tensor:
+            break
+    else:
+        return list(values)  # nothing to convert: the common case
+    own = [v._dtype if type(v) is Tensor else getattr(v, "dtype", None) for v in values]
+    hint = None  # the first tensor's (or variable's) dtype
     for d in own:
-        if isinstance(d, DType):
+        if type(d) is DType:
             hint = d
             break
-    converted = []
-    for v, d in zip(values, own, strict=True):  # a loop: it runs for every `x @ variable`
-        if type(v) is not Tensor:
-            v = convert_to_tensor(v, None if isinstance(d, DType) else hint)
-        converted.append(v)
+    converted = list(values)
+    for i, d in enumerate(own):
+        if type(converted[i]) is not Tensor:
+            converted[i] = convert_to_tensor(converted[i], None if type(d) is DType else hint)
     return converted
 
 
