@@ -208,6 +208,33 @@ def test_dtypes() -> None:
         ef.as_dtype("complex64")
 
 
+def test_overflow_and_inf_minus_inf_give_ieee_answers_without_numpy_warnings() -> None:
+    # In a fresh program: pytest restores the warning filters after importing test modules,
+    # which drops the filter eagerflow adds when it is imported.
+    script = """if True:
+        import numpy as np
+        import eagerflow.tensor as ef
+        inf, big = ef.constant([np.inf]), ef.constant([3e38])
+        results = [inf - inf, inf + -inf, inf * 0.0, big * 10.0, big + big]
+        print([float(r.numpy()[0]) for r in results])
+        from eagerflow.graph import Graph, Session
+        with Graph().as_default() as graph:
+            difference = ef.constant([np.inf]) - ef.constant([np.inf])
+        print("graph:", Session(graph).run(difference))
+        try:
+            np.subtract(np.array([np.inf]), np.array([np.inf]))  # plain NumPy still warns
+        except RuntimeWarning as warning:
+            print("numpy:", warning)
+    """
+    run = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", script],
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    assert run.stdout.splitlines() == [
+        "[nan, nan, nan, inf, inf]",
+        "graph: [nan]",
+        "numpy: invalid value encountered in subtract",
+    ]
+
+
 def test_stable_kernels_at_large_magnitudes() -> None:
     big = ef.constant([-1e4, 0.0, 1e4])
     assert ef.sigmoid(big).numpy().tolist() == [0.0, 0.5, 1.0]
