@@ -8,7 +8,14 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Graph, control_dependencies, name_scope, placeholder
+from eagerflow.graph import (
+    Graph,
+    cond,
+    control_dependencies,
+    name_scope,
+    placeholder,
+    while_loop,
+)
 
 
 def small_graph() -> Graph:
@@ -47,6 +54,55 @@ def test_graph_to_dot() -> None:
     assert 'n_x [label="x\\nPlaceholder: float32 (None, 3)", shape=ellipse];' in text
     assert "n_layer1_act_Relu -> n_loss [style=dashed];" in text
     assert text.count("{") == text.count("}")
+
+
+def branching_graph() -> Graph:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (), name="x")
+        w = Variable(3.0, name="w")
+        cond(x > 1.0, lambda: x * w, lambda: x * x)
+    return g
+
+
+def test_branches_are_drawn_only_when_asked() -> None:
+    g = branching_graph()
+    assert "cond_then" not in g.to_mermaid()
+    text = g.to_mermaid(branches=True)
+    lines = text.splitlines()
+    then = lines.index('  subgraph n_scope_cond__then_["cond: then"]')
+    other = lines.index('  subgraph n_scope_cond__else_["cond: else"]')
+    inside_then = lines[then + 1 : lines.index("  end", then)]
+    assert any(line.startswith("    n_cond_then_branch_mul[") for line in inside_then)
+    assert then < other
+    # the outer x feeds each branch's captured input; each branch's result feeds the If
+    assert '  n_x -->|"()"| n_cond_then_branch_captured' in lines
+    assert '  n_x -->|"()"| n_cond_else_branch_captured' in lines
+    assert '  n_cond_then_branch_mul -->|"then"| n_cond' in lines
+    assert '  n_cond_else_branch_mul -->|"else"| n_cond' in lines
+    # a variable of the outer graph feeds its reads inside a branch
+    assert any(line.startswith("  n_w --> n_cond_then_branch_") for line in lines)
+    dot = g.to_dot(branches=True)
+    assert "subgraph cluster_n_cond__then_ {" in dot and dot.count("{") == dot.count("}")
+
+
+def test_nested_loops_and_branches_get_ids_of_their_own() -> None:
+    g = Graph()
+    with g.as_default():
+        n = placeholder(ef.int32, (), name="n")
+
+        def body(i: ef.Tensor, total: ef.Tensor) -> tuple[ef.Tensor, ef.Tensor]:
+            step = cond(i > 2, lambda: ef.constant(2.0), lambda: ef.constant(1.0))
+            return i + 1, total + step
+
+        while_loop(lambda i, total: i < n, body, [ef.constant(0), ef.constant(0.0)])
+    text = g.to_mermaid(branches=True)
+    ids = re.findall(r"^ *(n_\w+)[\[(>]", text, re.M)
+    assert len(ids) == len(set(ids))  # every node once, under a unique id
+    assert '    subgraph n_scope_while__body_cond__then_["cond: then"]' in text  # boxes nest
+    assert '  n_n -->|"()"| n_while_cond_captured' in text
+    assert '  n_while_body_add_1 -->|"body"| n_while' in text
+    assert '  n_while_body_cond_then_branch_Const -->|"then"| n_while_body_cond' in text
 
 
 def test_tape_to_mermaid_and_dot() -> None:

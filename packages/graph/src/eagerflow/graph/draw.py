@@ -1,27 +1,76 @@
 """Pictures of a Graph: its operations as nodes, name scopes as nested boxes, tensors as
-edges labelled with their static shapes, control dependencies dashed."""
+edges labelled with their static shapes, control dependencies dashed.
+
+With ``branches=True`` the graphs inside ``If`` and ``While`` nodes (kept in their
+attributes) are drawn too, each in a box of its own: the outer tensors an inner graph
+captures are wired to its inputs, and its results to the node that runs it.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from eagerflow.autodiff.draw import Edge, Node, describe, safe_id
-from eagerflow.graph.graph import Graph
+from eagerflow.graph.control_flow import Subgraph
+from eagerflow.graph.graph import Graph, Operation
 
 KINDS = {"Placeholder": "input", "VariableV2": "variable", "Const": "const"}
 
 
-def graph_diagram(graph: Graph) -> tuple[list[Node], list[Edge]]:
-    nodes, edges = [], []
-    variables = {o.attrs["variable"]: o for o in graph.get_operations() if o.type == "VariableV2"}
-    for o in graph.get_operations():
-        if o.type != "VariableV2" and o.attrs.get("variable") in variables:  # reads and assigns
-            edges.append(Edge(safe_id(variables[o.attrs["variable"]].name), safe_id(o.name)))
-        scope, _, short = o.name.rpartition("/")
-        detail = o.type + (f": {describe(o.outputs[0])}" if o.outputs else "")
-        nodes.append(
-            Node(safe_id(o.name), short, detail, KINDS.get(o.type, "op"), scope and scope + "/")
-        )
-        for t in o.inputs:
-            shape = "?" if t.shape is None else str(tuple(t.shape))
-            edges.append(Edge(safe_id(t.op.name), safe_id(o.name), shape))
-        edges.extend(Edge(safe_id(c.name), safe_id(o.name), control=True) for c in o.control_inputs)
+def graph_diagram(graph: Graph, branches: bool = False) -> tuple[list[Node], list[Edge]]:
+    nodes: list[Node] = []
+    edges: list[Edge] = []
+    _draw(graph, "", "", {}, branches, nodes, edges)
     return nodes, edges
+
+
+def _draw(
+    graph: Graph,
+    prefix: str,
+    box: str,
+    variables: dict[Any, str],
+    branches: bool,
+    nodes: list[Node],
+    edges: list[Edge],
+) -> None:
+    """Add ``graph``'s nodes and edges. An inner graph's node ids start with ``prefix`` (its
+    names repeat the outer graph's), and its nodes sit in the scope ``box``."""
+
+    def node_id(o: Operation) -> str:
+        return safe_id(prefix + o.name)
+
+    operations = graph.get_operations()
+    # a variable's node feeds its reads and assignments, in inner graphs too
+    variables = variables | {o.attrs["variable"]: node_id(o) for o in operations
+                             if o.type == "VariableV2"}  # fmt: skip
+    for o in operations:
+        if o.type != "VariableV2" and o.attrs.get("variable") in variables:
+            edges.append(Edge(variables[o.attrs["variable"]], node_id(o)))
+        scope, _, short = o.name.rpartition("/")
+        scope = box + (scope and scope + "/")
+        detail = o.type + (f": {describe(o.outputs[0])}" if o.outputs else "")
+        nodes.append(Node(node_id(o), short, detail, KINDS.get(o.type, "op"), scope))
+        for t in o.inputs:
+            edges.append(Edge(node_id(t.op), node_id(o), _shape(t)))
+        edges.extend(Edge(node_id(c), node_id(o), control=True) for c in o.control_inputs)
+        if not branches:
+            continue
+        for key, inner in o.attrs.items():
+            if not isinstance(inner, Subgraph):
+                continue
+            label = key.removesuffix("_branch")  # then, else; cond, body
+            inner_prefix = f"{prefix}{o.name}/{key}/"
+            _draw(inner.graph, inner_prefix, f"{scope}{short}: {label}/", variables, branches,
+                  nodes, edges)  # fmt: skip
+            # the node's last inputs feed the inner graph's inputs (an If's first is its pred)
+            fed = o.inputs[len(o.inputs) - len(inner.inputs) :]
+            for t, placeholder in zip(fed, inner.inputs, strict=True):
+                if placeholder is not None:
+                    target = safe_id(inner_prefix + placeholder.op.name)
+                    edges.append(Edge(node_id(t.op), target, _shape(t)))
+            for t in inner.outputs:
+                edges.append(Edge(safe_id(inner_prefix + t.op.name), node_id(o), label))
+
+
+def _shape(t: Any) -> str:
+    return "?" if t.shape is None else str(tuple(t.shape))

@@ -264,19 +264,22 @@ class Graph:
             _default_graphs.pop()
 
     # --- pictures ---------------------------------------------------------------------------
-    def to_mermaid(self, direction: str = "TD") -> str:
-        """The graph as a Mermaid flowchart (the tutorial draws graphs with it)."""
+    def to_mermaid(self, direction: str = "TD", branches: bool = False) -> str:
+        """The graph as a Mermaid flowchart (the tutorial draws graphs with it).
+
+        ``branches=True`` also draws the graphs inside ``If`` and ``While`` nodes.
+        """
         from eagerflow.autodiff.draw import to_mermaid
         from eagerflow.graph.draw import graph_diagram
 
-        return to_mermaid(*graph_diagram(self), direction=direction)
+        return to_mermaid(*graph_diagram(self, branches), direction=direction)
 
-    def to_dot(self) -> str:
+    def to_dot(self, branches: bool = False) -> str:
         """The graph as Graphviz DOT text (no Graphviz needed to make it)."""
         from eagerflow.autodiff.draw import to_dot
         from eagerflow.graph.draw import graph_diagram
 
-        return to_dot(*graph_diagram(self), name="graph")
+        return to_dot(*graph_diagram(self, branches), name="graph")
 
     def __repr__(self) -> str:
         return f"<Graph with {len(self._operations)} operations>"
