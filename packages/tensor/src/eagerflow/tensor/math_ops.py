@@ -512,7 +512,7 @@ def mean_kernel(x: np.ndarray, axis: Axis, keepdims: bool) -> np.ndarray:
         if not x.size:  # NaN, with NumPy's "mean of empty slice" warning
             return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)  # type: ignore[arg-type]
         total = np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)  # as np.mean does
-        return total / (x.size // builtins.max(np.size(total), 1))
+        return total / (x.size // builtins.max(total.size, 1))
     total = np.sum(x, axis=axis, keepdims=keepdims)  # type: ignore[arg-type]
     count = x.size // builtins.max(np.size(total), 1) if x.size else 1
     return (np.sign(total) * (np.abs(total) // count)).astype(x.dtype)

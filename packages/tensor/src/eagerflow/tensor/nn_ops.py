@@ -131,12 +131,13 @@ def sparse_softmax_cross_entropy_kernel(
     if labels.shape != logits.shape[:-1]:  # the reshapes below would hide a mismatch
         _sparse_xent_shape([logits.shape, labels.shape], NO_ATTRS)
     depth = logits.shape[-1]
-    if labels.size and (labels.min() < 0 or labels.max() >= depth):
-        bad = labels[(labels < 0) | (labels >= depth)].flat[0]
-        raise OutOfRangeError(f"label {bad} is out of range [0, {depth})")
     # As rows of a matrix, whatever the batch shape; ufunc.reduce and one fancy index per
     # step, because on arrays this small each NumPy call costs more than its arithmetic.
-    z, picked = logits.reshape(-1, depth), (np.arange(labels.size), labels.reshape(-1))
+    flat = labels.reshape(-1)
+    if flat.size and (np.minimum.reduce(flat) < 0 or np.maximum.reduce(flat) >= depth):
+        bad = flat[(flat < 0) | (flat >= depth)][0]
+        raise OutOfRangeError(f"label {bad} is out of range [0, {depth})")
+    z, picked = logits.reshape(-1, depth), (np.arange(flat.size), flat)
     shifted = z - np.maximum.reduce(z, axis=1, keepdims=True)  # eᶻ cannot overflow
     exp = np.exp(shifted)
     total = np.add.reduce(exp, axis=1, keepdims=True)
