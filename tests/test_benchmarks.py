@@ -1,0 +1,36 @@
+"""The benchmark scripts run (what they print is measured, so only its form is checked)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def run_script(*args: str) -> list[str]:
+    result = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                            check=True, cwd=BENCHMARKS, timeout=300)  # fmt: skip
+    return result.stdout.splitlines()
+
+
+def test_run_prints_a_ratio_per_contender() -> None:
+    lines = run_script("run.py", "W1", "--rounds", "2", "--seconds", "0.2")
+    assert lines[0].startswith("W1: ")
+    assert re.fullmatch(r"  numpy +[\d.]+ ns/op +1\.00x numpy", lines[1])
+    assert re.fullmatch(r"  eagerflow +[\d.]+ ns/op +[\d.]+x numpy  \(target <= 3x: (met|MISSED)\)",
+                        lines[2])  # fmt: skip
+
+
+def test_breakdown_splits_a_step_into_kernels_and_python() -> None:
+    lines = run_script("breakdown.py", "W2", "--rounds", "2")
+    assert lines[0].startswith("W2: ")
+    labels = [re.sub(r" {2,}[-\d.]+ us.*", "", line).strip() for line in lines[1:7]]
+    assert labels == ["hand-written NumPy", "eagerflow, eager", "its 6 kernel calls alone",
+                      "the same, each result freed at once", "its Python alone (kernels replayed)",
+                      "what neither explains alone"]  # fmt: skip
+    # y = a*b + a; the tape's seed; the two products of Mul's gradient and the sum of a's
+    calls = {line.split()[0]: line.split()[1] for line in lines[8:]}
+    assert calls == {"Mul": "x3", "AddV2": "x2", "OnesLike": "x1"}
