@@ -173,7 +173,7 @@ def apply_gradient_descent_kernel(alpha: Any, delta: np.ndarray, variable: Varia
     One op rather than a multiply and an ``assign_sub`` (TensorFlow's optimizers do the same):
     one temporary array, not two.
     """
-    if np.ndim(alpha) or delta.shape != variable.shape:  # NumPy would broadcast them
+    if alpha.ndim or delta.shape != variable.shape:  # NumPy would broadcast them
         _gradient_descent_shape([np.shape(alpha), delta.shape], {"variable": variable})
     step = np.multiply(alpha, delta, out=np.empty(variable.shape, delta.dtype))
     if (private := _private_value(variable)) is not None:

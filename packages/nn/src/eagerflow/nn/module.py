@@ -25,7 +25,7 @@ import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
 from eagerflow.graph import name_scope
 from eagerflow.nn import initializers
-from eagerflow.tensor import DType
+from eagerflow.tensor import DType, Tensor
 
 Shape = tuple[int | None, ...]
 
@@ -70,7 +70,8 @@ class Layer:
 
     # --- calling -----------------------------------------------------------------------------
     def __call__(self, inputs: Any, training: bool = False) -> Any:
-        inputs = self._convert(inputs)
+        if type(inputs) is not Tensor:  # (tensors, the usual case, need no conversion)
+            inputs = self._convert(inputs)
         if not self.built:
             self.build(getattr(inputs, "shape", ()))  # None: a graph input of unknown rank
             self.built = True
