@@ -81,10 +81,12 @@ def _private_value(variable: Variable) -> np.ndarray | None:
 
     Every tensor or view that shares an array holds a reference to it, so CPython's reference
     count tells: 3 means only the variable (or the Session's store), ``array`` here and
-    ``getrefcount``'s own argument. A view (``base`` set) may share memory with anything.
+    ``getrefcount``'s argument. (The argument is a call's result, always counted: a newer
+    CPython may pass a local like ``array`` without counting it.) A view (``base`` set) may
+    share memory with anything, so it is never written.
     """
     array = _value(variable)
-    if getrefcount(array) == 3 and array.base is None and array.flags.writeable:
+    if getrefcount(_value(variable)) == 3 and array.base is None and array.flags.writeable:
         return array
     return None
 
