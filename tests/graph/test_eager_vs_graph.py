@@ -71,3 +71,28 @@ def test_eager_and_graph_agree(name: str) -> None:
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
     check()
+
+
+# (axis, keepdims, Size ops in the gradient): a known count needs none; the mean of all
+# elements is one element, so only the input is counted
+MEANS = [(None, False, 1), (None, True, 2), (0, False, 2), (1, True, 0), ((0, 1), False, 1)]
+
+
+@pytest.mark.parametrize(("axis", "keepdims", "sizes"), MEANS)
+def test_mean_gradient_with_an_unknown_batch_size(axis: object, keepdims: bool, sizes: int) -> None:
+    value = np.arange(12.0).reshape(4, 3)
+    reduced = np.mean(value, axis, keepdims=keepdims)  # type: ignore[call-overload]
+    weights = np.random.default_rng(0).standard_normal(reduced.shape)
+    x = ef.constant(value)
+    with GradientTape() as tape:
+        tape.watch(x)
+        total = ef.reduce_sum(ef.reduce_mean(x, axis, keepdims) * weights)  # type: ignore[arg-type]
+    expected = tape.gradient(total, x).numpy()
+    g = Graph()
+    with g.as_default():
+        xp = placeholder(ef.float64, (None, 3))  # the batch size is not in the graph
+        mean = ef.reduce_mean(xp, axis, keepdims)  # type: ignore[arg-type]
+        (dx,) = gradients(ef.reduce_sum(mean * weights), [xp])
+    with Session(g) as session:
+        np.testing.assert_allclose(session.run(dx, {xp: value}), expected, rtol=1e-12)
+    assert [o.type for o in g.get_operations()].count("Size") == sizes

@@ -280,7 +280,9 @@ def _mean_grad(op: OpRecord, grad: Tensor) -> Grads:
     x = op.inputs[0]
     dims = [x.shape[axis] for axis in reduced_axes(op.attrs["axis"], x.ndim)]
     if None in dims:  # a graph with unknown dimensions: count the elements when it runs
-        count = ef.cast(ef.size(x), grad.dtype) / ef.cast(ef.size(op.outputs[0]), grad.dtype)
+        count = ef.cast(ef.size(x), grad.dtype)
+        if op.outputs[0].shape != ():  # (the mean of all elements is one element: no division)
+            count = count / ef.cast(ef.size(op.outputs[0]), grad.dtype)
     else:
         count = float(math.prod(dims))  # type: ignore[arg-type]
     # divide before broadcasting: the division touches only the reduced (small) gradient
