@@ -16,8 +16,9 @@ Four ways of running the same step, timed interleaved (as in run.py, best round 
   when recorded, so only the framework runs (public functions, the seam, the tape, the
   rules, layers and optimizer).
 
-The first two minus the last two is what neither explains alone: mostly the caches, which
-the big kernels and the framework's Python take from each other. Then a table of the kernels
+The eager time minus the kept kernels' time and the Python's is what neither explains
+alone: mostly the caches, which the big kernels and the framework's Python take from each
+other. Then a table of the kernels
 by op, each call timed where it runs in the step.
 """
 
@@ -52,7 +53,7 @@ class KernelCalls:
 
 
 @contextmanager
-def kernels_replaced(make: Callable[[str, Callable[..., Any]], Kernel]) -> Iterator[None]:
+def kernels_replaced(make: Callable[[str, Kernel], Kernel]) -> Iterator[None]:
     """Inside the block each op's kernel is ``make(op_name, kernel)`` (a measuring trick:
     OpDefs are frozen, so the field is set by force, and put back after)."""
     saved = {name: op.kernel for name, op in OPS.items()}
@@ -98,8 +99,15 @@ def main(argv: list[str] | None = None) -> int:
             op.kernel(*arrays, **attrs)
 
     results: list[Any] = []  # what each kernel call returned, in order
-    with kernels_replaced(lambda name, kernel: lambda *a, **k: results.append(kernel(*a, **k))
-                          or results[-1]):  # fmt: skip
+
+    def remembering(name: str, kernel: Kernel) -> Kernel:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            results.append(kernel(*args, **kwargs))
+            return results[-1]
+
+        return call
+
+    with kernels_replaced(remembering):
         eager_step()
     position = 0
 
@@ -113,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         position = 0
         eager_step()
 
-    def replaying(name: str, kernel: Callable[..., Any]) -> Callable[..., Any]:
+    def replaying(name: str, kernel: Kernel) -> Kernel:
         return replay
 
     gc.collect()
@@ -144,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     timings: list[float] = []
     clock = time.perf_counter
 
-    def timed(name: str, kernel: Callable[..., Any]) -> Callable[..., Any]:
+    def timed(name: str, kernel: Kernel) -> Kernel:
         def call(*a: Any, **k: Any) -> Any:
             start = clock()
             result = kernel(*a, **k)
