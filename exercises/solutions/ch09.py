@@ -1,22 +1,29 @@
 """Chapter 9 exercises — run `pytest -m ch09`.
 
 Models and optimizers: an optimizer of your own (Adagrad) written as variable assignments,
-a layer that makes its variables in ``build``, a model that holds a list of layers, and the
-training step that ``fit`` repeats.
+a layer that makes its variables in ``build``, a model that holds a list of layers, the
+training step that ``fit`` repeats, and a dense layer that runs as one op.
 
 Reference solutions: the same classes and functions as `exercises/ch09.py`, solved.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow import nn
-from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.autodiff import GradientTape, Variable, register_gradient
+from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.tensor import Tensor
+from eagerflow.tensor.dtypes import FLOATS
+from eagerflow.tensor.errors import ShapeError
+from eagerflow.tensor.execution import execute
+from eagerflow.tensor.registry import OPS, Attrs, Shape, register_op
+from eagerflow.tensor.rules import fmt, same_dtype
 
 
 class AdagradOptimizer(nn.Optimizer):
@@ -180,3 +187,135 @@ def train_step(model: nn.Layer, optimizer: nn.Optimizer, x: np.ndarray, y: np.nd
     grads = tape.gradient(loss, variables)
     optimizer.apply_gradients(zip(grads, variables, strict=True))
     return float(loss)
+
+
+# --- a layer of one op ----------------------------------------------------------------------------
+# Given: the shape rule of the op ``FusedDense`` (its dtype rule is ``same_dtype(FLOATS)``).
+def fused_dense_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """x (batch, k), kernel (k, units), bias (units,) -> (batch, units); None is unknown."""
+    x, kernel, bias = shapes
+
+    def fits(a: int | None, b: int | None) -> bool:
+        return a is None or b is None or a == b
+
+    if not (len(x) == len(kernel) == 2 and len(bias) == 1 and fits(x[1], kernel[0])
+            and fits(kernel[1], bias[0])):  # fmt: skip
+        raise ShapeError(f"needs x (batch, k), kernel (k, units) and bias (units,), got "
+                         f"{fmt(x)}, {fmt(kernel)} and {fmt(bias)}")  # fmt: skip
+    return [(x[0], kernel[1])]
+
+
+def fused_dense_kernel(
+    x: np.ndarray, kernel: np.ndarray, bias: np.ndarray, relu: bool
+) -> np.ndarray:
+    """``x @ kernel + bias``, then ``max(·, 0)`` if ``relu``: three ops' work in one kernel.
+
+    ``Dense`` runs three ops, and eagerly each of them costs a trip through the seam and a
+    new array. This kernel makes one array, the matrix product, and does the rest *in
+    place* in it: that array is the kernel's own, so nobody else can see it change. Never
+    write into ``x``, ``kernel`` or ``bias``: they belong to the caller (and a tape may
+    still need them).
+
+    Args:
+        x: The inputs, shape (batch, k).
+        kernel: The weights, shape (k, units).
+        bias: The bias, shape (units,).
+        relu: Whether to apply relu as well.
+
+    Returns:
+        A new array of shape (batch, units), of the inputs' dtype.
+
+    Hint:
+        ``out = x @ kernel`` is new; ``out += bias`` and ``np.maximum(out, 0, out=out)`` write
+        into it.
+    """
+    out = x @ kernel  # a new array, ours to change
+    out += bias
+    if relu:
+        np.maximum(out, 0, out=out)
+    return out
+
+
+def register_fused_dense() -> None:
+    """Register the op ``FusedDense`` and its gradient rule, once (a second call does nothing).
+
+    The op: ``fused_dense_kernel`` with the rules ``fused_dense_shape`` and
+    ``same_dtype(FLOATS)``; its inputs are ``(x, kernel, bias)`` and its attribute ``relu``.
+
+    The gradient, for y = relu(x W + b) and an incoming gradient g: first g ← g where y > 0
+    (only if ``relu``; that is ``ef.relu_grad(g, y)``), then
+
+        dx = g Wᵀ,   dW = xᵀ g,   db = Σ g over the batch (axis 0)
+
+    Skip each one whose input needs no gradient (``op.needs(i)`` is False: return None for
+    it). For a network's first layer, x is data, and dx would cost as much as the forward
+    matrix product. Write the rule with eagerflow ops (``ef.matmul`` with
+    ``transpose_a``/``transpose_b``, ``ef.reduce_sum``), so it also works in graph mode and
+    can itself be differentiated.
+
+    Hint:
+        ``register_op`` is in ``eagerflow.tensor.registry`` and ``register_gradient`` in
+        ``eagerflow.autodiff``; check ``OPS`` and ``GRADIENTS`` first, as chapter 3's
+        ``register_softsign_gradient`` does. ``op.inputs`` is ``(x, kernel, bias)``,
+        ``op.outputs[0]`` is y and ``op.attrs["relu"]`` the attribute. ``MatMul``'s rule in
+        ``packages/autodiff/src/eagerflow/autodiff/math_grad.py`` is the one to copy.
+    """
+    if "FusedDense" not in OPS:
+        register_op("FusedDense", fused_dense_kernel, shape=fused_dense_shape,
+                    dtype=same_dtype(FLOATS))  # fmt: skip
+    if "FusedDense" in GRADIENTS:
+        return
+
+    @register_gradient("FusedDense")
+    def _fused_dense_grad(op: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        x, kernel, _ = op.inputs
+        if op.attrs["relu"]:
+            grad = ef.relu_grad(grad, op.outputs[0])
+        return (
+            ef.matmul(grad, kernel, transpose_b=True) if op.needs(0) else None,
+            ef.matmul(x, grad, transpose_a=True) if op.needs(1) else None,
+            ef.reduce_sum(grad, axis=0) if op.needs(2) else None,
+        )
+
+
+class FusedDense(nn.Dense):
+    """``Dense``, with its matrix product, bias and relu run as one op, ``FusedDense``.
+
+    It has the same variables, built the same way (``build`` is ``Dense``'s), and gives the
+    same outputs and gradients, while a ``relu`` layer runs one op instead of three. This is
+    what PyTorch's ``nn.Linear`` does (one ``addmm`` for the product and the bias), and what
+    TensorFlow's graph optimizer does when it rewrites MatMul, BiasAdd and Relu into one
+    ``_FusedMatMul``. Fewer ops means less Python per step in eager mode, and two fewer
+    arrays of the layer's output size.
+
+    Write ``call``:
+
+    - with the activation ``nn.activations.relu`` (``FusedDense(64, "relu")``): one
+      ``FusedDense`` op with ``relu=True``;
+    - with no activation: one ``FusedDense`` op with ``relu=False``;
+    - with any other activation: the op with ``relu=False``, then the activation;
+    - with ``use_bias=False``: ``Dense``'s own ``call`` (there is no bias to fuse).
+
+    Hint:
+        Call ``register_fused_dense()`` first. Convert the inputs and the two variables
+        with ``ef.convert_to_tensor`` (a variable becomes a read of its value, which a tape
+        watches), then ``execute("FusedDense", (x, kernel, bias), {"relu": ...})[0]``.
+    """
+
+    def call(self, inputs: Any) -> Tensor:
+        """``activation(inputs @ kernel + bias)``, through the op ``FusedDense``.
+
+        Args:
+            inputs: A float tensor of shape (batch, features), eager or symbolic.
+
+        Returns:
+            A tensor of shape (batch, units).
+        """
+        if not self.use_bias:
+            return super().call(inputs)
+        register_fused_dense()
+        relu = self.activation is nn.activations.relu
+        inputs = (ef.convert_to_tensor(inputs), ef.convert_to_tensor(self.kernel),
+                  ef.convert_to_tensor(self.bias))  # fmt: skip
+        outputs = execute("FusedDense", inputs, {"relu": relu})[0]
+        return outputs if relu or self.activation is None else self.activation(outputs)

@@ -7,8 +7,9 @@ import pytest
 
 import eagerflow.tensor as ef
 from eagerflow import nn
-from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.autodiff import GradientCheckError, GradientTape, Variable, check_gradients
 from eagerflow.graph import Graph, Session, global_variables_initializer, placeholder
+from eagerflow.tensor.execution import execute, recording
 
 pytestmark = pytest.mark.ch09
 
@@ -218,3 +219,147 @@ def test_train_step_builds_a_new_model_and_learns(chapter):
         f"40 Adam steps on a separable problem should cut the loss by 3x: {losses[0]:.3f} -> "
         f"{losses[-1]:.3f}"
     )
+
+
+# --- FusedDense ---------------------------------------------------------------------------------
+class OpNames:
+    """A recorder on the seam: the name of every op that runs."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def record(self, op, inputs, attrs, outputs) -> None:
+        self.names.append(op.name)
+
+
+def ops_run(fn):
+    """The names of the ops ``fn()`` runs (ReadVariableOp left out), and its result."""
+    recorder = OpNames()
+    with recording(recorder):
+        result = fn()
+    return [n for n in recorder.names if n != "ReadVariableOp"], result
+
+
+def dense_data(seed=0, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(5, 3)).astype(dtype)
+    kernel = rng.normal(size=(3, 4)).astype(dtype)
+    bias = rng.normal(size=4).astype(dtype)
+    return x, kernel, bias
+
+
+def test_fused_dense_kernel_does_three_ops_work_on_a_new_array(chapter):
+    x, kernel, bias = dense_data()
+    copies = [a.copy() for a in (x, kernel, bias)]
+    for relu in (False, True):
+        want = x @ kernel + bias
+        if relu:
+            want = np.maximum(want, 0)
+        got = chapter.fused_dense_kernel(x, kernel, bias, relu)
+        assert isinstance(got, np.ndarray) and got.dtype == np.float32, (
+            f"expected a float32 array, got {type(got).__name__} {getattr(got, 'dtype', '')}"
+        )
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"relu={relu}")
+        for name, before, after in zip(("x", "kernel", "bias"), copies, (x, kernel, bias),
+                                       strict=True):  # fmt: skip
+            np.testing.assert_array_equal(after, before, err_msg=f"the kernel changed {name}")
+        assert not any(np.shares_memory(got, a) for a in (x, kernel, bias)), (
+            "the result must be a new array, not one of the inputs"
+        )
+
+
+def test_fused_dense_is_registered_once(chapter):
+    from eagerflow.autodiff.registry import GRADIENTS
+    from eagerflow.tensor.registry import OPS
+
+    chapter.register_fused_dense()
+    assert "FusedDense" in OPS, "no op named 'FusedDense' in the registry"
+    assert GRADIENTS.get("FusedDense") is not None, "no gradient rule for 'FusedDense'"
+    op, rule = OPS["FusedDense"], GRADIENTS["FusedDense"]
+    chapter.register_fused_dense()
+    assert OPS["FusedDense"] is op and GRADIENTS["FusedDense"] is rule, (
+        "a second call should leave the op and its rule as they are"
+    )
+
+
+def fused(x, kernel, bias, relu):
+    return execute("FusedDense", (x, kernel, bias), {"relu": relu})[0]
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("order", [1, 2])
+def test_fused_dense_gradients_pass_the_checker(chapter, relu, order):
+    chapter.register_fused_dense()
+    x, kernel, bias = dense_data(seed=order, dtype=np.float64)
+    try:
+        check_gradients(lambda *ins: fused(*ins, relu), [x, kernel, bias], order=order)
+    except GradientCheckError as e:
+        pytest.fail(f"check_gradients(FusedDense, relu={relu}, order={order}):\n{e}")
+
+
+def test_fused_dense_gradient_skips_the_product_nobody_needs(chapter):
+    chapter.register_fused_dense()
+    x, kernel, bias = dense_data()
+    w, b = ef.constant(kernel), ef.constant(bias)
+    with GradientTape() as tape:
+        tape.watch([w, b])
+        y = ef.reduce_sum(fused(ef.constant(x), w, b, True))
+    names, (dw, db) = ops_run(lambda: tape.gradient(y, [w, b]))
+    assert names.count("MatMul") == 1, (
+        f"x is data (no gradient asked for), so only dW = xᵀ g needs a matrix product; the "
+        f"backward pass ran {names}"
+    )
+    g = (x @ kernel + bias > 0).astype(np.float32)
+    np.testing.assert_allclose(dw.numpy(), x.T @ g, rtol=1e-5, err_msg="dW")
+    np.testing.assert_allclose(db.numpy(), g.sum(0), rtol=1e-5, err_msg="db")
+
+
+@pytest.mark.parametrize("activation", ["relu", None, "tanh"])
+def test_fused_dense_layer_matches_dense_in_fewer_ops(chapter, activation):
+    x = dense_data()[0]
+    dense = nn.Dense(4, activation)
+    dense(x)
+    layer = chapter.FusedDense(4, activation)
+    layer(x)
+    for mine, theirs in zip(layer.variables, dense.variables, strict=True):
+        mine.assign(theirs)
+    with GradientTape(persistent=True) as tape:
+        want = dense(x)
+        names, got = ops_run(lambda: layer(x))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6,
+                               err_msg=f"FusedDense(4, {activation!r}) vs Dense")  # fmt: skip
+    expected = ["FusedDense"] + (["Tanh"] if activation == "tanh" else [])
+    assert names == expected, f"FusedDense(4, {activation!r}) should run {expected}, ran {names}"
+    grads = tape.gradient(got, layer.variables)
+    wanted = tape.gradient(want, dense.variables)
+    for variable, g, w in zip(layer.variables, grads, wanted, strict=True):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6,
+                                   err_msg=f"gradient of {variable.name}")  # fmt: skip
+
+
+def test_fused_dense_without_a_bias_is_dense(chapter):
+    x = dense_data()[0]
+    layer = chapter.FusedDense(4, "relu", use_bias=False)
+    layer(x)  # (the first call builds the kernel: a RandomUniform op)
+    names, y = ops_run(lambda: layer(x))
+    assert names == ["MatMul", "Relu"], f"without a bias there is nothing to fuse, ran {names}"
+    assert len(layer.variables) == 1 and y.shape == (5, 4)
+
+
+def test_fused_dense_works_in_a_graph(chapter):
+    x = dense_data()[0]
+    graph = Graph()
+    with graph.as_default():
+        ef.set_seed(3)
+        layer = chapter.FusedDense(4, "relu")
+        inputs = placeholder(ef.float32, (None, 3), name="x")
+        outputs = layer(inputs)
+        init = global_variables_initializer()
+    types = [o.type for o in graph.get_operations()]
+    assert "FusedDense" in types and "MatMul" not in types, f"the graph holds {types}"
+    assert outputs.shape == (None, 4), f"the static shape should be (None, 4), got {outputs.shape}"
+    with Session(graph) as session:
+        session.run(init)
+        got = session.run(outputs, {inputs: x})
+        kernel, bias = session.run(layer.variables)
+    np.testing.assert_allclose(got, np.maximum(x @ kernel + bias, 0), rtol=1e-5, atol=1e-6)
