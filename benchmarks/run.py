@@ -340,7 +340,8 @@ def w4_mlp_step() -> Workload:
         with GradientTape() as tape:
             logits = model(x)
             loss = ef.reduce_mean(
-                nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+                nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            )
         grads = tape.gradient(loss, variables)
         optimizer.apply_gradients(zip(grads, variables, strict=True))
         return loss

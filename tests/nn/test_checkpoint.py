@@ -314,7 +314,6 @@ def test_checkpoint_rejects_objects_without_variables(bad) -> None:
 
 def test_a_checkpoint_of_another_format_version_is_refused(tmp_path):
 
-
     step = Variable(3, name="step")
     path = tmp_path / "future.npz"
     np.savez(path, __eagerflow_checkpoint__=np.array(99), step=np.array(7, np.int32))

@@ -25,9 +25,7 @@ def ones(shape: Sequence[int], dtype: DType = ef.float32) -> Tensor:
     return ef.ones(shape, dtype)
 
 
-def random_normal(
-    mean: float = 0.0, stddev: float = 0.05
-) -> Initializer:
+def random_normal(mean: float = 0.0, stddev: float = 0.05) -> Initializer:
     """Draws from N(mean, stddev²) (Keras' defaults)."""
 
     def initializer(shape: Sequence[int], dtype: DType = ef.float32) -> Tensor:

@@ -293,5 +293,3 @@ def get_or_create_global_step(graph: Graph | None = None) -> Variable:
 
 def _new_global_step() -> Variable:
     return Variable(ef.constant(0, ef.int64), trainable=False, name="global_step")
-
-

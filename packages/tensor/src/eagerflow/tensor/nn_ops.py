@@ -99,9 +99,13 @@ def log_softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
 # --- the fused loss ------------------------------------------------------------------------------
 def _sparse_xent_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     logits, labels = shapes
-    if len(logits) < 1 or len(labels) != len(logits) - 1 or any(
-        a is not None and b is not None and a != b
-        for a, b in zip(labels, logits[:-1], strict=True)
+    if (
+        len(logits) < 1
+        or len(labels) != len(logits) - 1
+        or any(
+            a is not None and b is not None and a != b
+            for a, b in zip(labels, logits[:-1], strict=True)
+        )
     ):
         raise ShapeError(f"labels {fmt(labels)} must have the shape of logits {fmt(logits)} "
                          "without its last axis")  # fmt: skip
