@@ -170,3 +170,69 @@ def test_errors() -> None:
         _, y = while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * x), [0, x])
         with pytest.raises(LookupError, match="While"):
             gradients(y, [x])
+
+
+MISTAKES = {
+    "body returns too many": (
+        lambda: while_loop(lambda i: i < 3, lambda i: (i + 1, i), [ef.constant(0)]),
+        ef.ShapeError,
+        r"While\(int32\[\]\): the body returns 2 values for 1 loop variables",
+    ),
+    "body returns too few": (
+        lambda: while_loop(lambda i, j: i < 3, lambda i, j: i + 1, [ef.constant(0), 1]),
+        ef.ShapeError,
+        r"the body returns 1 values for 2 loop variables",
+    ),
+    "body changes a dtype": (
+        lambda: while_loop(lambda i: i < 3, lambda i: ef.cast(i + 1, ef.float32), [ef.constant(0)]),
+        ef.DTypeError,
+        r"While\(int32\[\]\): loop variable 0 starts as int32 but the body returns float32",
+    ),
+    "condition is not a bool": (
+        lambda: while_loop(lambda i: ef.cast(i, ef.float32), lambda i: i + 1, [ef.constant(0)]),
+        ef.DTypeError,
+        r"the loop condition must return one bool, got float32",
+    ),
+    "condition is not a scalar": (
+        lambda: while_loop(lambda v: v < 3, lambda v: v + 1, [ef.constant([0, 1])]),
+        ef.ShapeError,
+        r"While\(int32\[2\]\): the loop condition must be a scalar, got shape \(2,\)",
+    ),
+    "shape_invariants of another length": (
+        lambda: while_loop(lambda i: i < 3, lambda i: i + 1, [ef.constant(0)], [(), ()]),
+        ef.ShapeError,
+        r"2 shape_invariants for 1 loop variables",
+    ),
+    "cond's predicate is not a scalar": (
+        lambda: cond(ef.constant([True, False]), lambda: 1.0, lambda: 2.0),
+        ef.ShapeError,
+        r"If\(bool\[2\]\): cond's predicate must be a scalar, got shape \(2,\)",
+    ),
+    "cond's predicate is not a bool": (
+        lambda: cond(ef.constant(1.0), lambda: 1.0, lambda: 2.0),
+        ef.DTypeError,
+        r"If\(float32\[\]\): cond needs a bool predicate, got float32",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+@pytest.mark.parametrize("mistake", list(MISTAKES))
+def test_mistakes_get_the_same_error_in_both_modes(mistake: str, mode: str) -> None:
+    build, error, message = MISTAKES[mistake]
+    if mode == "eager":
+        with pytest.raises(error, match=message):
+            build()
+        return
+    g = Graph()
+    with g.as_default(), pytest.raises(error, match=message):
+        build()
+    # the op that failed its rules is not in the graph (only constants from the lambdas are)
+    assert not {op.type for op in g.get_operations()} & {"If", "While"}
+
+
+def test_an_eager_loop_takes_python_and_numpy_values() -> None:
+    assert while_loop(lambda i: i < 3, lambda i: i + 1, [0]) == [3]
+    (n,) = while_loop(lambda v: v.sum() < 5, lambda v: v * 2, [np.ones(2)])
+    np.testing.assert_array_equal(n, [4.0, 4.0])
+    assert cond(np.bool_(True), lambda: "then", lambda: "else") == "then"

@@ -114,15 +114,26 @@ def _union_captures(*graphs: FunctionGraph) -> list[SymbolicTensor]:
     return list(dict.fromkeys(t for g in graphs for t in g.captures))
 
 
+def _check_scalar(shape: Shape, what: str) -> None:
+    """Python's ``if`` and ``while`` need one truth value: a shape of () (or not yet known)."""
+    if shape is not None and shape != ():
+        raise ShapeError(f"{what} must be a scalar, got shape {shape}")
+
+
 # --- cond ------------------------------------------------------------------------------------
 def _if_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    _check_scalar(shapes[0], "cond's predicate")
     then, other = attrs["then_branch"].outputs, attrs["else_branch"].outputs
     return [_merge(a.shape, b.shape) for a, b in zip(then, other, strict=True)]
 
 
+def _check_predicate(dtype: DType) -> None:
+    if dtype is not ef.bool_:
+        raise DTypeError(f"cond needs a bool predicate, got {dtype}")
+
+
 def _if_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    if dts[0] is not ef.bool_:
-        raise DTypeError(f"cond needs a bool predicate, got {dts[0]}")
+    _check_predicate(dts[0])
     then, other = attrs["then_branch"].outputs, attrs["else_branch"].outputs
     if len(then) != len(other):
         raise ShapeError(f"the branches return {len(then)} and {len(other)} tensors")
@@ -130,6 +141,17 @@ def _if_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
         if a.dtype is not b.dtype:
             raise DTypeError(f"the branches return different dtypes: {a.dtype} and {b.dtype}")
     return [t.dtype for t in then]
+
+
+def _eager_predicate(pred: Any) -> bool:
+    """``bool(pred)``, once it passes the If rules (a Python value passes as it is)."""
+    if isinstance(pred, Tensor):
+        try:
+            _check_predicate(pred.dtype)
+            _check_scalar(pred.shape, "cond's predicate")
+        except (ShapeError, DTypeError) as e:
+            raise e.at_op("If", [pred]) from None
+    return bool(pred)
 
 
 @op("If", shape=_if_shape, dtype=_if_dtype, multi_output=True, stateful=True)
@@ -147,7 +169,7 @@ def cond(
     """``true_fn()`` if ``pred`` else ``false_fn()``. In a graph, both branches are built and
     the Session runs only the chosen one; they must return the same structure and dtypes."""
     if executing_eagerly():
-        return true_fn() if bool(pred) else false_fn()
+        return true_fn() if _eager_predicate(pred) else false_fn()
     outer = get_default_graph()
     then_graph, then_result = _build(true_fn, [], outer)
     else_graph, _ = _build(false_fn, [], outer)
@@ -200,18 +222,32 @@ def _while_grad(op: OpRecord, *grads: Tensor) -> tuple[Tensor | None, ...]:
 
 
 # --- while_loop ------------------------------------------------------------------------------
+def _check_condition(dtypes: Sequence[DType | None]) -> None:
+    """The loop condition returns one bool (None: a Python value, as eager mode allows)."""
+    if len(dtypes) != 1 or dtypes[0] not in (ef.bool_, None):
+        got = ", ".join(str(d) for d in dtypes) or "nothing"
+        raise DTypeError(f"the loop condition must return one bool, got {got}")
+
+
+def _check_body(starts: Sequence[DType | None], ends: Sequence[DType | None]) -> None:
+    """The body returns one value per loop variable, each keeping its dtype."""
+    if len(ends) != len(starts):
+        raise ShapeError(f"the body returns {len(ends)} values for {len(starts)} loop variables")
+    for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        if None not in (start, end) and start is not end:
+            raise DTypeError(f"loop variable {i} starts as {start} but the body returns {end}")
+
+
 def _while_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    _check_scalar(attrs["cond"].outputs[0].shape, "the loop condition")
     return [t.shape for t in attrs["body"].outputs]
 
 
 def _while_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    n = attrs["num_vars"]
-    for i, (start, end) in enumerate(zip(dts[:n], attrs["body"].outputs, strict=True)):
-        if start is not end.dtype:
-            raise DTypeError(
-                f"loop variable {i} starts as {start} but the body returns {end.dtype}"
-            )
-    return list(dts[:n])
+    _check_condition([t.dtype for t in attrs["cond"].outputs])
+    starts = dts[: attrs["num_vars"]]
+    _check_body(starts, [t.dtype for t in attrs["body"].outputs])
+    return list(starts)
 
 
 @op("While", shape=_while_shape, dtype=_while_dtype, multi_output=True, stateful=True)
@@ -235,25 +271,27 @@ def while_loop(
     """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``; returns the final
     loop variables (a list, as given). ``shape_invariants`` allows a variable's shape to
     change between iterations (e.g. ``(None,)`` for a growing vector)."""
+    if shape_invariants is not None and len(shape_invariants) != len(loop_vars):
+        raise ShapeError(
+            f"{len(shape_invariants)} shape_invariants for {len(loop_vars)} loop variables"
+        ).at_op("While", loop_vars)
     if executing_eagerly():
-        values = list(loop_vars)
-        while bool(cond(*values)):
-            values = list(flatten(body(*values)))
-        return values
+        return _eager_while(cond, body, list(loop_vars))
     outer = get_default_graph()
     start = [ef.convert_to_tensor(v) for v in loop_vars]
-    like = [
-        _Spec(tuple(s) if s is not None else None, v.dtype) if shape_invariants else v
-        for v, s in zip(start, shape_invariants or [None] * len(start), strict=True)
-    ]
+    like = start
+    if shape_invariants:
+        like = [_Spec(None if s is None else tuple(s), v.dtype)
+                for v, s in zip(start, shape_invariants, strict=True)]  # fmt: skip
     cond_graph, _ = _build(cond, like, outer)
     body_graph, _ = _build(body, like, outer)
-    for i, (spec, out) in enumerate(zip(like, body_graph.results, strict=True)):
+    # a body returning too few or too many values is the While rule's to report
+    for i, (spec, out) in enumerate(zip(like, body_graph.results, strict=False)):
         if _merge(spec.shape, out.shape) != spec.shape:
             raise ShapeError(
                 f"loop variable {i} has shape {spec.shape} but the body returns {out.shape}; "
                 "pass shape_invariants (None for dimensions that change)"
-            )
+            ).at_op("While", start)
     captured = _union_captures(cond_graph, body_graph)
     num_vars = len(start)
 
@@ -263,6 +301,28 @@ def while_loop(
 
     attrs = {"cond": subgraph(cond_graph), "body": subgraph(body_graph), "num_vars": num_vars}
     return list(execute("While", (*start, *captured), attrs, name or "while"))
+
+
+def _eager_while(
+    cond: Callable[..., Any], body: Callable[..., Any], values: list[Any]
+) -> list[Any]:
+    """Python's own ``while``, checked by the same rules as the While op."""
+
+    def dtypes(results: Sequence[Any]) -> list[DType | None]:
+        return [r.dtype if isinstance(r, Tensor) else None for r in results]
+
+    try:
+        while True:
+            decision = flatten(cond(*values))
+            _check_condition(dtypes(decision))
+            _check_scalar(getattr(decision[0], "shape", ()), "the loop condition")
+            if not decision[0]:
+                return values
+            results = flatten(body(*values))
+            _check_body(dtypes(values), dtypes(results))
+            values = results
+    except (ShapeError, DTypeError) as e:
+        raise e.at_op("While", values) from None
 
 
 class _Spec:
