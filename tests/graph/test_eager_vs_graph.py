@@ -96,3 +96,46 @@ def test_mean_gradient_with_an_unknown_batch_size(axis: object, keepdims: bool, 
     with Session(g) as session:
         np.testing.assert_allclose(session.run(dx, {xp: value}), expected, rtol=1e-12)
     assert [o.type for o in g.get_operations()].count("Size") == sizes
+
+
+# Bad input, one call per kind of check: a rule the eager path skips (it runs the shape rule
+# only after a kernel fails) must still fail there, with the same error as the graph.
+X = np.arange(6.0).reshape(2, 3)
+MISTAKES = {
+    "one_hot, negative depth": lambda c: ef.one_hot(c(np.array([1])), -1),
+    "tile, negative multiple": lambda c: ef.tile(c(X), [-1, 1]),
+    "tile, too few multiples": lambda c: ef.tile(c(X), [2]),
+    "expand_dims, axis": lambda c: ef.expand_dims(c(X), 5),
+    "squeeze, axis of size 3": lambda c: ef.squeeze(c(X), [1]),
+    "split, unequal": lambda c: ef.split(c(X), 4, axis=1),
+    "stack, axis": lambda c: ef.stack([c(X), c(X)], axis=4),
+    "broadcast_to": lambda c: ef.broadcast_to(c(X), (3, 3)),
+    "reshape, two -1s": lambda c: ef.reshape(c(X), (-1, -1)),
+    "transpose, short perm": lambda c: ef.transpose(c(X), [0]),
+    "reduce_sum, same axis twice": lambda c: ef.reduce_sum(c(X), axis=[0, 0]),
+    "concat, axis": lambda c: ef.concat([c(X), c(X)], 2),
+    "index past the end": lambda c: c(X)[2],
+    "index below the start": lambda c: c(X)[-3],
+    "slice step 0": lambda c: c(X)[::0],
+    "too many indices": lambda c: c(X)[0, 0, 0],
+    "argmax, axis": lambda c: ef.argmax(c(X), axis=3),
+    "int to a negative power": lambda c: c(np.array([2])) ** c(np.array([-1])),
+    "integer division by 0": lambda c: c(np.array([2])) // c(np.array([0])),
+    "gather, index": lambda c: ef.gather(c(X), c(np.array([5]))),
+    "segment id": lambda c: ef.unsorted_segment_sum(c(X), c(np.array([0, 5])), 2),
+    "matmul of vectors": lambda c: ef.matmul(c(np.ones(3)), c(np.ones(3))),
+}
+
+
+@pytest.mark.parametrize("mistake", list(MISTAKES))
+def test_bad_input_gets_the_same_error_in_both_modes(mistake: str) -> None:
+    build = MISTAKES[mistake]
+    with pytest.raises(ef.EagerflowError) as eager_error:
+        build(ef.constant)
+    g = Graph()
+    with pytest.raises(ef.EagerflowError) as graph_error, g.as_default():
+        Session(g).run(build(ef.constant))  # an error at build time or at run time
+    assert type(graph_error.value) is type(eager_error.value)
+    eager_message, graph_message = str(eager_error.value), str(graph_error.value)
+    assert graph_message.startswith(eager_message)  # the graph may add " [node '...']"
+    assert "(" in eager_message.split(":")[0]  # "Op(float64[2,3], ...)": inputs described

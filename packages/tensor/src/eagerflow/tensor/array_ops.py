@@ -489,8 +489,8 @@ def split(
         dim = value.shape[normalize_axis(axis, value.ndim)] if value.ndim else None
         if n <= 0 or dim is None or dim % n:
             raise ShapeError(
-                f"SplitV: cannot split axis {axis} of shape {fmt(value.shape)} into {n} equal parts"
-            )
+                f"cannot split axis {axis} of shape {fmt(value.shape)} into {n} equal parts"
+            ).at_op("SplitV", (value,))
         sizes = (dim // n,) * n
     else:
         sizes = tuple(int(s) for s in num_or_size_splits)
@@ -569,13 +569,15 @@ def unsorted_segment_sum(
 def one_hot_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """A new axis of size ``depth`` at ``axis`` (default: last)."""
     shape, depth = shapes[0], attrs["depth"]
-    if depth < 0:
-        raise InvalidArgumentError(f"depth must be >= 0, got {depth}")
     axis = normalize_axis(attrs["axis"], len(shape), extra=1)
     return [(*shape[:axis], depth, *shape[axis:])]
 
 
 def one_hot_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    # checked here, not in the shape rule: eager mode runs the dtype rule, and NumPy would
+    # quietly make a negative depth an empty axis
+    if attrs["depth"] < 0:
+        raise InvalidArgumentError(f"depth must be >= 0, got {attrs['depth']}")
     if dts[0] not in INTEGERS:
         raise DTypeError(f"indices must be int32 or int64, got {dts[0]}")
     return [attrs["dtype"]]
@@ -704,7 +706,11 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     if isinstance(key, list | np.ndarray) or (isinstance(key, Tensor) and key.ndim):
         return gather(x, key)
     items = key if isinstance(key, tuple) else (key,)
-    return execute("StridedSlice", (x,), {"key": tuple(_index(k) for k in items)})[0]
+    try:
+        attrs = {"key": tuple(_index(k) for k in items)}
+    except InvalidArgumentError as e:
+        raise e.at_op("StridedSlice", (x,)) from None
+    return execute("StridedSlice", (x,), attrs)[0]
 
 
 def _index(k: Any) -> Index:
@@ -712,7 +718,7 @@ def _index(k: Any) -> Index:
         return k
     if isinstance(k, slice):
         if k.step is not None and operator.index(k.step) == 0:
-            raise InvalidArgumentError("StridedSlice: slice step cannot be zero")
+            raise InvalidArgumentError("slice step cannot be zero")
         return slice(*(None if v is None else operator.index(v) for v in (k.start, k.stop, k.step)))
     if isinstance(k, bool | np.bool_):
         raise TypeError("indexing with a bool is not supported; use where() or gather()")

@@ -461,7 +461,9 @@ def matmul_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 def matmul_kernel(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> np.ndarray:
     """a @ b over the last two axes (optionally transposed first), batched over the rest."""
     if a.ndim < 2 or b.ndim < 2:  # NumPy would take a vector; TensorFlow refuses
-        raise ShapeError(f"matmul needs tensors of rank >= 2, got ranks {a.ndim} and {b.ndim}")
+        raise ShapeError(
+            f"matmul needs tensors of rank >= 2, got shapes {fmt(a.shape)} and {fmt(b.shape)}"
+        )
     if transpose_a:
         a = a.swapaxes(-1, -2)
     if transpose_b:
