@@ -304,6 +304,15 @@ def test_sequential_add_and_call_matches_numpy() -> None:
     np.testing.assert_allclose(out, _relu(x @ k0 + b0) @ k1 + b1, rtol=1e-5, atol=1e-6)
 
 
+def test_sequential_takes_only_layers_and_says_which_is_not() -> None:
+    with pytest.raises(TypeError, match=r"layer 1 must be a Layer, got 3 of type int"):
+        nn.Sequential([nn.Dense(2), 3])
+    model = nn.Sequential([nn.Dense(2)])
+    with pytest.raises(TypeError, match=r"layer 1 must be a Layer, got .* of type function"):
+        model.add(lambda x: x)  # type: ignore[arg-type]
+    assert len(model.layers) == 1  # the refused layer was not added
+
+
 # --- summary --------------------------------------------------------------------------------
 def test_summary_lists_layers_output_shapes_and_parameter_counts() -> None:
     model = nn.Sequential([nn.Dense(7, activation="relu"), nn.Dense(3, use_bias=False)])

@@ -97,9 +97,16 @@ class Sequential(Model):
 
     def __init__(self, layers: Iterable[Layer] = (), name: str | None = None) -> None:
         super().__init__(name)
-        self.layers = list(layers)
+        self.layers: list[Layer] = []
+        for layer in layers:
+            self.add(layer)
 
     def add(self, layer: Layer) -> None:
+        if not isinstance(layer, Layer):
+            raise TypeError(
+                f"Sequential '{self.name}': layer {len(self.layers)} must be a Layer, "
+                f"got {layer!r} of type {type(layer).__name__}"
+            )
         self.layers.append(layer)
 
     def call(self, inputs: Any, training: bool = False) -> Any:
