@@ -4,6 +4,7 @@ graph mode; apply_gradients/minimize contracts; the global step; slots."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -13,6 +14,7 @@ import eagerflow.tensor as ef
 from eagerflow import nn
 from eagerflow.autodiff import Variable
 from eagerflow.graph import Graph, Session, global_variables, global_variables_initializer
+from eagerflow.tensor.errors import InvalidArgumentError
 
 # Two variables; loss = Σ c·v + ½ Σ v², so the gradient is g = c + v (it changes as v does).
 INITIAL = [np.array([[0.5, -1.0, 2.0], [0.25, 0.0, -3.0]]), np.array([1.5, -0.5, 0.1])]
@@ -200,10 +202,32 @@ def test_defaults_match_tensorflow_1() -> None:
         "Adam", "RMSProp", "Momentum"]  # fmt: skip
 
 
-@pytest.mark.parametrize("lr", [0.0, -0.1])
+@pytest.mark.parametrize("lr", [0.0, -0.1, math.nan])
 def test_learning_rate_must_be_positive(lr: float) -> None:
-    with pytest.raises(ValueError, match="learning_rate"):
+    with pytest.raises(ValueError, match=r"GradientDescent: learning_rate must be > 0, got"):
         nn.GradientDescentOptimizer(lr)
+
+
+BAD_HYPERPARAMETERS = [
+    (lambda: nn.MomentumOptimizer(0.1, momentum=-0.5), "Momentum: momentum must be >= 0"),
+    (lambda: nn.AdamOptimizer(beta1=1.0), "Adam: beta1 must be in [0, 1), got 1.0"),
+    (lambda: nn.AdamOptimizer(beta2=-0.1), "Adam: beta2 must be in [0, 1), got -0.1"),
+    (lambda: nn.AdamOptimizer(epsilon=-1e-8), "Adam: epsilon must be >= 0"),
+    (lambda: nn.RMSPropOptimizer(0.1, decay=1.5), "RMSProp: decay must be in [0, 1)"),
+    (lambda: nn.RMSPropOptimizer(0.1, momentum=-1), "RMSProp: momentum must be >= 0"),
+    (lambda: nn.RMSPropOptimizer(0.1, epsilon=-1), "RMSProp: epsilon must be >= 0"),
+]
+
+
+@pytest.mark.parametrize(("make", "message"), BAD_HYPERPARAMETERS)
+def test_hyperparameters_out_of_range(make: Callable[[], nn.Optimizer], message: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=re.escape(message)):
+        make()
+
+
+def test_a_hyperparameter_that_is_not_a_number() -> None:
+    with pytest.raises(TypeError, match=r"Adam: beta1 must be a number, got 'high'"):
+        nn.AdamOptimizer(beta1="high")  # type: ignore[arg-type]
 
 
 # --- apply_gradients ------------------------------------------------------------------------
@@ -240,6 +264,12 @@ def test_apply_gradients_needs_variables() -> None:
     with pytest.raises(TypeError, match="Variable"):
         nn.GradientDescentOptimizer(0.1).apply_gradients(
             [(ef.constant(1.0), ef.constant(2.0))])  # fmt: skip
+
+
+@pytest.mark.parametrize("pairs", [[(1.0,)], [1.0], [(1.0, Variable(1.0), 2.0)]])
+def test_apply_gradients_needs_pairs(pairs: list[object]) -> None:
+    with pytest.raises(TypeError, match=r"expected \(gradient, Variable\) pairs, got"):
+        nn.GradientDescentOptimizer(0.1).apply_gradients(pairs)  # type: ignore[arg-type]
 
 
 def test_global_step_is_incremented_in_eager_mode() -> None:

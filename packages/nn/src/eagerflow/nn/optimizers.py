@@ -11,7 +11,7 @@ moments); ``variables()`` lists them (checkpoints save them).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,8 +30,28 @@ from eagerflow.graph import (
     trainable_variables,
 )
 from eagerflow.tensor import Tensor
+from eagerflow.tensor.errors import InvalidArgumentError
 
 GradsAndVars = Iterable[tuple[Any, Variable]]
+
+
+# what a hyperparameter may be, in words, and as a test
+RULES: dict[str, Callable[[float], bool]] = {
+    "> 0": lambda x: x > 0,
+    ">= 0": lambda x: x >= 0,
+    "in [0, 1)": lambda x: 0 <= x < 1,
+}
+
+
+def hyperparameter(owner: str, what: str, value: Any, rule: str) -> float:
+    """``value`` as a float, once it passes ``RULES[rule]`` (NaN passes none)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{owner}: {what} must be a number, got {value!r}") from None
+    if not RULES[rule](number):
+        raise InvalidArgumentError(f"{owner}: {what} must be {rule}, got {value}")
+    return number
 
 
 class Optimizer:
@@ -41,9 +61,7 @@ class Optimizer:
     non_slot_names: tuple[str, ...] = ()  # and of its own
 
     def __init__(self, learning_rate: float, name: str) -> None:
-        if learning_rate <= 0:
-            raise ValueError(f"{name}: learning_rate must be > 0, got {learning_rate}")
-        self.learning_rate = float(learning_rate)
+        self.learning_rate = hyperparameter(name, "learning_rate", learning_rate, "> 0")
         self.name = name
         # (slot name, primary variable) -> slot variable, in creation order
         self._slots: dict[tuple[str, Variable], Variable] = {}
@@ -92,10 +110,11 @@ class Optimizer:
         returns the op that does it.
         """
         pairs = list(grads_and_vars)
-        for _, variable in pairs:
-            if not isinstance(variable, Variable):
+        for pair in pairs:
+            if not (isinstance(pair, tuple | list) and len(pair) == 2
+                    and isinstance(pair[1], Variable)):  # fmt: skip
                 raise TypeError(f"{self.name}.apply_gradients: expected (gradient, Variable) "
-                                f"pairs, got a {type(variable).__name__}")  # fmt: skip
+                                f"pairs, got {pair!r:.80}")  # fmt: skip
         kept = [(ef.convert_to_tensor(g), v) for g, v in pairs if g is not None]
         if not kept:
             names = [v.name for _, v in pairs]
@@ -183,7 +202,7 @@ class MomentumOptimizer(Optimizer):
         name: str = "Momentum",
     ) -> None:
         super().__init__(learning_rate, name)
-        self.momentum = float(momentum)
+        self.momentum = hyperparameter(name, "momentum", momentum, ">= 0")
         self.use_nesterov = use_nesterov
 
     def _apply(self, grad: Tensor, variable: Variable) -> Any:
@@ -214,7 +233,9 @@ class AdamOptimizer(Optimizer):
         name: str = "Adam",
     ) -> None:
         super().__init__(learning_rate, name)
-        self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
+        self.beta1 = hyperparameter(name, "beta1", beta1, "in [0, 1)")
+        self.beta2 = hyperparameter(name, "beta2", beta2, "in [0, 1)")
+        self.epsilon = hyperparameter(name, "epsilon", epsilon, ">= 0")
 
     def _powers(self, dtype: ef.DType) -> tuple[Variable, Variable]:
         return (self.non_slot("beta1_power", ef.constant(self.beta1, dtype)),
@@ -256,7 +277,9 @@ class RMSPropOptimizer(Optimizer):
         name: str = "RMSProp",
     ) -> None:
         super().__init__(learning_rate, name)
-        self.decay, self.momentum, self.epsilon = float(decay), float(momentum), float(epsilon)
+        self.decay = hyperparameter(name, "decay", decay, "in [0, 1)")
+        self.momentum = hyperparameter(name, "momentum", momentum, ">= 0")
+        self.epsilon = hyperparameter(name, "epsilon", epsilon, ">= 0")
         self.centered = centered
 
     def _apply(self, grad: Tensor, variable: Variable) -> Any:
