@@ -248,6 +248,22 @@ def test_output_gradients_for_a_list_of_targets() -> None:
     np.testing.assert_allclose(value(g), [2.0, 3.0 * 2.0 * 2.0])
 
 
+def test_output_gradients_must_fit_the_targets() -> None:
+    x = ef.constant([1.0, 2.0])
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+    message = r"output_gradients\[0\] has shape \(3,\) but target 0 has shape \(2,\)"
+    with pytest.raises(ef.ShapeError, match=message):
+        tape.gradient(y, x, output_gradients=ef.constant([1.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match=r"2 output_gradients for 1 targets"):
+        tape.gradient(y, x, output_gradients=[ef.constant([1.0, 1.0])] * 2)
+    # the refused calls left the (non-persistent) tape unused
+    np.testing.assert_allclose(
+        value(tape.gradient(y, x, output_gradients=ef.constant([3.0, 1.0]))), [6, 4]
+    )
+
+
 def test_unconnected_sources_get_none_by_default() -> None:
     x, other = ef.constant(2.0), ef.constant([1.0, 2.0])
     v = Variable([[1.0, 2.0, 3.0]])

@@ -549,6 +549,22 @@ def test_symbolic_gradients_match_numpy() -> None:
             np.testing.assert_allclose(got_b, want_b, rtol=1e-5, atol=1e-6)
 
 
+def test_grad_ys_seed_the_product_and_must_fit_the_targets() -> None:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, shape=(None, 2), name="x")
+        y = x * x
+        (dx,) = gradients(y, [x], grad_ys=[placeholder(ef.float32, (None, 2))])  # unknown fits
+        with pytest.raises(ef.ShapeError, match=r"grad_ys\[0\] has shape \(3,\) but target 0"):
+            gradients(y, [x], grad_ys=ef.ones(3))
+        with pytest.raises(ValueError, match=r"2 grad_ys for 1 targets"):
+            gradients(y, [x], grad_ys=[ef.ones(2), ef.ones(2)])
+        (weighted,) = gradients(y, [x], grad_ys=ef.constant([[1.0, 10.0]]))
+    with Session(g) as sess:
+        np.testing.assert_allclose(sess.run(weighted, {x: [[1.0, 2.0]]}), [[2.0, 40.0]])
+    assert dx.shape == (None, 2)
+
+
 def test_gradient_nodes_go_in_a_gradients_scope_of_their_own() -> None:
     g = Graph()
     with g.as_default():

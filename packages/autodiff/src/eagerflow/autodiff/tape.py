@@ -24,8 +24,10 @@ import eagerflow.tensor as ef
 from eagerflow.autodiff.registry import ACCEPTS_NONE, GRADIENTS, OpRecord, get_gradient
 from eagerflow.autodiff.variables import Variable
 from eagerflow.tensor import Tensor
+from eagerflow.tensor.errors import ShapeError
 from eagerflow.tensor.execution import add_recorder, remove_recorder
 from eagerflow.tensor.registry import Attrs, OpDef
+from eagerflow.tensor.rules import compatible, fmt
 
 UNCONNECTED = ("none", "zero")
 _new_tuple = tuple.__new__
@@ -96,6 +98,24 @@ def unpack(entry: Entry) -> OpRecord:
 
 
 # --- backpropagation ------------------------------------------------------------------------
+def initial_gradients(targets: Sequence[Tensor], given: Any, what: str) -> list[Tensor]:
+    """What the backward pass starts from, one per target: ones (so the targets' sum is
+    differentiated), or ``given`` (``what`` names the argument), checked against the targets."""
+    if given is None:
+        return [ef.ones_like(t) for t in targets]
+    given = flatten(given)
+    if len(given) != len(targets):
+        raise ValueError(f"{len(given)} {what} for {len(targets)} targets: give one per target")
+    result = [ef.convert_to_tensor(g, t.dtype) for g, t in zip(given, targets, strict=True)]
+    for i, (seed, target) in enumerate(zip(result, targets, strict=True)):
+        if not compatible(seed.shape, target.shape):
+            raise ShapeError(
+                f"{what}[{i}] has shape {fmt(seed.shape)} but target {i} has shape "
+                f"{fmt(target.shape)}: each must have its target's shape"
+            )
+    return result
+
+
 def backprop(
     entries: Sequence[Entry],
     targets: Sequence[Tensor],
@@ -348,15 +368,11 @@ class GradientTape:
             targets = [target]
         else:
             targets = [ef.convert_to_tensor(t) for t in flatten(target)]
-        if output_gradients is None:
-            seeds = [ef.ones_like(t) for t in targets]
-        else:
-            seeds = [ef.convert_to_tensor(g, t.dtype) for g, t in zip(
-                flatten(output_gradients), targets, strict=True)]  # fmt: skip
+        starts = initial_gradients(targets, output_gradients, "output_gradients")
         flat_sources = flatten(sources)
         was_listening = self._listen(False)  # the backward pass is not recorded on this tape
         try:
-            grads = self._gradients(targets, seeds, flat_sources, unconnected_gradients)
+            grads = self._gradients(targets, starts, flat_sources, unconnected_gradients)
         except BaseException:
             self._listen(was_listening)  # a failed call leaves the tape as it was
             raise

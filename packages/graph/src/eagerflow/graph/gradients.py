@@ -13,7 +13,7 @@ from typing import Any
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
-from eagerflow.autodiff.tape import backprop, collect, flatten, pack
+from eagerflow.autodiff.tape import backprop, collect, flatten, initial_gradients, pack
 from eagerflow.graph.graph import Graph, SymbolicTensor
 from eagerflow.tensor import Tensor
 
@@ -43,16 +43,10 @@ def gradients(
     graph = _graph_of([*targets, *sources])
     with graph.as_default(), graph.name_scope(name):
         targets = [ef.convert_to_tensor(y) for y in targets]
-        if grad_ys is None:
-            seeds = [ef.ones_like(y) for y in targets]
-        else:
-            seeds = [
-                ef.convert_to_tensor(g, y.dtype)
-                for g, y in zip(flatten(grad_ys), targets, strict=True)
-            ]
         keys = [_keys(graph, x) for x in sources]
         entries = [pack(o.op_def, o.inputs, o.attrs, o.outputs) for o in graph.get_operations()]
-        grads = backprop(entries, targets, seeds, {k for ks in keys for k in ks})
+        starts = initial_gradients(targets, grad_ys, "grad_ys")
+        grads = backprop(entries, targets, starts, {k for ks in keys for k in ks})
         return collect(grads, sources, keys, unconnected_gradients)  # type: ignore[return-value]
 
 

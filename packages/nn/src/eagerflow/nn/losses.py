@@ -18,6 +18,7 @@ from typing import Any
 import eagerflow.tensor as ef
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, ShapeError, describe
+from eagerflow.tensor.rules import compatible
 
 
 def _floats(name: str, labels: Any, predictions: Any) -> tuple[Tensor, Tensor]:
@@ -30,7 +31,7 @@ def _floats(name: str, labels: Any, predictions: Any) -> tuple[Tensor, Tensor]:
     if labels.dtype is not predictions.dtype:
         raise DTypeError(f"{name}: labels {describe(labels)} and predictions "
                          f"{describe(predictions)} must have the same dtype")  # fmt: skip
-    if not _compatible(labels.shape, predictions.shape):
+    if not compatible(labels.shape, predictions.shape):
         raise ShapeError(f"{name}: labels {describe(labels)} and predictions "
                          f"{describe(predictions)} must have the same shape")  # fmt: skip
     return labels, predictions
@@ -39,14 +40,6 @@ def _floats(name: str, labels: Any, predictions: Any) -> tuple[Tensor, Tensor]:
 def _float_of(labels: Any, predictions: Tensor) -> Any:
     # NumPy or Python labels take the predictions' dtype; tensors keep their own.
     return None if ef.is_tensor(labels) else predictions.dtype
-
-
-def _compatible(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return True
-    if len(a) != len(b):
-        return False
-    return all(x is None or y is None or x == y for x, y in zip(a, b, strict=True))
 
 
 def mean_squared_error(labels: Any, predictions: Any) -> Tensor:
@@ -78,7 +71,7 @@ def sparse_softmax_cross_entropy_with_logits(*, labels: Any, logits: Any) -> Ten
         raise DTypeError(f"{name}: needs integer labels and float logits, got labels "
                          f"{describe(labels)} and logits {describe(logits)}")  # fmt: skip
     depth = None if logits.shape is None else logits.shape[-1]
-    if depth is None or not _compatible(labels.shape, logits.shape[:-1]):
+    if depth is None or not compatible(labels.shape, logits.shape[:-1]):
         raise ShapeError(f"{name}: labels {describe(labels)} must have the shape of logits "
                          f"{describe(logits)} without its last (known) axis")  # fmt: skip
     # the kernel checks every label is in [0, depth): eagerly, or when a Session runs it

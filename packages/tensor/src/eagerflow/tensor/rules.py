@@ -22,6 +22,16 @@ def fmt(shape: Shape) -> str:
 
 
 # --- shapes ---------------------------------------------------------------------------------
+def compatible(a: Shape | None, b: Shape | None) -> bool:
+    """Could one tensor have both shapes? (None, a rank or a dimension not yet known, fits
+    anything.)"""
+    if a is None or b is None:
+        return True
+    return len(a) == len(b) and all(
+        x is None or y is None or x == y for x, y in zip(a, b, strict=True)
+    )
+
+
 def broadcast(*shapes: Shape) -> Shape:
     """NumPy broadcasting: align on the right; a dimension of 1 stretches to the other size.
 
