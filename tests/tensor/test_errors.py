@@ -147,3 +147,28 @@ def test_kernel_failure_with_valid_shapes_is_still_our_error() -> None:
     """Where NumPy itself refuses (a reduction over an empty axis), the seam wraps it."""
     with raises(ef.InvalidArgumentError, "Max", "float32[0]", "the kernel failed"):
         ef.reduce_max(ef.zeros(0))
+
+
+@pytest.mark.parametrize(
+    ("seed", "error", "message"),
+    [
+        ("a", TypeError, "set_seed: the seed must be an int, got 'a'"),
+        (1.5, TypeError, "set_seed: the seed must be an int, got 1.5"),
+        (True, TypeError, "set_seed: the seed must be an int, got True"),
+        (-1, ef.InvalidArgumentError, "set_seed: the seed must be >= 0, got -1"),
+    ],
+)
+def test_set_seed_takes_an_int(seed: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        ef.set_seed(seed)  # type: ignore[arg-type]
+
+
+def test_set_seed_none_draws_fresh_entropy() -> None:
+    ef.set_seed(None)
+    first = ef.random_uniform((4,)).numpy()
+    ef.set_seed(None)
+    assert not np.array_equal(first, ef.random_uniform((4,)).numpy())
+    ef.set_seed(np.int64(7))
+    again = ef.random_uniform((4,)).numpy()
+    ef.set_seed(7)
+    np.testing.assert_array_equal(again, ef.random_uniform((4,)).numpy())

@@ -23,9 +23,15 @@ from eagerflow.tensor.tensor import Tensor, convert_to_tensor
 _generator = np.random.default_rng()
 
 
-def set_seed(seed: int) -> None:
-    """Restart the generator every random op draws from, so runs are reproducible."""
+def set_seed(seed: int | None) -> None:
+    """Restart the generator every random op draws from, so runs are reproducible (None:
+    from fresh entropy, so they are not)."""
     global _generator
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+            raise TypeError(f"set_seed: the seed must be an int, got {seed!r}")
+        if seed < 0:
+            raise InvalidArgumentError(f"set_seed: the seed must be >= 0, got {seed}")
     _generator = np.random.default_rng(seed)
 
 
