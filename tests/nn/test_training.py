@@ -62,7 +62,7 @@ def test_batches_keep_the_trailing_dimensions() -> None:
 
 
 def test_batches_mismatched_lengths() -> None:
-    with pytest.raises(ValueError, match=r"\[10, 9\]"):
+    with pytest.raises(ValueError, match=r"as many rows, but array 0 has 10, array 1 has 9"):
         list(nn.batches(np.zeros(10), np.zeros(9)))
 
 
@@ -198,6 +198,40 @@ def test_fit_unknown_metric_name() -> None:
         nn.fit(nn.Sequential([nn.Dense(1)]), x, y, loss="mean_squared_error",
                optimizer=nn.GradientDescentOptimizer(0.1), metrics=["precision"],
                verbose=False)  # fmt: skip
+
+
+FIT_MISTAKES = {
+    "x and y of other lengths": (
+        {"y": np.ones((7, 1))},
+        ValueError,
+        "fit: every array needs as many rows, but x has 8, y has 7",
+    ),
+    "no examples": (
+        {"x": np.ones((0, 1)), "y": np.ones((0, 1))},
+        ValueError,
+        "fit: x and y hold no examples",
+    ),
+    "x is one value": (
+        {"x": "abc"},
+        ValueError,
+        "fit: x is the single value 'abc', not an array",
+    ),
+    "negative epochs": ({"epochs": -1}, ValueError, "fit: epochs must be >= 0, got -1"),
+    "optimizer by name": ({"optimizer": "sgd"}, TypeError, "fit: optimizer must be an Optimizer"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(FIT_MISTAKES))
+def test_fit_mistakes_are_named_before_any_training(mistake: str) -> None:
+    change, error, message = FIT_MISTAKES[mistake]
+    x, y = regression(8)
+    model = nn.Sequential([nn.Dense(1)])
+    arguments = {"x": x, "y": y, "epochs": 1, "optimizer": nn.GradientDescentOptimizer(0.1)}
+    arguments.update(change)
+    lines: list[str] = []
+    with pytest.raises(error, match=re.escape(message)):
+        nn.fit(model, loss="mean_squared_error", print_fn=lines.append, **arguments)
+    assert not model.built and not lines  # nothing ran
 
 
 def test_fit_trains_with_dropout_in_training_mode() -> None:

@@ -45,18 +45,30 @@ def batches(
 ) -> Iterator[tuple[np.ndarray, ...]]:
     """Mini-batches of the same rows of each array (the last batch may be smaller)."""
     columns = [np.asarray(a) for a in arrays]
-    if not columns:
-        raise ValueError("batches: give at least one array")
-    lengths = {len(c) for c in columns}
-    if len(lengths) != 1:
-        raise ValueError(f"batches: arrays have different lengths {[len(c) for c in columns]}")
+    n = _examples("batches", {f"array {i}": c for i, c in enumerate(columns)})
     if batch_size < 1:
         raise ValueError(f"batches: batch_size must be >= 1, got {batch_size}")
-    n = lengths.pop()
     order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
     for start in range(0, n, batch_size):
         rows = order[start : start + batch_size]
         yield tuple(c[rows] for c in columns)
+
+
+def _examples(caller: str, columns: dict[str, np.ndarray]) -> int:
+    """How many examples (rows) the named arrays hold: the same number in each, or an error."""
+    if not columns:
+        raise ValueError(f"{caller}: give at least one array")
+    for name, column in columns.items():
+        if column.ndim == 0:
+            raise ValueError(
+                f"{caller}: {name} is the single value {column.item()!r:.40}, "
+                "not an array of examples (one row each)"
+            )
+    lengths = {name: len(column) for name, column in columns.items()}
+    if len(set(lengths.values())) != 1:
+        rows = ", ".join(f"{name} has {n}" for name, n in lengths.items())
+        raise ValueError(f"{caller}: every array needs as many rows, but {rows}")
+    return lengths.popitem()[1]
 
 
 @dataclass
@@ -93,9 +105,17 @@ def fit(
     """
     loss_fn = _named(loss, LOSSES, "loss")
     metric_fns = {_label(m): _named(m, METRICS, "metric") for m in metrics}
+    if not isinstance(optimizer, Optimizer):
+        raise TypeError(
+            f"fit: optimizer must be an Optimizer such as nn.AdamOptimizer(), got {optimizer!r}"
+        )
+    if epochs < 0:
+        raise ValueError(f"fit: epochs must be >= 0, got {epochs}")
+    n = _examples("fit", {"x": np.asarray(x), "y": np.asarray(y)})
+    if n == 0:
+        raise ValueError("fit: x and y hold no examples")
     rng = np.random.default_rng(seed)
     history = History()
-    n = len(np.asarray(x))
     for epoch in range(1, epochs + 1):
         start = last_print = time.perf_counter()
         sums = dict.fromkeys(["loss", *metric_fns], 0.0)
