@@ -217,6 +217,18 @@ def test_dense_on_rank_3_input_raises_shape_error_naming_the_layer() -> None:
     assert not dense.built
 
 
+def test_an_ops_error_is_traced_back_through_the_layers() -> None:
+    model = nn.Sequential([nn.Dense(4), nn.Dense(2)])
+    model(np.ones((2, 3), np.float32))
+    with pytest.raises(ShapeError, match=r"^MatMul\(float32\[2,5\], float32\[3,4\]\)") as info:
+        model(np.ones((2, 5), np.float32))
+    inner, outer = model.layers[0].name, model.name
+    assert info.value.__notes__ == [
+        f"in layer '{inner}' (Dense), called on float32[2,5]",
+        f"in layer '{outer}' (Sequential), called on float32[2,5]",
+    ]
+
+
 def test_dense_on_unknown_rank_placeholder_raises_shape_error() -> None:
     dense = nn.Dense(3)
     with Graph().as_default(), pytest.raises(ShapeError, match=re.escape(dense.name)):

@@ -26,6 +26,7 @@ from eagerflow.autodiff import Variable
 from eagerflow.graph import name_scope
 from eagerflow.nn import initializers
 from eagerflow.tensor import DType, Tensor
+from eagerflow.tensor.errors import EagerflowError, describe
 
 Shape = tuple[int | None, ...]
 
@@ -70,16 +71,22 @@ class Layer:
 
     # --- calling -----------------------------------------------------------------------------
     def __call__(self, inputs: Any, training: bool = False) -> Any:
-        if type(inputs) is not Tensor:  # (tensors, the usual case, need no conversion)
-            inputs = self._convert(inputs)
-        if not self.built:
-            self.build(getattr(inputs, "shape", ()))  # None: a graph input of unknown rank
-            self.built = True
-        if ef.executing_eagerly():  # names mean nothing to eager ops: skip the scope
-            outputs = self._call(inputs, training)
-        else:
-            with name_scope(self.name):
+        try:
+            if type(inputs) is not Tensor:  # (tensors, the usual case, need no conversion)
+                inputs = self._convert(inputs)
+            if not self.built:
+                self.build(getattr(inputs, "shape", ()))  # None: a graph input of unknown rank
+                self.built = True
+            if ef.executing_eagerly():  # names mean nothing to eager ops: skip the scope
                 outputs = self._call(inputs, training)
+            else:
+                with name_scope(self.name):
+                    outputs = self._call(inputs, training)
+        except EagerflowError as e:  # an op's error, traced back to the layers it came from
+            e.add_note(
+                f"in layer '{self.name}' ({type(self).__name__}), called on {describe(inputs)}"
+            )
+            raise
         self.output_shape = getattr(outputs, "shape", None)
         return outputs
 
