@@ -58,7 +58,7 @@ def _first_derivative(
 ) -> Callable[..., Tensor]:
     """x -> ∇ₓ Σ w · f(x), flattened and joined over inputs (itself differentiable)."""
     out_shape = f(*[ef.constant(a) for a in arrays]).shape
-    weights = ef.constant(rng.standard_normal(out_shape))
+    weights = ef.constant(rng.standard_normal(out_shape))  # type: ignore[arg-type]
 
     def gradient_of_f(*xs: Tensor) -> Tensor:
         with GradientTape() as tape:
@@ -87,7 +87,7 @@ def _check_first_order(
         y = f(*tensors)
         if not y.dtype.is_floating:
             raise TypeError(f"check_gradients needs f to return a float tensor, got {y.dtype}")
-        u = ef.constant(rng.standard_normal(y.shape))
+        u = ef.constant(rng.standard_normal(y.shape))  # type: ignore[arg-type]
         total = ef.reduce_sum(u * ef.cast(y, ef.float64))
     analytic = tape.gradient(total, tensors, unconnected_gradients="zero")
     u_np = u.numpy()
@@ -99,6 +99,7 @@ def _check_first_order(
     worst = 0.0
     for i, (x, grad) in enumerate(zip(arrays, analytic, strict=True)):
         g = grad.numpy()
+        probes: list[tuple[Any, np.ndarray]]
         if x.size <= max_elements:  # every element
             probes = [(_index(j, x.shape), _unit(x.shape, j)) for j in range(x.size)]
             label = "index"

@@ -179,7 +179,7 @@ def _backprop(
             g = grads.get(out) if out in sources else grads.pop(out, None)
             if g is None:
                 continue
-            out_grads = [g]
+            out_grads: list[Tensor | None] = [g]
         else:
             out_grads = [grads.get(o) for o in outputs]
             for o in outputs:
@@ -441,7 +441,7 @@ class GradientTape:
             for i in range(size):  # one backward pass per target element
                 seed = ef.reshape(ef.one_hot(i, size, dtype=target.dtype), target.shape)
                 rows.append(self._gradients([target], [seed], flat_sources, unconnected_gradients))
-            jacobians = []
+            jacobians: list[Tensor | None] = []
             for j, source in enumerate(flat_sources):
                 column = [row[j] for row in rows]
                 if any(g is None for g in column):
@@ -482,4 +482,4 @@ class GradientTape:
         if full is None:
             return None
         between = (slice(None),) * (target.ndim - 1)
-        return ef.stack([full[(b, *between, b)] for b in range(batch)])  # type: ignore[index]
+        return ef.stack([full[(b, *between, b)] for b in range(batch)])

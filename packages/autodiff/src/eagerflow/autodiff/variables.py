@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from sys import getrefcount
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -195,6 +195,9 @@ def apply_gradient_descent(variable: Variable, alpha: Any, delta: Any) -> Any:
 
 
 # --- Variable ---------------------------------------------------------------------------------
+_Binary = Callable[["Variable", Any], Tensor]  # the type of `variable + x` and its kin
+
+
 class Variable:
     """A named, mutable tensor value: ``Variable(5.0, name="weight")``.
 
@@ -204,6 +207,34 @@ class Variable:
 
     __array_priority__ = 100  # `ndarray + variable` calls Variable.__radd__
     __hash__ = object.__hash__  # by identity, like tensors (optimizers key dicts by variable)
+
+    if TYPE_CHECKING:  # set by the loop at the end of this module; typed here for checkers
+        __add__: _Binary
+        __radd__: _Binary
+        __sub__: _Binary
+        __rsub__: _Binary
+        __mul__: _Binary
+        __rmul__: _Binary
+        __truediv__: _Binary
+        __rtruediv__: _Binary
+        __floordiv__: _Binary
+        __rfloordiv__: _Binary
+        __mod__: _Binary
+        __rmod__: _Binary
+        __pow__: _Binary
+        __rpow__: _Binary
+        __matmul__: _Binary
+        __rmatmul__: _Binary
+        __lt__: _Binary
+        __le__: _Binary
+        __gt__: _Binary
+        __ge__: _Binary
+        __getitem__: _Binary
+        __eq__: Callable[[Variable, object], Any]
+        __ne__: Callable[[Variable, object], Any]
+        __neg__: Callable[[Variable], Tensor]
+        __abs__: Callable[[Variable], Tensor]
+        __iter__: Callable[[Variable], Iterator[Tensor]]
 
     def __init__(
         self,
@@ -234,9 +265,9 @@ class Variable:
         if value.shape is None or None in value.shape:
             raise ShapeError(f"a graph variable needs a fully known shape, got {value.shape}")
         self._array = None
-        self._shape = tuple(value.shape)
+        self._shape = cast(tuple[int, ...], value.shape)  # (every dimension known)
         (node,) = execute("VariableV2", (), {"variable": self}, name or "Variable")
-        self._name = node.name  # unique in its graph: 'weight:0', 'weight_1:0', ...
+        self._name = node.name  # type: ignore[attr-defined]  # a graph's tensors have names
         self.initializer = self.assign(value, read_value=False).op
 
     @property

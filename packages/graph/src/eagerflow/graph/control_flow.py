@@ -103,7 +103,7 @@ def _build(fn: Callable[..., Any], args: Sequence[Any], outer: Graph) -> tuple[F
     return graph, result
 
 
-def _merge(a: Shape, b: Shape) -> Shape:
+def _merge(a: Shape | None, b: Shape | None) -> Shape | None:
     """The most specific shape compatible with both (dimensions that differ become None)."""
     if a is None or b is None or len(a) != len(b):
         return None
@@ -114,14 +114,14 @@ def _union_captures(*graphs: FunctionGraph) -> list[SymbolicTensor]:
     return list(dict.fromkeys(t for g in graphs for t in g.captures))
 
 
-def _check_scalar(shape: Shape, what: str) -> None:
+def _check_scalar(shape: Shape | None, what: str) -> None:
     """Python's ``if`` and ``while`` need one truth value: a shape of () (or not yet known)."""
     if shape is not None and shape != ():
         raise ShapeError(f"{what} must be a scalar, got shape {shape}")
 
 
 # --- cond ------------------------------------------------------------------------------------
-def _if_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+def _if_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape | None]:
     _check_scalar(shapes[0], "cond's predicate")
     then, other = attrs["then_branch"].outputs, attrs["else_branch"].outputs
     return [_merge(a.shape, b.shape) for a, b in zip(then, other, strict=True)]
@@ -154,7 +154,7 @@ def _eager_predicate(pred: Any) -> bool:
     return bool(pred)
 
 
-@op("If", shape=_if_shape, dtype=_if_dtype, multi_output=True, stateful=True)
+@op("If", shape=_if_shape, dtype=_if_dtype, multi_output=True, stateful=True)  # type: ignore[arg-type]  # (merged shapes may be of unknown rank)
 def if_kernel(
     pred: np.ndarray, *inputs: np.ndarray, then_branch: Subgraph, else_branch: Subgraph
 ) -> tuple[Any, ...]:
@@ -279,7 +279,7 @@ def while_loop(
         return _eager_while(cond, body, list(loop_vars))
     outer = get_default_graph()
     start = [ef.convert_to_tensor(v) for v in loop_vars]
-    like = start
+    like: list[Any] = start  # tensors, or _Specs of the invariant shapes
     if shape_invariants:
         like = [_Spec(None if s is None else tuple(s), v.dtype)
                 for v, s in zip(start, shape_invariants, strict=True)]  # fmt: skip
@@ -328,6 +328,6 @@ def _eager_while(
 class _Spec:
     """A shape and dtype, for building a loop body against a shape invariant."""
 
-    def __init__(self, shape: Shape, dtype: DType) -> None:
+    def __init__(self, shape: Shape | None, dtype: DType) -> None:
         self.shape = shape
         self.dtype = dtype

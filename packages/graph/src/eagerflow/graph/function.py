@@ -83,8 +83,8 @@ class ConcreteFunction(Subgraph):
 
         feeds = dict(zip(self.inputs, arrays, strict=True))
         if self._plan is None:
-            self._plan = Plan([*self.outputs, *self.side_effects], list(feeds))  # type: ignore[list-item]
-        return self._plan.run(feeds)[: len(self.outputs)]  # type: ignore[arg-type]
+            self._plan = Plan([*self.outputs, *self.side_effects], list(feeds))  # type: ignore[arg-type]
+        return self._plan.run(feeds)[: len(self.outputs)]
 
     def __call__(self, *tensors: Any) -> Any:
         variable_values = [v.read_value() for v in self.variables]
@@ -102,7 +102,7 @@ class ConcreteFunction(Subgraph):
                 grads = gradients(
                     self.outputs, self.inputs, grad_ys=seeds, unconnected_gradients="zero"
                 )
-            self._gradient = ConcreteFunction(self.graph, [*self.inputs, *seeds], grads)  # type: ignore[arg-type]
+            self._gradient = ConcreteFunction(self.graph, [*self.inputs, *seeds], grads)  # type: ignore[list-item, arg-type]
         return self._gradient
 
 

@@ -183,7 +183,7 @@ def _fold_and_merge(
                 if first is t:
                     constants[t] = value
                 else:
-                    alias[t] = first  # type: ignore[assignment]
+                    alias[t] = first
             folded += o.type != "Const"  # a Const is a constant already, not a folding
             continue
         key = (o.type, tuple(inputs), _attrs_key(o.attrs)) if pure else None

@@ -80,7 +80,7 @@ class Checkpoint:
                                              suffix=".tmp")  # fmt: skip
         try:
             with os.fdopen(handle, "wb") as file:
-                np.savez(file, **arrays)
+                np.savez(file, **arrays)  # type: ignore[arg-type]
                 file.flush()
                 os.fsync(file.fileno())
             os.replace(temporary, path)  # atomic: readers see the old file or the new one

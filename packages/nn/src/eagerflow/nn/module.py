@@ -53,7 +53,9 @@ class Layer:
     def build(self, input_shape: Shape | None) -> None:
         """Create the variables that depend on the input's shape (called on first use)."""
 
-    def call(self, inputs: Any, training: bool = False) -> Any:
+    def call(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        """The computation: ``call(self, inputs)``, or ``call(self, inputs, training=False)``
+        for a layer that trains differently (``__call__`` passes ``training`` only then)."""
         raise NotImplementedError(f"{type(self).__name__} must define call(inputs)")
 
     def add_weight(

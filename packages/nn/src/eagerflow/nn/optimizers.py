@@ -156,7 +156,7 @@ class Optimizer:
             )  # fmt: skip
         return self._slots[key]
 
-    def non_slot(self, name: str, initial: float) -> Variable:
+    def non_slot(self, name: str, initial: Any) -> Variable:
         """A variable of the optimizer itself (e.g. Adam's β₁ᵗ), created on first use."""
         if name not in self._non_slots:
             self._non_slots[name] = Variable(initial, trainable=False, name=f"{self.name}/{name}")

@@ -10,6 +10,7 @@ import builtins
 import math
 import operator
 from collections.abc import Sequence
+from types import EllipsisType
 from typing import Any
 
 import numpy as np
@@ -180,7 +181,7 @@ def range_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 def range_kernel(start: Any, limit: Any, delta: Any, dtype: DType) -> np.ndarray:
     """[start, start + delta, ...] up to but excluding limit."""
     count = range_shape((), {"start": start, "limit": limit, "delta": delta})[0][0]
-    return (start + delta * np.arange(count)).astype(dtype.np)
+    return (start + delta * np.arange(count)).astype(dtype.np)  # type: ignore[arg-type]
 
 
 def range(  # TensorFlow's name; shadows the builtin in this module (see `builtins`)
@@ -312,7 +313,7 @@ def expand_dims_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 def expand_dims_kernel(x: np.ndarray, axis: int) -> np.ndarray:
     """x with a new axis of size 1 at ``axis``."""
     # a reshape to the shape rule's answer: np.expand_dims does the same, more slowly
-    return x.reshape(expand_dims_shape([x.shape], {"axis": axis})[0])
+    return x.reshape(expand_dims_shape([x.shape], {"axis": axis})[0])  # type: ignore[arg-type]
 
 
 def expand_dims(x: Any, axis: int, name: str | None = None) -> Tensor:
@@ -636,7 +637,7 @@ def where(condition: Any, x: Any, y: Any, name: str | None = None) -> Tensor:
 
 
 # --- t[...]: basic indexing --------------------------------------------------------------------
-Index = int | slice | None | type(Ellipsis)
+Index = int | slice | None | EllipsisType
 
 
 def slice_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:

@@ -98,9 +98,10 @@ def execute(
             elif len(inputs) == 2:
                 x, y = inputs
                 pair = (x._dtype, y._dtype)
-                out_dtypes = op.known_dtypes.get(pair)  # (see OpDef.known_dtypes)
-                if out_dtypes is None:
-                    out_dtypes = op.known_dtypes[pair] = op.dtype_rule(pair, attrs)
+                known = op.known_dtypes.get(pair)  # (see OpDef.known_dtypes)
+                if known is None:
+                    known = op.known_dtypes[pair] = op.dtype_rule(pair, attrs)
+                out_dtypes = known
                 result = op.kernel(x._value, y._value)
             else:
                 out_dtypes = op.dtype_rule(tuple(map(_dtype_of, inputs)), attrs)

@@ -37,7 +37,8 @@ from eagerflow.tensor.rules import (
 from eagerflow.tensor.tensor import Tensor, convert_operands, convert_to_tensor
 
 BOOL = frozenset({dtypes.bool_})
-Axis = int | Sequence[int] | None
+Axis = int | Sequence[int] | None  # what a reduction takes
+Axes = int | tuple[int, ...] | None  # what its op's "axis" attribute holds
 
 
 def _unary(op_name: str, x: Any, name: str | None, attrs: Attrs = NO_ATTRS) -> Tensor:
@@ -483,21 +484,22 @@ def matmul(
 # --- reductions ------------------------------------------------------------------------------
 def _reduction(op_name: str, x: Any, axis: Axis, keepdims: bool, name: str | None) -> Tensor:
     x = convert_to_tensor(x)
+    axes: Axes = None
     if type(axis) is tuple:  # (tested first: raising and catching TypeError costs more)
-        axis = tuple(map(operator.index, axis))
+        axes = tuple(map(operator.index, axis))
     elif axis is not None:
         try:
-            axis = operator.index(axis)
+            axes = operator.index(axis)  # type: ignore[arg-type]
         except TypeError:
-            axis = tuple(map(operator.index, axis))
-    return execute(op_name, (x,), {"axis": axis, "keepdims": bool(keepdims)}, name)[0]
+            axes = tuple(map(operator.index, axis))  # type: ignore[arg-type]
+    return execute(op_name, (x,), {"axis": axes, "keepdims": bool(keepdims)}, name)[0]
 
 
 @op("Sum", shape=reduce_rule, dtype=same_dtype(NUMBERS))
-def sum_kernel(x: np.ndarray, axis: Axis, keepdims: bool) -> np.ndarray:
+def sum_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     """Σ x over ``axis`` (None: all axes)."""
     # np.add.reduce is what np.sum calls, without np.sum's Python wrapper (it shows on small x)
-    return np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)  # type: ignore[arg-type]
+    return np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)  # type: ignore[call-overload]
 
 
 def reduce_sum(
@@ -508,14 +510,14 @@ def reduce_sum(
 
 
 @op("Mean", shape=reduce_rule, dtype=same_dtype(NUMBERS))
-def mean_kernel(x: np.ndarray, axis: Axis, keepdims: bool) -> np.ndarray:
+def mean_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     """The mean over ``axis``; for integers the quotient truncates toward zero, as in TF."""
     if x.dtype.kind == "f":
         if not x.size:  # NaN, with NumPy's "mean of empty slice" warning
-            return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)  # type: ignore[arg-type]
-        total = np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)  # as np.mean does
+            return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+        total = np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)  # type: ignore[call-overload]  # as np.mean does
         return total / (x.size // builtins.max(total.size, 1))
-    total = np.sum(x, axis=axis, keepdims=keepdims)  # type: ignore[arg-type]
+    total = np.sum(x, axis=axis, keepdims=keepdims)
     count = x.size // builtins.max(np.size(total), 1) if x.size else 1
     return (np.sign(total) * (np.abs(total) // count)).astype(x.dtype)
 
@@ -528,9 +530,9 @@ def reduce_mean(
 
 
 @op("Max", shape=reduce_rule, dtype=same_dtype(NUMBERS))
-def max_kernel(x: np.ndarray, axis: Axis, keepdims: bool) -> np.ndarray:
+def max_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     """The largest element over ``axis``."""
-    return np.max(x, axis=axis, keepdims=keepdims)  # type: ignore[arg-type]
+    return np.max(x, axis=axis, keepdims=keepdims)
 
 
 def reduce_max(
@@ -541,9 +543,9 @@ def reduce_max(
 
 
 @op("Min", shape=reduce_rule, dtype=same_dtype(NUMBERS))
-def min_kernel(x: np.ndarray, axis: Axis, keepdims: bool) -> np.ndarray:
+def min_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     """The smallest element over ``axis``."""
-    return np.min(x, axis=axis, keepdims=keepdims)  # type: ignore[arg-type]
+    return np.min(x, axis=axis, keepdims=keepdims)
 
 
 def reduce_min(
@@ -554,9 +556,9 @@ def reduce_min(
 
 
 @op("Prod", shape=reduce_rule, dtype=same_dtype(NUMBERS))
-def prod_kernel(x: np.ndarray, axis: Axis, keepdims: bool) -> np.ndarray:
+def prod_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     """Π x over ``axis``."""
-    return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)  # type: ignore[arg-type]
+    return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
 
 
 def reduce_prod(

@@ -240,7 +240,7 @@ def convert_to_tensor(value: Any, dtype: DType | str | None = None) -> Tensor:
         return Tensor(np.array(value, target.np), target)
     convert = getattr(type(value), "__eagerflow_tensor__", None)
     if convert is not None:
-        return convert(value, target)  # type: ignore[no-any-return]
+        return convert(value, target)
     array = to_array(value, target)
     return Tensor(array, dtypes.from_numpy(array.dtype))  # type: ignore[arg-type]
 
