@@ -43,3 +43,10 @@ def test_prod_gradient_with_zeros() -> None:
 
 def test_clip_by_value_composite() -> None:
     check_gradients(lambda t: ef.clip_by_value(t, -0.5, 0.5), [[-1.0, -0.2, 0.3, 0.9]], order=2)
+
+
+def test_check_gradients_names_its_own_mistakes() -> None:
+    with pytest.raises(TypeError, match=r"check_gradients: f must be a function of tensors"):
+        check_gradients(3, [[1.0]])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"check_gradients: order must be 1 or 2, got 3"):
+        check_gradients(ef.exp, [[1.0]], order=3)

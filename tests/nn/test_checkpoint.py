@@ -192,9 +192,25 @@ def test_text_file_is_not_a_checkpoint(tmp_path: Path) -> None:
     w = Variable([1.0, 2.0])
     path = tmp_path / "notes.txt"
     path.write_text("model/layers/0/kernel = [1, 2]\n")
-    with pytest.raises(CheckpointError, match=re.escape(str(path))):
+    with pytest.raises(CheckpointError, match=re.escape(f"{path} is not an eagerflow "
+                       "checkpoint (not an .npz archive)")):  # fmt: skip
         Checkpoint(w=w).restore(path)
     np.testing.assert_array_equal(w.numpy(), [1.0, 2.0])
+
+
+def test_save_into_a_folder_that_does_not_exist_yet_creates_it(tmp_path: Path) -> None:
+    w = Variable([1.0, 2.0])
+    path = tmp_path / "runs" / "1" / "ckpt.npz"
+    assert Checkpoint(w=w).save(path) == str(path)
+    w.assign([0.0, 0.0])
+    Checkpoint(w=w).restore(path)
+    np.testing.assert_array_equal(w.numpy(), [1.0, 2.0])
+
+
+def test_save_to_a_folder_is_an_error_and_writes_nothing(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match=re.escape(f"{tmp_path}: it is a folder")):
+        Checkpoint(w=Variable([1.0])).save(tmp_path)
+    assert list(tmp_path.parent.glob(f".{tmp_path.name}.*")) == []  # no temporary file
 
 
 def test_npz_without_the_marker_is_not_a_checkpoint(tmp_path: Path) -> None:

@@ -44,8 +44,10 @@ def check_gradients(
     float64. On a mismatch, raises ``GradientCheckError`` naming the input, the worst index,
     and the analytic and numeric values.
     """
+    if not callable(f):
+        raise TypeError(f"check_gradients: f must be a function of tensors, got {f!r:.40}")
     if order not in (1, 2):
-        raise ValueError(f"order must be 1 or 2, got {order}")
+        raise ValueError(f"check_gradients: order must be 1 or 2, got {order}")
     arrays = [np.array(x, dtype=np.float64) for x in inputs]
     rng = np.random.default_rng(seed)
     if order == 2:

@@ -72,10 +72,13 @@ class Checkpoint:
     def save(self, path: str | os.PathLike[str], session: Any = None) -> str:
         """Write every variable to ``path`` (atomically); returns the path."""
         path = Path(path)
+        if path.is_dir():
+            raise CheckpointError(f"cannot save a checkpoint to {path}: it is a folder")
         variables = self.variables()
         values = _read(list(variables.values()), session)
         arrays = {key: value for key, value in zip(variables, values, strict=True)}
         arrays[MARKER] = np.array(FORMAT)
+        path.parent.mkdir(parents=True, exist_ok=True)  # as TensorFlow's Checkpoint.save does
         handle, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.",
                                              suffix=".tmp")  # fmt: skip
         try:
@@ -153,6 +156,8 @@ def _non_slot_maker(optimizer: Optimizer, name: str, array: np.ndarray) -> Any:
 def _load(path: Path) -> dict[str, np.ndarray]:
     if not path.exists():
         raise FileNotFoundError(f"no checkpoint at {path}")
+    if path.is_file() and not zipfile.is_zipfile(path) and not _is_npy(path):
+        raise CheckpointError(f"{path} is not an eagerflow checkpoint (not an .npz archive)")
     try:
         data = np.load(path, allow_pickle=False)
         if not isinstance(data, np.lib.npyio.NpzFile):  # a lone .npy array
@@ -170,6 +175,11 @@ def _load(path: Path) -> dict[str, np.ndarray]:
         raise CheckpointError(f"{path} has checkpoint format {marker}, this eagerflow reads "
                               f"format {FORMAT}")  # fmt: skip
     return arrays
+
+
+def _is_npy(path: Path) -> bool:
+    with path.open("rb") as file:
+        return file.read(6) == b"\x93NUMPY"  # the magic string every .npy file starts with
 
 
 def _read(variables: list[Variable], session: Any) -> list[np.ndarray]:
