@@ -172,7 +172,16 @@ def test_errors() -> None:
             gradients(y, [x])
 
 
+def _condition_without_return(i: ef.Tensor) -> None:
+    i < 3  # noqa: B015  (the mistake: the comparison is made, then dropped)
+
+
 MISTAKES = {
+    "condition without a return": (
+        lambda: while_loop(_condition_without_return, lambda i: i + 1, [ef.constant(0)]),
+        ef.DTypeError,
+        r"While\(int32\[\]\): the loop condition returned None: is its return missing\?",
+    ),
     "body returns too many": (
         lambda: while_loop(lambda i: i < 3, lambda i: (i + 1, i), [ef.constant(0)]),
         ef.ShapeError,

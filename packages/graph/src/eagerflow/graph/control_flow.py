@@ -154,7 +154,7 @@ def _eager_predicate(pred: Any) -> bool:
     return bool(pred)
 
 
-@op("If", shape=_if_shape, dtype=_if_dtype, multi_output=True, stateful=True)  # type: ignore[arg-type]  # (merged shapes may be of unknown rank)
+@op("If", shape=_if_shape, dtype=_if_dtype, multi_output=True, stateful=True)  # type: ignore[arg-type]  # unknown ranks
 def if_kernel(
     pred: np.ndarray, *inputs: np.ndarray, then_branch: Subgraph, else_branch: Subgraph
 ) -> tuple[Any, ...]:
@@ -229,6 +229,19 @@ def _check_condition(dtypes: Sequence[DType | None]) -> None:
         raise DTypeError(f"the loop condition must return one bool, got {got}")
 
 
+def _refusing_none(cond: Callable[..., Any]) -> Callable[..., Any]:
+    """``cond``, made to raise if it returns None (its ``return`` forgotten): eagerly, Python
+    would take that None as False and end the loop silently."""
+
+    def checked(*args: Any) -> Any:
+        result = cond(*args)
+        if result is None:
+            raise DTypeError("the loop condition returned None: is its return missing?")
+        return result
+
+    return checked
+
+
 def _check_body(starts: Sequence[DType | None], ends: Sequence[DType | None]) -> None:
     """The body returns one value per loop variable, each keeping its dtype."""
     if len(ends) != len(starts):
@@ -283,7 +296,10 @@ def while_loop(
     if shape_invariants:
         like = [_Spec(None if s is None else tuple(s), v.dtype)
                 for v, s in zip(start, shape_invariants, strict=True)]  # fmt: skip
-    cond_graph, _ = _build(cond, like, outer)
+    try:
+        cond_graph, _ = _build(_refusing_none(cond), like, outer)
+    except DTypeError as e:
+        raise e.at_op("While", start) from None
     body_graph, _ = _build(body, like, outer)
     # a body returning too few or too many values is the While rule's to report
     for i, (spec, out) in enumerate(zip(like, body_graph.results, strict=False)):
@@ -311,6 +327,7 @@ def _eager_while(
     def dtypes(results: Sequence[Any]) -> list[DType | None]:
         return [r.dtype if isinstance(r, Tensor) else None for r in results]
 
+    cond = _refusing_none(cond)
     try:
         while True:
             decision = flatten(cond(*values))
