@@ -86,7 +86,7 @@ class Layer:
                     outputs = self._call(inputs, training)
         except EagerflowError as e:  # an op's error, traced back to the layers it came from
             e.add_note(
-                f"in layer '{self.name}' ({type(self).__name__}), called on {describe(inputs)}"
+                f"in layer '{self.name}' ({type(self).__name__}), called on {describe(inputs):.80}"
             )
             raise
         self.output_shape = getattr(outputs, "shape", None)
