@@ -1,9 +1,11 @@
 """``cond`` and ``while_loop``: control flow as graph ops whose branches are subgraphs.
 
-In eager mode they are plain Python ``if`` and ``while``. In graph mode each branch (or the
-loop's condition and body) is built once into a ``FunctionGraph`` of its own: tensors it uses
-from an outer graph are *captured* as inputs, and the outer graph gets one ``If`` (or
-``While``) node. A Session runs that node's kernel, which runs only the branch it needs.
+In eager mode they are plain Python ``if`` and ``while``, checked by the same rules as the
+graph's ``If`` and ``While`` ops, so a mistake reads the same in both modes. In graph mode
+each branch (or the loop's condition and body) is built once into a ``FunctionGraph`` of its
+own: tensors it uses from an outer graph are *captured* as inputs, and the outer graph gets
+one ``If`` (or ``While``) node. A Session runs that node's kernel, which runs only the
+branch it needs.
 
 The gradient of ``If`` is another ``If``: each branch's gradient is built inside that branch's
 graph, by the same ``gradients()``. Gradients through ``While`` are not supported (the
@@ -283,7 +285,10 @@ def while_loop(
 ) -> Any:
     """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``; returns the final
     loop variables (a list, as given). ``shape_invariants`` allows a variable's shape to
-    change between iterations (e.g. ``(None,)`` for a growing vector)."""
+    change between iterations (e.g. ``(None,)`` for a growing vector).
+
+    In both modes ``cond`` must return one scalar bool, and ``body`` one value per loop
+    variable, keeping its dtype."""
     if shape_invariants is not None and len(shape_invariants) != len(loop_vars):
         raise ShapeError(
             f"{len(shape_invariants)} shape_invariants for {len(loop_vars)} loop variables"
