@@ -388,3 +388,11 @@ def test_variables_hash_by_identity() -> None:
     assert table[a] == "a"
     assert {a, b, a} == {a, b}
     assert hash(a) != hash(b)
+
+
+def test_a_format_spec_formats_the_value() -> None:
+    v = Variable(2.5)
+    assert f"{v:.2f}" == "2.50"
+    assert f"{v}" == str(v)  # an empty spec keeps the variable's own str
+    with raises(ef.ShapeError, "format() needs", "float32[2]"):
+        f"{Variable([1.0, 2.0]):.1f}"

@@ -374,4 +374,13 @@ for _name in (
 ):  # fmt: skip
     setattr(Variable, _name, _reads_first(_name))
 
+
+def _format(self: Variable, spec: str) -> str:
+    """``f"{v:.3f}"`` formats the current value as a tensor does; ``f"{v}"`` stays ``str(v)``
+    (the variable's own repr, not its value's, so not ``_reads_first``)."""
+    return format(self.read_value(), spec) if spec else str(self)
+
+
+Variable.__format__ = _format  # type: ignore[method-assign, assignment]
+
 __all__ = ["Variable", "apply_gradient_descent", "variable_store"]

@@ -110,6 +110,14 @@ class Tensor:
     def __float__(self) -> float:
         return float(self._item("float"))
 
+    def __format__(self, spec: str) -> str:
+        """``f"{loss:.3f}"``: a one-element tensor formats like its Python number.
+
+        An empty spec (``f"{t}"``) is ``str(t)``, for any tensor; a spec on several elements
+        is a ``ShapeError``, as for ``float(t)``: which element should ``.3f`` format?
+        """
+        return format(self._item("format"), spec) if spec else str(self)
+
     def __index__(self) -> int:
         if not self._dtype.is_integer:
             raise TypeError(f"only integer tensors can be used as an index, got {describe(self)}")
