@@ -227,6 +227,8 @@ CASES: dict[str, Callable[[st.DrawFn], Case]] = {
     "Relu": unary(ef.relu, gap=0.1),
     "ReluGrad": relu_grad_case,
     "Softplus": unary(ef.softplus),
+    "Elu": unary(ef.nn.elu, gap=0.1),
+    "LeakyRelu": unary(lambda t: ef.nn.leaky_relu(t, alpha=0.3), gap=0.1),
     "Softmax": with_axis(ef.softmax),
     "LogSoftmax": with_axis(ef.log_softmax),
     "SparseSoftmaxCrossEntropyWithLogits": sparse_xent_case,

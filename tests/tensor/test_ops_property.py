@@ -463,6 +463,11 @@ def _sigmoid_ref(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
+def _elu_ref(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+
+
 def _softplus_ref(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, np.float64)
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
@@ -498,6 +503,10 @@ UNARY = {
     "sigmoid": Unary(ef.sigmoid, "Sigmoid", _sigmoid_ref, FLOATS, -30, 30),
     "relu": Unary(ef.relu, "Relu", lambda x: np.maximum(x, 0), NUMBERS),
     "softplus": Unary(ef.softplus, "Softplus", _softplus_ref, FLOATS, -30, 30),
+    "elu": Unary(ef.nn.elu, "Elu", _elu_ref, FLOATS, -30, 30),
+    "leaky_relu": Unary(
+        ef.nn.leaky_relu, "LeakyRelu", lambda x: np.where(x > 0, x, 0.2 * x), FLOATS
+    ),
     "logical_not": Unary(ef.logical_not, "LogicalNot", np.logical_not, (B,)),
 }
 

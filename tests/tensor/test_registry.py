@@ -59,7 +59,11 @@ EXAMPLES: dict[str, list[tuple[tuple[ef.Tensor, ...], dict[str, Any]]]] = {
     **{name: [((b(2, 1), b(3)), {})] for name in ["LogicalAnd", "LogicalOr"]},
     "LogicalNot": [((b(2, 3),), {})],
     **{name: [((f32(2, 3),), {})] for name in ["Neg", "Abs", "Sign", "Square", "Exp", "Tanh"]},
-    **{name: [((f32(4),), {})] for name in ["Sigmoid", "Relu", "Softplus"]},
+    **{name: [((f32(4),), {})] for name in ["Sigmoid", "Relu", "Softplus", "Elu"]},
+    "LeakyRelu": [
+        ((f32(2, 3),), {"alpha": 0.2}),
+        ((ef.cast(f32(4), ef.float16),), {"alpha": -1.5}),
+    ],
     **{name: [((pos(2, 3),), {})] for name in ["Sqrt", "Log"]},
     "Cast": [((f32(2, 3),), {"dtype": ef.int64}), ((i32(3),), {"dtype": ef.bool_})],
     "MatMul": [

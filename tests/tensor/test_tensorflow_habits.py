@@ -4,6 +4,7 @@ values, and ``tf.where`` with one argument."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
@@ -27,3 +28,33 @@ def test_an_empty_format_spec_keeps_str() -> None:
 def test_a_format_spec_on_several_elements_is_a_shape_error() -> None:
     with pytest.raises(ef.ShapeError, match=r"format\(\) needs .* one element, got float32\[2\]"):
         f"{ef.constant([1.0, 2.0]):.3f}"
+
+
+# --- tf.nn ----------------------------------------------------------------------------------------
+def test_tf_nn_spelling() -> None:
+    """``ef.nn.relu`` is ``ef.relu``: one op, two spellings (the old one stays)."""
+    for name in ("relu", "softmax", "log_softmax", "sigmoid", "tanh", "softplus"):
+        assert getattr(ef.nn, name) is getattr(ef, name)
+    assert ef.nn.sparse_softmax_cross_entropy_with_logits is (
+        ef.sparse_softmax_cross_entropy_with_logits
+    )
+
+
+def test_elu_and_leaky_relu_values() -> None:
+    x = ef.constant([-2.0, -0.5, 0.0, 3.0], ef.float64)
+    np.testing.assert_allclose(ef.nn.elu(x).numpy(), [np.expm1(-2), np.expm1(-0.5), 0, 3])
+    np.testing.assert_allclose(ef.nn.leaky_relu(x).numpy(), [-0.4, -0.1, 0, 3])  # alpha=0.2
+    np.testing.assert_allclose(ef.nn.leaky_relu(x, alpha=0.5).numpy(), [-1, -0.25, 0, 3])
+    assert ef.nn.elu(ef.constant([-1e4, 1e4])).numpy().tolist() == [-1.0, 1e4]  # no overflow
+
+
+def test_elu_and_leaky_relu_take_floats_only() -> None:
+    with pytest.raises(ef.DTypeError, match=r"Elu\(int32\[2\]\)"):
+        ef.nn.elu([1, 2])
+    with pytest.raises(ef.DTypeError, match=r"LeakyRelu\(int32\[2\]\)"):
+        ef.nn.leaky_relu([1, 2])
+
+
+def test_leaky_relus_alpha_must_be_a_number() -> None:
+    with pytest.raises(TypeError, match=r"leaky_relu: alpha must be a number, got '0.1'"):
+        ef.nn.leaky_relu([1.0], alpha="0.1")  # type: ignore[arg-type]

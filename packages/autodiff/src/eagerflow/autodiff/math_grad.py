@@ -186,6 +186,20 @@ def _softplus_grad(op: OpRecord, grad: Tensor) -> Grads:
     return (grad * ef.sigmoid(op.inputs[0]),)
 
 
+@register_gradient("Elu")
+def _elu_grad(op: OpRecord, grad: Tensor) -> Grads:
+    # d elu(x) = dx for x > 0, eˣ dx = (y + 1) dx below (TF fuses this as EluGrad)
+    y = op.outputs[0]
+    return (ef.where(y > 0, grad, grad * (y + 1.0)),)
+
+
+@register_gradient("LeakyRelu")
+def _leaky_relu_grad(op: OpRecord, grad: Tensor) -> Grads:
+    # d leaky_relu(x) = dx for x > 0, alpha dx below
+    x = op.inputs[0]
+    return (ef.where(x > 0, grad, grad * op.attrs["alpha"]),)
+
+
 @register_gradient("Softmax")
 def _softmax_grad(op: OpRecord, grad: Tensor) -> Grads:
     # with y = softmax(x): dx = y (g - Σ g y), the sum along the softmax axis

@@ -110,6 +110,8 @@ from eagerflow.tensor.nn_ops import (
 from eagerflow.tensor.random_ops import random_normal, random_shuffle, random_uniform, set_seed
 from eagerflow.tensor.registry import OpDef, get_op
 
+from eagerflow.tensor import nn  # isort: skip  (`ef.nn.relu`: TensorFlow's `tf.nn` spelling)
+
 # TensorFlow spells it `tf.bool`. Not in __all__, so `import *` never shadows the builtin.
 bool = bool_
 
@@ -172,6 +174,7 @@ __all__ = [
     "minimum",
     "multiply",
     "negative",
+    "nn",
     "not_equal",
     "one_hot",
     "ones",

@@ -62,6 +62,31 @@ def softplus(x: Any, name: str | None = None) -> Tensor:
     return execute("Softplus", (convert_to_tensor(x),), NO_ATTRS, name)[0]
 
 
+@op("Elu", shape=same_shape_rule, dtype=same_dtype(FLOATS))
+def elu_kernel(x: np.ndarray) -> np.ndarray:
+    """x where x > 0, eˣ - 1 elsewhere (expm1 of min(x, 0), so a large x never overflows)."""
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+
+
+def elu(features: Any, name: str | None = None) -> Tensor:
+    """The exponential linear unit: x for x > 0, eˣ - 1 below (smooth at 0, unlike relu)."""
+    return execute("Elu", (convert_to_tensor(features),), NO_ATTRS, name)[0]
+
+
+@op("LeakyRelu", shape=same_shape_rule, dtype=same_dtype(FLOATS))
+def leaky_relu_kernel(x: np.ndarray, alpha: float) -> np.ndarray:
+    """x where x > 0, alpha·x elsewhere."""
+    return np.where(x > 0, x, x * alpha).astype(x.dtype, copy=False)
+
+
+def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Tensor:
+    """x for x > 0, ``alpha``·x below: a relu whose negative side still has a gradient."""
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.number):
+        raise TypeError(f"leaky_relu: alpha must be a number, got {alpha!r}")
+    attrs = {"alpha": float(alpha)}
+    return execute("LeakyRelu", (convert_to_tensor(features),), attrs, name)[0]
+
+
 def axis_shape_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """Same shape out; ``attrs['axis']`` must be an axis of the input."""
     normalize_axis(attrs["axis"], len(shapes[0]))
