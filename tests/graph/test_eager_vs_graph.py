@@ -103,6 +103,7 @@ def test_mean_gradient_with_an_unknown_batch_size(axis: object, keepdims: bool, 
 X = np.arange(6.0).reshape(2, 3)
 MISTAKES = {
     "one_hot, negative depth": lambda c: ef.one_hot(c(np.array([1])), -1),
+    "one_hot, on and off of two dtypes": lambda c: ef.one_hot(c(np.array([1])), 3, 1, 0.5),
     "tile, negative multiple": lambda c: ef.tile(c(X), [-1, 1]),
     "tile, too few multiples": lambda c: ef.tile(c(X), [2]),
     "expand_dims, axis": lambda c: ef.expand_dims(c(X), 5),

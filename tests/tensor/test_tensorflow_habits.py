@@ -58,3 +58,29 @@ def test_elu_and_leaky_relu_take_floats_only() -> None:
 def test_leaky_relus_alpha_must_be_a_number() -> None:
     with pytest.raises(TypeError, match=r"leaky_relu: alpha must be a number, got '0.1'"):
         ef.nn.leaky_relu([1.0], alpha="0.1")  # type: ignore[arg-type]
+
+
+# --- one_hot's dtype ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kwargs", "dtype", "row"),
+    [
+        ({}, ef.float32, [0, 1, 0]),
+        ({"on_value": 5, "off_value": 0}, ef.int32, [0, 5, 0]),
+        ({"on_value": 5}, ef.int32, [0, 5, 0]),  # the other value is 0 (or 1) of that dtype
+        ({"off_value": -1}, ef.int32, [-1, 1, -1]),
+        ({"on_value": np.float64(0.5)}, ef.float64, [0, 0.5, 0]),
+        ({"on_value": ef.constant(7, ef.int64), "off_value": 2**33}, ef.int64, [2**33, 7, 2**33]),
+        ({"on_value": True, "off_value": False}, ef.bool_, [False, True, False]),
+        ({"on_value": 5, "dtype": ef.float64}, ef.float64, [0, 5, 0]),  # dtype= wins
+    ],
+)
+def test_one_hot_takes_its_dtype_from_its_values(kwargs: dict, dtype: ef.DType, row: list) -> None:
+    result = ef.one_hot([1], 3, **kwargs)
+    assert result.dtype is dtype
+    assert result.numpy().tolist() == [row]
+
+
+def test_one_hots_values_of_two_dtypes_are_a_dtype_error() -> None:
+    with pytest.raises(ef.DTypeError, match=r"OneHot\(int32\[1\]\): on_value and off_value .* "
+                       r"got int32 and float32"):  # fmt: skip
+        ef.one_hot([1], 3, on_value=1, off_value=0.5)

@@ -598,21 +598,43 @@ def one_hot_kernel(
 def one_hot(
     indices: Any,
     depth: int,
-    on_value: Any = 1,
-    off_value: Any = 0,
+    on_value: Any = None,
+    off_value: Any = None,
     axis: int = -1,
-    dtype: DType | str = dtypes.float32,
+    dtype: DType | str | None = None,
     name: str | None = None,
 ) -> Tensor:
-    """Integer class indices as one-hot vectors of length ``depth`` (along ``axis``)."""
+    """Integer class indices as one-hot vectors of length ``depth`` (along ``axis``).
+
+    As in TensorFlow, the dtype is ``dtype`` if given, else that of ``on_value`` or
+    ``off_value`` (``on_value=5`` gives int32), else float32; the values default to 1 and 0.
+    """
+    indices = convert_to_tensor(indices)
+    given = {k: v for k, v in (("on_value", on_value), ("off_value", off_value)) if v is not None}
+    found = {k: _natural(v) for k, v in given.items()}
+    if len(set(found.values())) > 1:
+        raise DTypeError(
+            "on_value and off_value must have the same dtype, got "
+            f"{found['on_value']} and {found['off_value']} (or give dtype=)"
+        ).at_op("OneHot", (indices,))
+    if dtype is None:
+        dtype = next(iter(found.values()), dtypes.float32)
     attrs = {
         "depth": int(depth),
-        "on_value": on_value,
-        "off_value": off_value,
+        "on_value": 1 if on_value is None else on_value,
+        "off_value": 0 if off_value is None else off_value,
         "axis": int(axis),
         "dtype": dtypes.as_dtype(dtype),
     }
-    return execute("OneHot", (convert_to_tensor(indices),), attrs, name)[0]
+    return execute("OneHot", (indices,), attrs, name)[0]
+
+
+def _natural(value: Any) -> DType:
+    """The dtype ``convert_to_tensor(value)`` would give (a Python int: int32, ...)."""
+    own = getattr(value, "dtype", None)  # a tensor's or a variable's
+    if isinstance(own, DType):
+        return own
+    return dtypes.from_numpy(to_array(value).dtype)  # type: ignore[return-value]
 
 
 def where_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
