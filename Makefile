@@ -35,8 +35,10 @@ setup: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/mkdocs serve -f site/mkdocs.yml -a 127.0.0.1:8000
 
+# The same checks as lint (so CI, which runs make test, catches unformatted code), then the tests.
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
