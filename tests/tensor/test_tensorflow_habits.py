@@ -84,3 +84,35 @@ def test_one_hots_values_of_two_dtypes_are_a_dtype_error() -> None:
     with pytest.raises(ef.DTypeError, match=r"OneHot\(int32\[1\]\): on_value and off_value .* "
                        r"got int32 and float32"):  # fmt: skip
         ef.one_hot([1], 3, on_value=1, off_value=0.5)
+
+
+# --- where(condition): the coordinates of the True elements --------------------------------------
+@pytest.mark.parametrize(
+    "condition",
+    [
+        [[True, False], [False, True], [True, True]],
+        [False, False, False],
+        np.zeros((2, 0, 3), bool),
+        np.array(True),
+        np.random.default_rng(0).random((3, 4, 2)) > 0.5,
+    ],
+)
+def test_where_with_one_argument_gives_coordinates(condition: object) -> None:
+    result = ef.where(condition)
+    expected = np.argwhere(np.asarray(condition))
+    assert result.dtype is ef.int64
+    assert result.shape == expected.shape  # (number of True elements, rank)
+    np.testing.assert_array_equal(result.numpy(), expected)
+
+
+def test_where_with_one_argument_is_an_op_of_data_dependent_shape() -> None:
+    assert ef.get_op("Where").shape_rule([(4, 3)], {}) == [(None, 2)]
+
+
+def test_where_needs_a_bool_condition_and_both_or_neither_of_x_and_y() -> None:
+    with pytest.raises(ef.DTypeError, match=r"Where\(int32\[2\]\): condition must be bool"):
+        ef.where([1, 0])
+    with pytest.raises(ef.InvalidArgumentError, match=r"x and y must both be given or both"):
+        ef.where([True], [1.0])
+    with pytest.raises(ef.InvalidArgumentError, match=r"x and y must both be given or both"):
+        ef.where([True], y=[1.0])

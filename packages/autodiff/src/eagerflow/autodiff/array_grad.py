@@ -136,6 +136,6 @@ def _where_grad(op: OpRecord, grad: Tensor) -> Grads:
 
 
 not_differentiable(
-    "Const", "Fill", "Size", "ZerosLike", "OnesLike", "Range", "OneHot", "StopGradient",
+    "Const", "Fill", "Size", "ZerosLike", "OnesLike", "Range", "OneHot", "StopGradient", "Where",
     "RandomNormal", "RandomUniform", "RandomShuffle",
 )  # fmt: skip

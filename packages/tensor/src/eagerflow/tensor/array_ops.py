@@ -651,11 +651,40 @@ def where_kernel(condition: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndar
     return np.where(condition, x, y)
 
 
-def where(condition: Any, x: Any, y: Any, name: str | None = None) -> Tensor:
-    """Elementwise choice: ``x`` where ``condition`` is True, else ``y`` (broadcasting)."""
+def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
+    """Elementwise choice: ``x`` where ``condition`` is True, else ``y`` (broadcasting).
+
+    With ``condition`` alone: the coordinates of its True elements (``Where``, below).
+    """
     condition = convert_to_tensor(condition)
+    if x is None and y is None:
+        return execute("Where", (condition,), NO_ATTRS, name)[0]
+    if x is None or y is None:
+        raise InvalidArgumentError(
+            "x and y must both be given or both be omitted (then where() returns the "
+            "coordinates of the True elements)"
+        ).at_op("SelectV2", (condition,))
     x, y = convert_operands(x, y)
     return execute("SelectV2", (condition, x, y), NO_ATTRS, name)[0]
+
+
+def where_coordinates_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """(number of True elements, rank): the first dimension depends on the data, so no rule
+    can know it; graphs see None, and only running the op tells."""
+    return [(None, len(shapes[0]))]
+
+
+def where_coordinates_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    if dts[0] is not dtypes.bool_:
+        raise DTypeError(f"condition must be bool, got {dts[0]}")
+    return [dtypes.int64]
+
+
+@op("Where", shape=where_coordinates_shape, dtype=where_coordinates_dtype)
+def where_coordinates_kernel(condition: np.ndarray) -> np.ndarray:
+    """The coordinates of the True elements of ``condition``, one row each, in row-major
+    order: an int64 matrix of shape (number of True elements, rank)."""
+    return np.argwhere(condition).astype(np.int64, copy=False)
 
 
 # --- t[...]: basic indexing --------------------------------------------------------------------

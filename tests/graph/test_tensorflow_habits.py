@@ -1,0 +1,51 @@
+"""What a TensorFlow user reaches for in graph mode, spelled and behaving as in TensorFlow: the
+new ops built into graphs (``where(condition)``, ``ef.nn``, ``one_hot``'s dtype, ``linspace``),
+the default Session, ``@function`` on methods, ``stop_gradients``, and fetching an eager tensor."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import eagerflow.tensor as ef
+from eagerflow.autodiff import GRADIENTS, GradientTape
+from eagerflow.graph import Graph, Session, placeholder
+
+
+# --- the new ops in a graph ----------------------------------------------------------------------
+def test_where_with_one_argument_in_a_graph() -> None:
+    condition = np.array([[True, False, True], [False, False, True]])
+    g = Graph()
+    with g.as_default():
+        c = placeholder(ef.bool_, (None, 3))
+        coordinates = ef.where(c)
+    assert coordinates.op.type == "Where"
+    assert coordinates.shape == (None, 2) and coordinates.dtype is ef.int64
+    with Session(g) as session:
+        result = session.run(coordinates, {c: condition})
+    np.testing.assert_array_equal(result, ef.where(condition).numpy())
+    assert result.dtype == np.int64
+
+
+def test_where_is_declared_not_differentiable() -> None:
+    assert "Where" in GRADIENTS and GRADIENTS["Where"] is None
+    x = ef.constant([1.0, -2.0, 3.0])
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = ef.reduce_sum(ef.cast(ef.where(x > 0), ef.float32))
+    assert tape.gradient(y, x) is None
+
+
+def test_one_hot_elu_and_leaky_relu_build_nodes() -> None:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float64, (2,))
+        hot = ef.one_hot([0, 2], 3, on_value=5)
+        activations = [ef.nn.elu(x), ef.nn.leaky_relu(x, alpha=0.1)]
+    assert hot.dtype is ef.int32
+    assert [a.op.type for a in activations] == ["Elu", "LeakyRelu"]
+    assert activations[1].op.attrs["alpha"] == 0.1
+    with Session(g) as session:
+        hot_value, elu, leaky = session.run([hot, *activations], {x: [-1.0, 2.0]})
+    np.testing.assert_array_equal(hot_value, [[5, 0, 0], [0, 0, 5]])
+    np.testing.assert_allclose(elu, [np.expm1(-1.0), 2.0])
+    np.testing.assert_allclose(leaky, [-0.1, 2.0])
