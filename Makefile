@@ -15,8 +15,9 @@ NPM_DIR := build/npm
 
 .PHONY: setup serve test lint bench clean
 
-# Also redone when the Makefile changes, so a new set-up step (or MERMAID_VERSION) takes effect.
-$(STAMP): pyproject.toml $(foreach p,$(PACKAGES),$(p)/pyproject.toml) Makefile
+# Also redone when the Makefile changes, so a new set-up step (or MERMAID_VERSION) takes effect,
+# and when VERSION changes, since editable installs record their version when installed.
+$(STAMP): pyproject.toml VERSION $(foreach p,$(PACKAGES),$(p)/pyproject.toml) Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --group dev $(foreach p,$(PACKAGES),-e $(p))

@@ -13,7 +13,6 @@ import os
 import shlex
 import subprocess
 import sys
-import tomllib
 import zipfile
 from email.parser import Parser
 from pathlib import Path
@@ -29,6 +28,7 @@ PACKAGES_DIR = REPO / "packages"
 LAYERS = ("tensor", "autodiff", "graph", "nn")  # lowest first; each depends on the one before
 NO_VERSION_CHECK = "--disable-pip-version-check"
 PIP_QUIET = [NO_VERSION_CHECK, "-q"]  # not for pip list/check: -q silences their output too
+VERSION = (REPO / "VERSION").read_text().strip()  # every package's version (tests/test_version.py)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -76,11 +76,6 @@ def _run(
     return proc
 
 
-def _project(layer: str) -> dict:
-    with open(PACKAGES_DIR / layer / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)["project"]
-
-
 # --------------------------------------------------------------------------- building
 
 
@@ -120,7 +115,7 @@ def wheels(tmp_path_factory) -> dict[str, Path]:
 @pytest.mark.parametrize("layer", LAYERS)
 def test_wheel_ships_only_its_own_package(layer, wheels):
     wheel = wheels[layer]
-    version = _project(layer)["version"]
+    version = VERSION
     assert wheel.name == f"eagerflow_{layer}-{version}-py3-none-any.whl", (
         f"expected a pure-Python wheel of version {version}, got {wheel.name}"
     )
@@ -133,7 +128,7 @@ def test_wheel_ships_only_its_own_package(layer, wheels):
     own = f"eagerflow/{layer}/"
     dist_info = f"eagerflow_{layer}-{version}.dist-info/"
 
-    for required in (f"{own}__init__.py", f"{own}py.typed"):
+    for required in (f"{own}__init__.py", f"{own}py.typed", f"{dist_info}licenses/LICENSE"):
         assert required in names, f"{wheel.name} lacks {required}; it holds:\n  {listing}"
     assert "eagerflow/__init__.py" not in names, (
         f"{wheel.name} ships eagerflow/__init__.py, which breaks the PEP 420 namespace package"

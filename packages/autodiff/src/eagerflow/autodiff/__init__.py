@@ -9,6 +9,10 @@ Read it in this order:
 5. ``custom.py``     ``custom_gradient``; ``checker.py``: ``check_gradients``.
 """
 
+from importlib import metadata as _metadata
+
+__version__ = _metadata.version("eagerflow-autodiff")  # from the repository's VERSION file
+
 # Importing the rule modules registers the rules.
 from eagerflow.autodiff import array_grad, math_grad  # noqa: F401
 from eagerflow.autodiff.checker import GradientCheckError, check_gradients

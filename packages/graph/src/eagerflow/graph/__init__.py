@@ -10,6 +10,10 @@ Read it in this order:
 6. ``draw.py``      pictures (``to_mermaid``/``to_dot``).
 """
 
+from importlib import metadata as _metadata
+
+__version__ = _metadata.version("eagerflow-graph")  # from the repository's VERSION file
+
 from eagerflow.graph.control_flow import cond, while_loop
 from eagerflow.graph.function import ConcreteFunction, Function, function
 from eagerflow.graph.gradients import gradients

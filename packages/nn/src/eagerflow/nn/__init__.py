@@ -12,6 +12,10 @@ Read it in this order:
 6. ``checkpoint.py``  ``Checkpoint``: save and restore every variable of an object tree.
 """
 
+from importlib import metadata as _metadata
+
+__version__ = _metadata.version("eagerflow-nn")  # from the repository's VERSION file
+
 from eagerflow.nn import activations, initializers
 from eagerflow.nn.checkpoint import Checkpoint, CheckpointError
 from eagerflow.nn.layers import Dense, Dropout, Flatten, Sequential

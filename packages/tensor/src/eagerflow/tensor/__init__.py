@@ -10,6 +10,10 @@ Read it in this order:
    each kernel right above the public function that calls ``execute``.
 """
 
+from importlib import metadata as _metadata
+
+__version__ = _metadata.version("eagerflow-tensor")  # from the repository's VERSION file
+
 # `tensor` first: it defines Tensor, then imports the op modules, which need Tensor.
 from eagerflow.tensor.tensor import Tensor, convert_to_tensor, is_tensor  # isort: skip
 from eagerflow.tensor import dtypes, errors, execution, registry
