@@ -7,7 +7,7 @@ a layer never says how to differentiate itself.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import eagerflow.tensor as ef
@@ -28,8 +28,13 @@ class Dense(Layer):
         kernel_initializer: str | initializers.Initializer = "glorot_uniform",
         bias_initializer: str | initializers.Initializer = "zeros",
         name: str | None = None,
+        *,
+        input_shape: Sequence[int] | None = None,
+        batch_input_shape: Sequence[int | None] | None = None,
+        input_dim: int | None = None,
     ) -> None:
-        super().__init__(name)
+        super().__init__(name, input_shape=input_shape, batch_input_shape=batch_input_shape,
+                         input_dim=input_dim)  # fmt: skip
         if int(units) < 1:
             raise InvalidArgumentError(f"Dense: units must be >= 1, got {units}")
         self.units = int(units)
@@ -49,6 +54,9 @@ class Dense(Layer):
         if self.use_bias:
             self.bias = self.add_weight("bias", (self.units,), self.bias_initializer)
 
+    def compute_output_shape(self, input_shape: Shape | None) -> Shape:
+        return (*(input_shape or (None,))[:-1], self.units)
+
     def call(self, inputs: Any) -> Tensor:
         outputs = ef.matmul(inputs, self.kernel)
         if self.use_bias:
@@ -59,25 +67,48 @@ class Dense(Layer):
 class Flatten(Layer):
     """(batch, d1, d2, ...) -> (batch, d1·d2·...)."""
 
+    def __init__(
+        self,
+        name: str | None = None,
+        *,
+        input_shape: Sequence[int] | None = None,
+        batch_input_shape: Sequence[int | None] | None = None,
+    ) -> None:
+        super().__init__(name, input_shape=input_shape, batch_input_shape=batch_input_shape)
+
+    def compute_output_shape(self, input_shape: Shape | None) -> Shape:
+        return (None if not input_shape else input_shape[0], self._features(input_shape))
+
     def call(self, inputs: Any) -> Tensor:
         inputs = ef.convert_to_tensor(inputs)
-        rest = inputs.shape[1:]
-        if None in rest:
-            raise ShapeError(
-                f"Flatten '{self.name}': needs known non-batch dims, got {inputs.shape}"
-            )
-        return ef.reshape(inputs, (-1, math.prod(rest)))
+        return ef.reshape(inputs, (-1, self._features(inputs.shape)))
+
+    def _features(self, shape: Shape | None) -> int:
+        """d1·d2·..., which must all be known."""
+        if shape is None or len(shape) < 1 or None in shape[1:]:
+            raise ShapeError(f"Flatten '{self.name}': needs known non-batch dims, got {shape}")
+        return math.prod(shape[1:])  # type: ignore[arg-type]  # (no None: checked above)
 
 
 class Dropout(Layer):
     """While training, zero each input with probability ``rate`` and scale the rest by
     1 / (1 - rate), so the expected output equals the input; otherwise the identity."""
 
-    def __init__(self, rate: float, name: str | None = None) -> None:
-        super().__init__(name)
+    def __init__(
+        self,
+        rate: float,
+        name: str | None = None,
+        *,
+        input_shape: Sequence[int] | None = None,
+        batch_input_shape: Sequence[int | None] | None = None,
+    ) -> None:
+        super().__init__(name, input_shape=input_shape, batch_input_shape=batch_input_shape)
         if not 0.0 <= rate < 1.0:
             raise InvalidArgumentError(f"Dropout: rate must be in [0, 1), got {rate}")
         self.rate = float(rate)
+
+    def compute_output_shape(self, input_shape: Shape | None) -> Shape | None:
+        return input_shape
 
     def call(self, inputs: Any, training: bool = False) -> Tensor:
         inputs = ef.convert_to_tensor(inputs)
@@ -93,7 +124,12 @@ class Dropout(Layer):
 
 
 class Sequential(Model):
-    """Layers applied one after the other: ``Sequential([Dense(64, "relu"), Dense(10)])``."""
+    """Layers applied one after the other: ``Sequential([Dense(64, "relu"), Dense(10)])``.
+
+    If the first layer is given its input shape (``Dense(64, "relu", input_shape=(784,))``),
+    the model builds every layer at once, as Keras does, passing each layer's output shape
+    to the next: its variables exist before the first call (a checkpoint can be restored).
+    """
 
     def __init__(self, layers: Iterable[Layer] = (), name: str | None = None) -> None:
         super().__init__(name)
@@ -108,6 +144,30 @@ class Sequential(Model):
                 f"got {layer!r} of type {type(layer).__name__}"
             )
         self.layers.append(layer)
+        first = self.layers[0].batch_input_shape
+        if first is not None:  # the model knows its input: build the new layer too
+            self.built = False  # (the layers built already are left as they are)
+            self.build(first)
+
+    def build(self, input_shape: Shape | None) -> None:
+        """Build each layer in turn from the output shape of the one before. A layer that
+        cannot say its output shape (see ``Layer.compute_output_shape``) stops this: it and
+        the layers after it build on the first call."""
+        shape = input_shape
+        for layer in self.layers:
+            layer.build(shape)
+            try:
+                shape = layer.compute_output_shape(shape)
+            except NotImplementedError:
+                return
+            layer.output_shape = shape
+        self.output_shape = shape
+
+    def compute_output_shape(self, input_shape: Shape | None) -> Shape | None:
+        shape = input_shape
+        for layer in self.layers:
+            shape = layer.compute_output_shape(shape)
+        return shape
 
     def call(self, inputs: Any, training: bool = False) -> Any:
         for layer in self.layers:

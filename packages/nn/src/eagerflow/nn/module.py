@@ -9,15 +9,21 @@ run now or add graph nodes.
 Order of ``variables``: depth first, in the order attributes were first assigned (Python
 keeps ``__dict__`` in insertion order). ``Dense`` assigns ``kernel`` then ``bias``, so a
 ``Sequential([Dense(4), Dense(2)])`` lists ``[kernel, bias, kernel_1, bias_1]``.
+
+Building: a layer makes its variables in ``build(input_shape)``, which runs once, on the first
+call or earlier if the layer is told its input shape (``Dense(8, input_shape=(4,))``, as in
+Keras). A checkpoint restored before that waits in the layer until ``build`` has made the
+variables (see ``checkpoint.py``).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import re
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -26,22 +32,83 @@ from eagerflow.autodiff import Variable
 from eagerflow.graph import name_scope
 from eagerflow.nn import initializers
 from eagerflow.tensor import DType, Tensor
-from eagerflow.tensor.errors import EagerflowError, describe
+from eagerflow.tensor.errors import EagerflowError, ShapeError, describe
 
 Shape = tuple[int | None, ...]
 
 
-class Layer:
-    """A callable that owns variables: override ``build`` (make variables) and ``call``."""
+class Deferred(Protocol):
+    """A checkpoint's value waiting for a variable that does not exist yet."""
+
+    def check(self, variable: Variable) -> None:
+        """Raise if the value cannot go into ``variable`` (another shape or dtype)."""
+
+    def assign(self, variable: Variable) -> None:
+        """Give ``variable`` the value."""
+
+
+class LayerType(type):
+    """The type of every layer class, doing two things Keras also does behind the scenes.
+
+    1. It wraps each class's ``build`` so that it runs at most once: later calls do nothing.
+       ``build`` is then safe to call by hand, and ``__call__`` simply calls it.
+    2. When a layer is created with an input shape, it builds the layer as soon as the whole
+       ``__init__`` has run (a subclass's too: that is why this cannot be done in
+       ``Layer.__init__``, which runs before the subclass has set, say, ``units``).
+    """
+
+    def __init__(cls, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> None:
+        super().__init__(name, bases, namespace)
+        if "build" in namespace:
+            setattr(cls, "build", _build_once(namespace["build"]))  # noqa: B010 (mypy)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        layer = super().__call__(*args, **kwargs)
+        if layer.batch_input_shape is not None:
+            layer.build(layer.batch_input_shape)
+        return layer
+
+
+def _build_once(build: Callable[[Any, Shape | None], None]) -> Callable[..., None]:
+    @functools.wraps(build)
+    def build_once(self: Layer, input_shape: Sequence[int | None] | None = None) -> None:
+        if self.built:
+            return
+        build(self, None if input_shape is None else tuple(input_shape))
+        self.built = True
+        self._restore_deferred()  # checkpoint values that were waiting for these variables
+
+    return build_once
+
+
+class Layer(metaclass=LayerType):
+    """A callable that owns variables: override ``build`` (make variables) and ``call``.
+
+    Give ``input_shape`` (without the batch axis), ``batch_input_shape`` (with it) or
+    ``input_dim`` (``input_shape=(input_dim,)``) to build the layer at once, before any call.
+    """
 
     _name_counts: ClassVar[dict[str, int]] = {}
     _accepts_training: ClassVar[dict[type, bool]] = {}
 
-    def __init__(self, name: str | None = None, dtype: DType = ef.float32) -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        dtype: DType = ef.float32,
+        *,
+        input_shape: Sequence[int] | None = None,
+        batch_input_shape: Sequence[int | None] | None = None,
+        input_dim: int | None = None,
+    ) -> None:
         self.name = name or _unique_name(_snake_case(type(self).__name__))
         self.dtype = dtype
         self.built = False
         self.output_shape: Shape | None = None  # of the last call, for summary()
+        # the input shape given at construction (batch axis first), checked at every call
+        self.batch_input_shape = _declared_shape(
+            type(self).__name__, input_shape, batch_input_shape, input_dim
+        )
+        self._deferred: dict[str, Deferred] = {}  # variable path -> checkpoint value
 
     @classmethod
     def reset_names(cls) -> None:
@@ -51,7 +118,14 @@ class Layer:
 
     # --- what subclasses write ---------------------------------------------------------------
     def build(self, input_shape: Shape | None) -> None:
-        """Create the variables that depend on the input's shape (called on first use)."""
+        """Create the variables that depend on the input's shape. Runs once: on the first
+        call, at construction if an input shape was given, or when you call it."""
+
+    def compute_output_shape(self, input_shape: Shape | None) -> Shape | None:
+        """The shape ``call`` returns for inputs of ``input_shape``, without computing it:
+        ``Sequential.build`` passes it on to the next layer. Override it in a layer of your
+        own that should build before the first call even when it is not the first layer."""
+        raise NotImplementedError(f"{type(self).__name__} does not say its output shape")
 
     def call(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         """The computation: ``call(self, inputs)``, or ``call(self, inputs, training=False)``
@@ -76,9 +150,10 @@ class Layer:
         try:
             if type(inputs) is not Tensor:  # (tensors, the usual case, need no conversion)
                 inputs = self._convert(inputs)
-            if not self.built:
+            if self.batch_input_shape is not None:  # told its input shape: hold it to it
+                self._check_input_shape(getattr(inputs, "shape", ()))
+            if not self.built:  # (build would return at once, but a call costs time per step)
                 self.build(getattr(inputs, "shape", ()))  # None: a graph input of unknown rank
-                self.built = True
             if ef.executing_eagerly():  # names mean nothing to eager ops: skip the scope
                 outputs = self._call(inputs, training)
             else:
@@ -91,6 +166,19 @@ class Layer:
             raise
         self.output_shape = getattr(outputs, "shape", None)
         return outputs
+
+    def _check_input_shape(self, shape: Shape | None) -> None:
+        expected = self.batch_input_shape
+        if shape is None or expected is None:
+            return  # an unknown rank may still fit: the ops check it when they run
+        fits = len(shape) == len(expected) and all(
+            a is None or b is None or a == b for a, b in zip(shape, expected, strict=True)
+        )
+        if not fits:
+            raise ShapeError(
+                f"layer '{self.name}' ({type(self).__name__}) was built for inputs of shape "
+                f"{expected}, but is called on inputs of shape {shape}"
+            )
 
     def _convert(self, inputs: Any) -> Any:
         # NumPy float arrays become the layer's dtype, as in Keras: data is often float64.
@@ -136,6 +224,35 @@ class Layer:
                 for inner, variable in obj.variable_paths():
                     yield f"{path}/{inner}", variable
 
+    # --- checkpoint values waiting for their variables ----------------------------------------
+    def defer(self, path: str, value: Deferred) -> bool:
+        """Keep ``value`` until the variable at ``path`` (below this layer) exists, in the
+        deepest layer on that path that exists already. Returns False, and keeps nothing, if
+        that layer is built: it will make no more variables."""
+        for sub_path, obj in self.tracked():
+            if isinstance(obj, Layer) and path.startswith(f"{sub_path}/"):
+                return obj.defer(path[len(sub_path) + 1 :], value)
+        if self.built:
+            return False
+        self._deferred[path] = value
+        return True
+
+    def _restore_deferred(self) -> None:
+        """After ``build``: give each waiting value its variable, checking all before any is
+        assigned; pass the others on to sub-layers that ``build`` may have made."""
+        if not self._deferred:
+            return
+        variables = dict(self.variable_paths())
+        ready = {path: value for path, value in self._deferred.items() if path in variables}
+        for path, value in ready.items():
+            value.check(variables[path])
+        waiting, self._deferred = self._deferred, {}
+        for path, value in waiting.items():
+            if path in ready:
+                value.assign(variables[path])
+            elif not self.defer(path, value):
+                self._deferred[path] = value  # still reported by the checkpoint's status
+
     def count_params(self) -> int:
         return sum(math.prod(v.shape) for v in self.variables)
 
@@ -180,6 +297,44 @@ def _walk(path: str, value: Any) -> Iterator[tuple[str, Variable | Layer]]:
     elif isinstance(value, dict):
         for key, item in value.items():
             yield from _walk(f"{path}/{key}", item)
+
+
+def _declared_shape(
+    layer: str,
+    input_shape: Sequence[int] | None,
+    batch_input_shape: Sequence[int | None] | None,
+    input_dim: int | None,
+) -> Shape | None:
+    """The one input shape given, with its batch axis: ``input_shape=(4,)`` -> ``(None, 4)``."""
+    given = [input_shape is not None, batch_input_shape is not None, input_dim is not None]
+    if sum(given) > 1:
+        raise TypeError(f"{layer}: give one of input_shape, batch_input_shape and input_dim")
+    if input_dim is not None:
+        input_shape = (input_dim,)
+    if input_shape is not None:
+        return (None, *_dims(layer, "input_shape", input_shape))
+    if batch_input_shape is not None:
+        batch, *rest = _dims(layer, "batch_input_shape", batch_input_shape, batch=True)
+        return (batch, *_dims(layer, "batch_input_shape", rest))
+    return None
+
+
+def _dims(layer: str, argument: str, shape: Any, batch: bool = False) -> Shape:
+    """``shape`` as a tuple of sizes >= 1 (the batch size may also be None)."""
+    what = f"{layer}: {argument} must be a tuple of ints >= 1"
+    if not isinstance(shape, tuple | list):
+        raise TypeError(f"{what}, got {shape!r}")
+    dims: list[int | None] = []
+    for i, d in enumerate(shape):
+        if d is None and batch and i == 0:
+            dims.append(None)
+        elif not isinstance(d, int | np.integer) or isinstance(d, bool):
+            raise TypeError(f"{what}, got {tuple(shape)!r}")
+        elif d < 1:
+            raise ValueError(f"{what}, got {tuple(shape)!r}")
+        else:
+            dims.append(int(d))
+    return tuple(dims)
 
 
 def _snake_case(name: str) -> str:
