@@ -13,7 +13,7 @@ PACKAGES := packages/tensor packages/autodiff packages/graph packages/nn
 MERMAID_VERSION := 11.17.2
 NPM_DIR := build/npm
 
-.PHONY: setup serve test lint bench clean
+.PHONY: setup serve test lint coverage bench clean
 
 # Also redone when the Makefile changes, so a new set-up step (or MERMAID_VERSION) takes effect,
 # and when VERSION changes, since editable installs record their version when installed.
@@ -47,6 +47,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# The suite under coverage.py (lines and branches), then one line per package with its percentage.
+coverage: $(STAMP)
+	$(BIN)/coverage run -m pytest
+	@for layer in tensor autodiff graph nn; do \
+	  printf '%-9s %s%%\n' $$layer \
+	    "$$($(BIN)/coverage report --include="packages/$$layer/*" --format=total)"; \
+	done
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
