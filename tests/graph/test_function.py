@@ -68,13 +68,14 @@ def test_variables_are_read_at_each_call_and_assignments_run() -> None:
     @function
     def bump(x):  # type: ignore[no-untyped-def]
         w.assign_add(1.0)
-        return w * x  # the value of w when the call started (read as an input)
+        return w * x  # read after the update, as in eager mode
 
-    assert float(bump(ef.constant(1.0))) == 2.0
+    assert float(bump(ef.constant(1.0))) == 3.0
     assert float(w.numpy()) == 3.0
-    assert float(bump(ef.constant(1.0))) == 3.0 and bump.trace_count == 1
+    assert float(bump(ef.constant(1.0))) == 4.0 and bump.trace_count == 1
     with GradientTape() as tape:
         y = bump(ef.constant(5.0))
+    assert float(y) == 25.0
     assert float(tape.gradient(y, w)) == 5.0  # the tape saw the read of w
 
 

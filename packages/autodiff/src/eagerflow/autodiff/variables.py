@@ -316,8 +316,10 @@ class Variable:
     def _update(self, op_name: str, value: Any, read_value: bool) -> Any:
         tensor = value if isinstance(value, Tensor) else convert_to_tensor(value, self._dtype)
         (result,) = execute(op_name, (tensor,), {"variable": self})
-        # eager: the variable itself (as TF 2); graph: the assign node's output (as TF 1)
-        return self if read_value and executing_eagerly() else result
+        # Eagerly and in a traced function: the variable itself, read again where it is used
+        # (TF 2); in a graph built for a Session: the assign node's output (TF 1)
+        tracing = getattr(current_context(), "creates_eager_variables", False)
+        return self if read_value and (executing_eagerly() or tracing) else result
 
     # --- so that a variable works where a tensor does -------------------------------------
     def __eagerflow_tensor__(self, dtype: DType | None = None) -> Tensor:

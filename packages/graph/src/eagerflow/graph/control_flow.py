@@ -22,7 +22,8 @@ import numpy as np
 import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, register_gradient
 from eagerflow.autodiff.tape import flatten, pack_like
-from eagerflow.graph.graph import Graph, SymbolicTensor, get_default_graph
+from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
+from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import DTypeError, ShapeError
@@ -39,6 +40,7 @@ class FunctionGraph(Graph):
         self.captures: dict[SymbolicTensor, SymbolicTensor] = {}  # outer tensor -> input
         self.arguments: list[SymbolicTensor] = []  # the function's own inputs
         self.results: list[SymbolicTensor] = []  # what the function returned
+        self.effects: list[Operation] = []  # the stateful ops that must run (not reads)
 
     def _as_graph_tensor(self, t: Tensor, op: Any) -> SymbolicTensor:
         if isinstance(t, SymbolicTensor) and t.graph is not self:
@@ -66,34 +68,43 @@ class FunctionGraph(Graph):
 
 
 class Subgraph:
-    """A FunctionGraph to run: which of its tensors are fed (by position) and fetched."""
+    """A FunctionGraph to run: which of its tensors are fed (by position) and fetched, and
+    which of its operations run for their effect alone (an ``assign`` nobody reads)."""
 
     def __init__(
         self,
         graph: FunctionGraph,
         inputs: Sequence[SymbolicTensor | None],
         outputs: Sequence[SymbolicTensor],
+        side_effects: Sequence[Operation] = (),
     ) -> None:
         self.graph = graph
         self.inputs = list(inputs)  # None: this subgraph does not use that input
         self.outputs = list(outputs)
+        self.side_effects = list(side_effects)
         self._plan: Any = None
 
-    def call(self, arrays: Sequence[Any]) -> list[Any]:
-        """Run the subgraph on input values (positions as in ``inputs``)."""
+    def plan(self) -> Any:
+        """The Session ``Plan`` that runs this subgraph (compiled on first use)."""
         from eagerflow.graph.session import Plan  # the Session's executor, reused
 
-        feeds = {t: a for t, a in zip(self.inputs, arrays, strict=True) if t is not None}
         if self._plan is None:
-            self._plan = Plan(self.outputs, list(feeds))
-        return self._plan.run(feeds)
+            fed = [t for t in self.inputs if t is not None]
+            self._plan = Plan([*self.outputs, *self.side_effects], fed)
+        return self._plan
+
+    def call(self, arrays: Sequence[Any]) -> list[Any]:
+        """Run the subgraph on input values (positions as in ``inputs``); its outputs."""
+        feeds = {t: a for t, a in zip(self.inputs, arrays, strict=True) if t is not None}
+        return self.plan().run(feeds)[: len(self.outputs)]
 
     def __repr__(self) -> str:
         return f"<Subgraph with {len(self.graph.get_operations())} operations>"
 
 
 def _build(fn: Callable[..., Any], args: Sequence[Any], outer: Graph) -> tuple[FunctionGraph, Any]:
-    """Call ``fn`` with graph inputs like ``args`` inside a new FunctionGraph of ``outer``."""
+    """Call ``fn`` with graph inputs like ``args`` inside a new FunctionGraph of ``outer``;
+    its stateful ops keep their program order (see ``auto_control_deps``)."""
     graph = FunctionGraph(outer)
     with graph.as_default():
         inputs = [graph.input_like(a, f"arg{i}") for i, a in enumerate(args)]
@@ -102,6 +113,7 @@ def _build(fn: Callable[..., Any], args: Sequence[Any], outer: Graph) -> tuple[F
         outputs = [graph._as_graph_tensor(ef.convert_to_tensor(r), OPS["Identity"])
                    for r in flatten(result)]  # fmt: skip
     graph.arguments, graph.results = inputs, outputs
+    graph.effects = add_automatic_control_dependencies(graph)
     return graph, result
 
 
@@ -177,7 +189,7 @@ def cond(
     else_graph, _ = _build(false_fn, [], outer)
     captured = _union_captures(then_graph, else_graph)
     then_branch, else_branch = (
-        Subgraph(g, [g.captures.get(t) for t in captured], g.results)
+        Subgraph(g, [g.captures.get(t) for t in captured], g.results, g.effects)
         for g in (then_graph, else_graph)
     )
     pred = ef.convert_to_tensor(pred)
@@ -318,7 +330,7 @@ def while_loop(
 
     def subgraph(graph: FunctionGraph) -> Subgraph:
         inputs = [*graph.arguments, *(graph.captures.get(t) for t in captured)]
-        return Subgraph(graph, inputs, graph.results)
+        return Subgraph(graph, inputs, graph.results, graph.effects)
 
     attrs = {"cond": subgraph(cond_graph), "body": subgraph(body_graph), "num_vars": num_vars}
     return list(execute("While", (*start, *captured), attrs, name or "while"))

@@ -7,8 +7,10 @@ is cached as a ``ConcreteFunction``; later calls with the same signature run the
 
 A call is one op on the seam (``PartitionedCall``), so in eager mode it returns eager
 tensors and a GradientTape records it as one op, whose gradient is another traced function
-built by ``gradients()`` from the same graph. Variables read inside are captured: they become
-inputs of the graph, read at each call (so tapes see them); assignments inside always run.
+built by ``gradients()`` from the same graph.
+
+Stateful ops keep eager meaning: a variable is read where the Python code read it, every
+``assign`` runs, and they run in the order the code ran them (``auto_control_deps``).
 """
 
 from __future__ import annotations
@@ -22,26 +24,25 @@ import numpy as np
 import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, Variable, register_gradient
 from eagerflow.autodiff.tape import flatten, pack_like
+from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
 from eagerflow.graph.control_flow import FunctionGraph, Subgraph
 from eagerflow.graph.graph import Graph, Operation, SymbolicTensor
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.execution import execute
+from eagerflow.tensor.execution import active_recorders, execute, executing_eagerly
 from eagerflow.tensor.registry import OPS, Attrs, OpDef, Shape, op
-
-SIDE_EFFECTS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
-                "ApplyGradientDescent")  # fmt: skip
 
 
 class TraceGraph(FunctionGraph):
-    """The graph a function is traced into: variables it reads become inputs, variables it
-    creates become eager variables (they must outlive the trace)."""
+    """The graph a function is traced into. It notes the variables the function reads (a
+    tape outside must see them used) and the ones it creates: those become eager variables,
+    because they must outlive the trace."""
 
     creates_eager_variables = True
 
     def __init__(self, outer: Graph | None) -> None:
         super().__init__(outer or Graph())
-        self.variables: dict[Variable, SymbolicTensor] = {}  # captured variable -> input
+        self.variables: dict[Variable, None] = {}  # read inside, in order of first read
         self.created: list[Variable] = []
 
     def variable_created(self, variable: Variable) -> None:
@@ -50,18 +51,19 @@ class TraceGraph(FunctionGraph):
     def run_op(
         self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
     ) -> tuple[SymbolicTensor, ...]:
-        variable = attrs.get("variable") if op.name == "ReadVariableOp" else None
-        if isinstance(variable, Variable) and variable._array is not None:
-            # An eager variable read inside the function: an input, read at each call.
-            if variable not in self.variables:
-                self.variables[variable] = self.input_like(variable, variable.name.split(":")[0])
-            return (self.variables[variable],)
+        if op.name == "ReadVariableOp":  # a real read, run where the Python code read
+            self.variables[attrs["variable"]] = None
         return super().run_op(op, inputs, attrs, name)
 
 
 class ConcreteFunction(Subgraph):
-    """One traced graph of a function: inputs (arguments, then captured variables),
-    outputs, and the side effects that run with it."""
+    """One traced graph of a function: inputs, outputs, and the stateful ops that run with
+    them (ordered as the Python code ran them, see ``auto_control_deps``).
+
+    Called with no tape recording, it runs just that. Under a tape (or inside a graph, where
+    ``gradients()`` may come later) it runs its ``forward()`` variant instead, which also
+    takes each variable it reads as an input and hands its backward pass the outputs of
+    its stateful ops."""
 
     def __init__(
         self,
@@ -72,37 +74,68 @@ class ConcreteFunction(Subgraph):
         side_effects: Sequence[Operation] = (),
         structure: Any = None,
     ) -> None:
-        super().__init__(graph, inputs, outputs)
+        super().__init__(graph, inputs, outputs, side_effects)
         self.variables = list(variables)
-        self.side_effects = list(side_effects)
         self.structure = structure
+        # set on a forward variant: which inputs stand for variables, which outputs are kept
+        self.handles: dict[SymbolicTensor, Variable] = {}
+        self.kept: list[SymbolicTensor] = []
+        self._forward: ConcreteFunction | None = None
         self._gradient: ConcreteFunction | None = None
 
-    def call(self, arrays: Sequence[Any]) -> list[Any]:
-        from eagerflow.graph.session import Plan
-
-        feeds = dict(zip(self.inputs, arrays, strict=True))
-        if self._plan is None:
-            self._plan = Plan([*self.outputs, *self.side_effects], list(feeds))  # type: ignore[arg-type]
-        return self._plan.run(feeds)[: len(self.outputs)]
+    @property
+    def arguments(self) -> list[SymbolicTensor]:
+        """The graph's inputs (a function has no unused input slots, unlike a branch)."""
+        return [t for t in self.inputs if t is not None]
 
     def __call__(self, *tensors: Any) -> Any:
-        variable_values = [v.read_value() for v in self.variables]
-        inputs = (*[ef.convert_to_tensor(t) for t in tensors], *variable_values)
-        outputs = execute("PartitionedCall", inputs, {"function": self})
-        return None if self.structure is None else pack_like(self.structure, outputs)
+        inputs = [ef.convert_to_tensor(t) for t in tensors]
+        function = self
+        if active_recorders() or not executing_eagerly():
+            function = self.forward()
+            inputs += [v.read_value() for v in self.variables]  # so a tape sees them used
+        outputs = execute("PartitionedCall", tuple(inputs), {"function": function})
+        if self.structure is None:
+            return None
+        return pack_like(self.structure, outputs[: len(self.outputs)])
+
+    def forward(self) -> ConcreteFunction:
+        """This function as a tape needs it: each variable it reads is an extra input (its
+        *handle*: the gradient for it is the variable's), and the output of every stateful
+        op it runs is an extra output, fed to the backward pass so that the backward pass
+        never runs a stateful op again (no second ``assign``, no new random numbers)."""
+        if self._forward is None:
+            with self.graph.as_default():
+                handles = {self.graph.input_like(v, "handle"): v for v in self.variables}
+            outputs = set(self.outputs)
+            kept = [
+                t
+                for step in self.plan().steps
+                if step.operation.op_def.stateful
+                for t in step.operation.outputs
+                if t not in outputs
+            ]
+            forward = ConcreteFunction(
+                self.graph, [*self.arguments, *handles], [*self.outputs, *kept], (),
+                self.side_effects, self.structure,
+            )  # fmt: skip
+            forward.handles, forward.kept = handles, kept
+            self._forward = forward
+        return self._forward
 
     def gradient_function(self) -> ConcreteFunction:
-        """d(outputs)/d(inputs) seeded by new inputs: traced once, from this graph."""
+        """The vector-Jacobian product: inputs, kept outputs and one seed per output in,
+        d(outputs)/d(inputs) out (a handle's gradient is its variable's). Traced once, into
+        this function's own graph."""
         if self._gradient is None:
             from eagerflow.graph.gradients import gradients
 
             with self.graph.as_default():
                 seeds = [self.graph.input_like(t, "grad") for t in self.outputs]
-                grads = gradients(
-                    self.outputs, self.inputs, grad_ys=seeds, unconnected_gradients="zero"
-                )
-            self._gradient = ConcreteFunction(self.graph, [*self.inputs, *seeds], grads)  # type: ignore[list-item, arg-type]
+                xs = [self.handles.get(t, t) for t in self.arguments]
+                grads = gradients(self.outputs, xs, grad_ys=seeds, unconnected_gradients="zero")
+            inputs = [*self.inputs, *self.kept, *seeds]
+            self._gradient = ConcreteFunction(self.graph, inputs, grads)  # type: ignore[arg-type]
         return self._gradient
 
 
@@ -125,8 +158,10 @@ def call_kernel(*inputs: np.ndarray, function: ConcreteFunction) -> tuple[Any, .
 
 @register_gradient("PartitionedCall")
 def _call_grad(op: OpRecord, *grads: Tensor) -> tuple[Tensor | None, ...]:
-    gradient = op.attrs["function"].gradient_function()
-    return execute("PartitionedCall", (*op.inputs, *grads), {"function": gradient})
+    function = op.attrs["function"]
+    kept = op.outputs[len(op.outputs) - len(function.kept) :]
+    inputs = (*op.inputs, *kept, *grads)
+    return execute("PartitionedCall", inputs, {"function": function.gradient_function()})
 
 
 def _signature_of(leaf: Any) -> Any:
@@ -192,11 +227,8 @@ class Function:
                 "may create variables only the first time it is traced"
             )
         self.trace_count += 1
-        side_effects = [o for o in graph.get_operations() if o.type in SIDE_EFFECTS]
-        variables = list(graph.variables)
-        return ConcreteFunction(
-            graph, [*inputs, *graph.variables.values()], outputs, variables, side_effects, result
-        )
+        effects = add_automatic_control_dependencies(graph)
+        return ConcreteFunction(graph, inputs, outputs, list(graph.variables), effects, result)
 
     def __repr__(self) -> str:
         name = self.python_function.__name__
