@@ -10,16 +10,24 @@ never runs code), one array per variable, keyed by the variable's *path* in the 
 
 Paths, not variable names, so a checkpoint restores into a freshly built model whose
 variables happen to be named ``dense_7/kernel``. Saving writes a temporary file and renames
-it over the old one, so an interrupted save never leaves a half-written checkpoint. Restoring
-checks every array (present, right shape, right dtype) before it assigns any, so a bad file
-changes nothing.
+it over the old one, so an interrupted save never leaves a half-written checkpoint.
+
+Restoring works as in TensorFlow 2. Each value in the file goes to the variable at its path;
+the shapes and dtypes of all of them are checked before any is assigned, so a file that does
+not fit changes nothing. A value whose variable does not exist yet, because its layer has not
+been built, waits in that layer and is assigned when ``build`` makes the variable. Values
+with no variable and variables with no value are not errors: ``restore`` returns a
+``CheckpointLoadStatus`` whose ``assert_consumed()`` raises if anything did not match, and
+which warns about it when it is dropped unless you called ``expect_partial()``.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +48,15 @@ class CheckpointError(EagerflowError, ValueError):
     """A checkpoint file that cannot be restored: unreadable, foreign, or not matching."""
 
 
+class CheckpointWarning(UserWarning):
+    """A restore that left values in the file or variables unmatched."""
+
+
 class Checkpoint:
     """``Checkpoint(model=model, optimizer=opt, step=global_step)``; then ``save(path)`` and
-    ``restore(path)``. Pass ``session=`` to either for variables that live in a graph."""
+    ``restore(path)``, which returns a ``CheckpointLoadStatus``: ``.assert_consumed()`` checks
+    that everything matched, ``.expect_partial()`` says that a partial match is intended.
+    Pass ``session=`` to either for variables that live in a graph."""
 
     def __init__(self, **objects: Trackable) -> None:
         for key, obj in objects.items():
@@ -93,38 +107,51 @@ class Checkpoint:
         return str(path)
 
     # --- restore ------------------------------------------------------------------------------
-    def restore(self, path: str | os.PathLike[str], session: Any = None) -> None:
-        """Give every variable its value from ``path``; on any mismatch change nothing."""
+    def restore(self, path: str | os.PathLike[str], session: Any = None) -> CheckpointLoadStatus:
+        """Give each variable its value from ``path``; a value whose variable its layer has not
+        made yet waits for ``build``. On a shape or dtype mismatch nothing changes."""
         arrays = _load(Path(path))
         variables = self.variables()
-        pending = self._missing_optimizer_state(arrays, variables)
-        expected: dict[str, tuple[tuple[int, ...], Any]] = {
-            key: (v.shape, v.dtype.np) for key, v in variables.items()
-        }
-        expected.update((key, (shape, dtype)) for key, (_, shape, dtype) in pending.items())
-        for key, (shape, dtype) in expected.items():
-            if key not in arrays:
-                raise CheckpointError(f"checkpoint {path} has no value for '{key}'")
-            array = arrays[key]
-            if array.shape != tuple(shape) or array.dtype != dtype:
-                raise CheckpointError(
-                    f"checkpoint {path}: '{key}' is {array.dtype}{list(array.shape)} in the "
-                    f"file but {np.dtype(dtype)}{list(shape)} here"
-                )
-        unknown = sorted(set(arrays) - set(expected))
-        if unknown:
-            raise CheckpointError(f"checkpoint {path} has values for variables not in this "
-                                  f"Checkpoint: {unknown}")  # fmt: skip
-        for key, (create, _, _) in pending.items():  # all checked: now it is safe to add state
-            variables[key] = create()
-        _write(variables, arrays, session)
+        pending, waiting_slots = self._missing_optimizer_state(arrays, variables)
+        now = {key: v for key, v in variables.items() if key in arrays}
+        known = now.keys() | pending.keys() | waiting_slots.keys()
+        maybe_waiting: dict[str, tuple[Layer, str]] = {}  # values for variables not made yet
+        for key in arrays:  # (in the file's order, so that errors come in that order)
+            top, _, rest = key.partition("/")
+            layer = self.objects.get(top)
+            if isinstance(layer, Layer) and rest and key not in known:
+                maybe_waiting[key] = (layer, rest)
+        # check everything first, so that a file that does not fit changes nothing
+        for key, variable in now.items():
+            _check(path, key, arrays[key], variable.shape, variable.dtype.np)
+        for key, (_, shape, dtype) in pending.items():
+            _check(path, key, arrays[key], shape, dtype)
+        for key, (primary, _, _) in waiting_slots.items():
+            if primary in maybe_waiting:  # a slot has its variable's shape and dtype
+                _check(path, key, arrays[key], arrays[primary].shape, arrays[primary].dtype)
+        for key, (create, _, _) in pending.items():
+            now[key] = create()
+        _write(now, arrays, session)
+        waiting: dict[str, Waiting] = {}
+        for key, (layer, rest) in maybe_waiting.items():
+            value = Waiting(str(path), key, arrays[key])
+            if layer.defer(rest, value):  # (False: its layer is built and will make no more)
+                waiting[key] = value
+        for key, (primary, optimizer, slot_name) in waiting_slots.items():
+            if primary in waiting:
+                waiting[primary].slots.append((key, optimizer, slot_name, arrays[key]))
+        used = now.keys() | waiting.keys() | {k for w in waiting.values() for k, *_ in w.slots}
+        unused = sorted(arrays.keys() - used)
+        return CheckpointLoadStatus(self, str(path), arrays.keys(), unused, list(waiting.values()))
 
     def _missing_optimizer_state(
         self, arrays: dict[str, np.ndarray], variables: dict[str, Variable]
-    ) -> dict[str, tuple[Any, tuple[int, ...], Any]]:
+    ) -> tuple[dict[str, tuple[Any, tuple[int, ...], Any]], dict[str, tuple[str, Optimizer, str]]]:
         """Optimizer variables in the file that do not exist yet (slots are made on the first
-        step): ``{key: (create, shape, dtype)}``."""
+        step): ``{key: (create, shape, dtype)}``; and the slots of variables that do not exist
+        yet either: ``{key: (the variable's key, optimizer, slot name)}``."""
         pending: dict[str, tuple[Any, tuple[int, ...], Any]] = {}
+        waiting: dict[str, tuple[str, Optimizer, str]] = {}
         for key, obj in self.objects.items():
             if not isinstance(obj, Optimizer):
                 continue
@@ -134,15 +161,112 @@ class Checkpoint:
                 rest = name[len(key) + 1 :]
                 if rest.startswith("slots/"):
                     where, _, slot_name = rest[len("slots/") :].rpartition("/")
+                    if slot_name not in obj.slot_names:
+                        continue  # unmatched (e.g. another optimizer's slot)
                     primary = variables.get(where)
-                    if primary is None or slot_name not in obj.slot_names:
-                        continue  # reported as unknown (e.g. another optimizer's slot)
-                    pending[name] = (_slot_maker(obj, primary, slot_name), primary.shape,
-                                     primary.dtype.np)  # fmt: skip
+                    if primary is None:
+                        waiting[name] = (where, obj, slot_name)
+                    else:
+                        pending[name] = (_slot_maker(obj, primary, slot_name), primary.shape,
+                                         primary.dtype.np)  # fmt: skip
                 elif rest in obj.non_slot_names:
                     array = arrays[name]
                     pending[name] = (_non_slot_maker(obj, rest, array), array.shape, array.dtype)
-        return pending
+        return pending, waiting
+
+
+class Waiting:
+    """A value from the file for a variable that its layer has not made yet. The layer keeps
+    it (``Layer.defer``) and, once ``build`` has made the variable, checks and assigns it."""
+
+    def __init__(self, path: str, key: str, array: np.ndarray) -> None:
+        self.path, self.key, self.array = path, key, array
+        self.slots: list[tuple[str, Optimizer, str, np.ndarray]] = []  # its optimizer state
+        self.done = False
+
+    def check(self, variable: Variable) -> None:
+        _check(self.path, self.key, self.array, variable.shape, variable.dtype.np)
+
+    def assign(self, variable: Variable) -> None:
+        _assign_or_initialize(variable, self.array)
+        for _, optimizer, slot_name, array in self.slots:
+            _assign_or_initialize(optimizer.slot(variable, slot_name), array)
+        self.done = True
+
+    def file_keys(self) -> list[str]:
+        return [self.key, *(key for key, *_ in self.slots)]
+
+
+class CheckpointLoadStatus:
+    """What ``Checkpoint.restore`` matched (TensorFlow 2's class of the same name).
+
+    ``assert_consumed()`` raises ``CheckpointError`` unless every value in the file went to
+    a variable and every variable got a value; values still waiting for a layer to build count
+    as not consumed. ``expect_partial()`` says a partial restore is intended: without it, a
+    status that is dropped with values or variables unmatched warns (``CheckpointWarning``),
+    as TensorFlow does, since ``restore`` cannot know yet whether you will ask.
+    """
+
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        path: str,
+        keys: Iterable[str],
+        unused: list[str],
+        waiting: list[Waiting],
+    ) -> None:
+        self._checkpoint, self._path, self._keys = checkpoint, path, set(keys)
+        self._unused, self._waiting = unused, waiting
+        self._answered = False  # assert_consumed or expect_partial was called
+
+    def assert_consumed(self) -> CheckpointLoadStatus:
+        """Raise ``CheckpointError`` naming whatever did not match; else return ``self``."""
+        self._answered = True
+        problems = self._problems(with_waiting=True)
+        if problems:
+            raise CheckpointError(f"checkpoint {self._path} was not fully used: "
+                                  + "; ".join(problems))  # fmt: skip
+        return self
+
+    def expect_partial(self) -> CheckpointLoadStatus:
+        """Silence the warning about unmatched values; returns ``self``."""
+        self._answered = True
+        return self
+
+    def _unrestored(self) -> list[str]:
+        return sorted(self._checkpoint.variables().keys() - self._keys)
+
+    def _problems(self, with_waiting: bool) -> list[str]:
+        problems = []
+        if self._unused:
+            problems.append(f"values in the file with no variable: {self._unused}")
+        if unrestored := self._unrestored():
+            problems.append(f"variables with no value in the file: {unrestored}")
+        waiting = [key for w in self._waiting if not w.done for key in w.file_keys()]
+        if waiting and with_waiting:
+            problems.append(f"values waiting for variables not created yet (build the model or "
+                            f"call it once): {waiting}")  # fmt: skip
+        return problems
+
+    def __repr__(self) -> str:
+        waiting = sum(len(w.file_keys()) for w in self._waiting if not w.done)
+        restored = len(self._keys) - len(self._unused) - waiting
+        unmatched = len(self._unused) + len(self._unrestored())
+        return (f"<CheckpointLoadStatus: {restored} restored, {unmatched} unmatched, "
+                f"{waiting} waiting>")  # fmt: skip
+
+    def __del__(self) -> None:
+        # Values still waiting are not warned about: the layer's build may yet take them.
+        if self._answered:
+            return
+        try:
+            problems = self._problems(with_waiting=False)
+        except Exception:  # e.g. at interpreter exit: never fail in __del__
+            return
+        if problems:
+            warnings.warn(f"checkpoint {self._path} was restored in part: " + "; ".join(problems)
+                          + " (call expect_partial() on the status if that is intended)",
+                          CheckpointWarning, stacklevel=2)  # fmt: skip
 
 
 def _slot_maker(optimizer: Optimizer, primary: Variable, slot_name: str) -> Any:
@@ -180,6 +304,26 @@ def _load(path: Path) -> dict[str, np.ndarray]:
 def _is_npy(path: Path) -> bool:
     with path.open("rb") as file:
         return file.read(6) == b"\x93NUMPY"  # the magic string every .npy file starts with
+
+
+def _check(
+    path: str | os.PathLike[str], key: str, array: np.ndarray, shape: tuple[int, ...], dtype: Any
+) -> None:
+    if array.shape != tuple(shape) or array.dtype != dtype:
+        raise CheckpointError(
+            f"checkpoint {path}: '{key}' is {array.dtype}{list(array.shape)} in the file but "
+            f"{np.dtype(dtype)}{list(shape)} here"
+        )
+
+
+def _assign_or_initialize(variable: Variable, array: np.ndarray) -> None:
+    """Assign an eager variable now. A graph variable's value lives in each Session, so the
+    saved value becomes its initial value, for ``global_variables_initializer`` to assign."""
+    if variable._array is not None:
+        with context(None):  # now, even while a graph or a function is being built
+            variable.assign(array)
+    else:
+        variable.initializer = variable.assign(array, read_value=False).op
 
 
 def _read(variables: list[Variable], session: Any) -> list[np.ndarray]:
