@@ -263,7 +263,6 @@ def test_dropout_is_the_identity_when_not_training() -> None:
 
 @pytest.mark.parametrize("rate", [0.25, 0.5, 0.8])
 def test_dropout_training_zeros_about_rate_and_scales_the_rest(rate: float) -> None:
-    ef.set_seed(0)
     x = np.ones((100, 100), np.float32)
     out = nn.Dropout(rate)(x, training=True).numpy()
     zeros = out == 0.0
@@ -372,7 +371,6 @@ def test_zeros_and_ones_are_exact() -> None:
 
 @pytest.mark.parametrize("shape", [(30, 20), (5, 200), (7,)])
 def test_glorot_uniform_stays_within_its_limit(shape: tuple[int, ...]) -> None:
-    ef.set_seed(0)
     values = initializers.glorot_uniform(shape).numpy()
     fan_in, fan_out = (shape[0], shape[0]) if len(shape) == 1 else shape
     limit = math.sqrt(6.0 / (fan_in + fan_out))
@@ -404,7 +402,6 @@ def test_dense_kernel_is_glorot_and_reproducible() -> None:
 
 
 def test_random_normal_mean_and_std() -> None:
-    ef.set_seed(0)
     values = initializers.random_normal(mean=1.5, stddev=0.2)((200, 200)).numpy()
     assert abs(values.mean() - 1.5) < 0.01
     assert abs(values.std() - 0.2) < 0.01
@@ -472,7 +469,6 @@ def test_model_called_eagerly_then_in_a_graph_gives_the_same_outputs() -> None:
 
 
 def test_reset_names_starts_layer_names_afresh():
-    nn.Layer.reset_names()
     first = nn.Dense(2)
     nn.Layer.reset_names()
     again = nn.Dense(2)

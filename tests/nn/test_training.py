@@ -85,7 +85,6 @@ def classification(n: int = 60) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_fit_prints_one_line_per_epoch_and_loss_decreases() -> None:
-    ef.set_seed(0)
     x, y = regression()
     model = nn.Sequential([nn.Dense(1)])
     lines: list[str] = []
@@ -106,7 +105,6 @@ def test_fit_prints_one_line_per_epoch_and_loss_decreases() -> None:
 
 
 def test_fit_learns_the_regression() -> None:
-    ef.set_seed(0)
     x, y = regression()
     model = nn.Sequential([nn.Dense(1)])
     nn.fit(model, x, y, loss="mean_squared_error", optimizer=nn.GradientDescentOptimizer(0.1),
@@ -125,7 +123,6 @@ def test_fit_is_silent_when_not_verbose() -> None:
 
 
 def test_fit_with_metrics_by_name_and_callable() -> None:
-    ef.set_seed(0)
     x, y = classification()
 
     def mean_logit(labels, outputs):
@@ -170,7 +167,6 @@ def test_fit_with_a_loss_function() -> None:
 
 
 def test_fit_validation_data_adds_val_loss_and_val_metrics() -> None:
-    ef.set_seed(0)
     x, y = classification()
     lines: list[str] = []
     model = nn.Sequential([nn.Dense(2)])
@@ -237,7 +233,6 @@ def test_fit_mistakes_are_named_before_any_training(mistake: str) -> None:
 def test_fit_trains_with_dropout_in_training_mode() -> None:
     """fit passes training=True: a Dropout(0.5) layer zeroes activations during fit, so the
     training loss differs from the loss of the same model evaluated without dropout."""
-    ef.set_seed(0)
     x, y = regression(32)
     model = nn.Sequential([nn.Dense(16), nn.Dropout(0.5), nn.Dense(1)])
     history = nn.fit(model, x, y, loss="mean_squared_error",
