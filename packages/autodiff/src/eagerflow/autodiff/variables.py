@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from sys import getrefcount
 from typing import TYPE_CHECKING, Any, cast
 
@@ -38,39 +39,41 @@ def _variable_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
 
 
 # Where variable values live. Eager variables keep their own value; a variable created while
-# a graph is built has one value per Session, which the Session installs here while it runs.
-_store: dict[Variable, np.ndarray] | None = None
+# a graph is built has one value per Session, which the Session installs here while it runs
+# (per thread: two Sessions may run at once in two threads).
+_store: ContextVar[dict[Variable, np.ndarray] | None] = ContextVar("eagerflow_store", default=None)
 
 
 @contextmanager
 def variable_store(store: dict[Variable, np.ndarray]) -> Iterator[None]:
     """Inside the block, graph variables read and write ``store`` (a Session's values)."""
-    global _store
-    outer, _store = _store, store
+    token = _store.set(store)
     try:
         yield
     finally:
-        _store = outer
+        _store.reset(token)
 
 
 def _value(variable: Variable) -> np.ndarray:
     if variable._array is not None:  # an eager variable
         return variable._array
-    if _store is None or variable not in _store:
+    store = _store.get()
+    if store is None or variable not in store:
         raise FailedPreconditionError(
             f"variable '{variable.name}' is not initialized: run its initializer "
             "(global_variables_initializer()) in this Session first"
         )
-    return _store[variable]
+    return store[variable]
 
 
 def _set(variable: Variable, value: np.ndarray) -> np.ndarray:
     if value.shape != variable.shape:  # NumPy would broadcast: a variable never changes shape
         _assign_shape([value.shape], {"variable": variable})
+    store = _store.get()
     if variable._array is not None:
         variable._array = value
-    elif _store is not None:
-        _store[variable] = value
+    elif store is not None:
+        store[variable] = value
     else:
         raise FailedPreconditionError(f"variable '{variable.name}' lives in a graph: use a Session")
     return value

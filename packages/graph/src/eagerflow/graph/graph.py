@@ -10,6 +10,7 @@ kernel. That is the whole switch between eager and graph mode; no op is written 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -119,6 +120,16 @@ class Operation:
         return f"<Operation '{self.name}' type={self.type} inputs=[{inputs}]>"
 
 
+class _Building(threading.local):
+    """Where one thread is while building a graph. TensorFlow's Graph keeps these per thread
+    too: a thread's ``name_scope`` must not rename another thread's ops. (A
+    ``threading.local`` subclass runs ``__init__`` once in each thread that uses it.)"""
+
+    def __init__(self) -> None:
+        self.scope = ""  # the current name_scope prefix, e.g. "layer1/"
+        self.control: list[list[Operation]] = []  # the control_dependencies stack
+
+
 class Graph:
     """A dataflow graph: operations in the order they were added (a topological order)."""
 
@@ -126,9 +137,8 @@ class Graph:
         self._operations: list[Operation] = []
         self._by_name: dict[str, Operation] = {}
         self._name_counts: dict[str, int] = {}
-        self._scope = ""  # the current name_scope prefix, e.g. "layer1/"
-        self._control: list[list[Operation]] = []  # control_dependencies stack
         self._captures: dict[int, tuple[Tensor, SymbolicTensor]] = {}
+        self._building = _Building()  # this thread's name scope and control dependencies
 
     # --- the seam's context interface -----------------------------------------------------
     def run_op(
@@ -158,7 +168,7 @@ class Graph:
         name: str | None = None,
     ) -> Operation:
         """Add an operation with the given static outputs (the graph's one constructor)."""
-        control = tuple(dict.fromkeys(o for block in self._control for o in block))
+        control = tuple(dict.fromkeys(o for block in self._building.control for o in block))
         unique = self.unique_name(name or DEFAULT_NAMES.get(op.name, op.name))
         operation = Operation(self, op, unique, inputs, attrs, control)
         operation.outputs = tuple(
@@ -183,18 +193,18 @@ class Graph:
             value = np.asarray(t)
             # Shared by every later use, so it must not inherit the control dependencies of
             # the block where it happened to be used first.
-            control, self._control = self._control, []
+            control, self._building.control = self._building.control, []
             try:
                 const = self.create_op(OPS["Const"], (), {"value": value}, [value.shape], [t.dtype])
             finally:
-                self._control = control
+                self._building.control = control
             captured = self._captures[id(t)] = (t, const.outputs[0])  # keep t alive: id stays its
         return captured[1]
 
     # --- names ----------------------------------------------------------------------------
     def unique_name(self, name: str, mark_used: bool = True) -> str:
         """``name`` inside the current scope, with ``_1``, ``_2``, ... if already taken."""
-        full = self._scope + name
+        full = self._building.scope + name
         count = self._name_counts.get(full, 0)
         unique = full if count == 0 else f"{full}_{count}"
         while unique in self._name_counts and count:
@@ -211,11 +221,11 @@ class Graph:
         if not re.fullmatch(r"[A-Za-z0-9_.\-/]+", name):
             raise ValueError(f"invalid name scope {name!r}")
         scope = self.unique_name(name.rstrip("/")) + "/"
-        outer, self._scope = self._scope, scope
+        outer, self._building.scope = self._building.scope, scope
         try:
             yield scope
         finally:
-            self._scope = outer
+            self._building.scope = outer
 
     @contextmanager
     def control_dependencies(self, control_inputs: Sequence[Any]) -> Iterator[None]:
@@ -226,11 +236,11 @@ class Graph:
                 raise TypeError(f"control_dependencies takes operations or tensors, got {o!r}")
             if o.graph is not self:
                 raise ValueError(f"control input {o.name} belongs to another graph")
-        self._control.append(ops)
+        self._building.control.append(ops)
         try:
             yield
         finally:
-            self._control.pop()
+            self._building.control.pop()
 
     # --- looking things up ------------------------------------------------------------------
     def get_operations(self) -> list[Operation]:
@@ -255,13 +265,10 @@ class Graph:
     # --- becoming the default -----------------------------------------------------------------
     @contextmanager
     def as_default(self) -> Iterator[Graph]:
-        """Inside the block, ops build nodes of this graph instead of running."""
-        _default_graphs.append(self)
-        try:
-            with execution.context(self):
-                yield self
-        finally:
-            _default_graphs.pop()
+        """Inside the block, ops build nodes of this graph instead of running (in this
+        thread: the graph is the thread's current context, see ``get_default_graph``)."""
+        with execution.context(self):
+            yield self
 
     # --- pictures ---------------------------------------------------------------------------
     def to_mermaid(self, direction: str = "TD", branches: bool = False) -> str:
@@ -286,18 +293,20 @@ class Graph:
 
 
 _global_graph = Graph()
-_default_graphs: list[Graph] = []
 
 
 def get_default_graph() -> Graph:
-    """The graph being built now, or else the process-wide default graph (as in TF 1.x)."""
-    return _default_graphs[-1] if _default_graphs else _global_graph
+    """The graph this thread is building now (the seam's current context), or else the
+    process-wide default graph (as in TF 1.x). There is no second record of "the current
+    graph": ``as_default`` only makes the graph the current context."""
+    ctx = execution.current_context()
+    return ctx if isinstance(ctx, Graph) else _global_graph
 
 
 def reset_default_graph() -> None:
     """Start the process-wide default graph afresh."""
     global _global_graph
-    if _default_graphs:
+    if isinstance(execution.current_context(), Graph):
         raise RuntimeError("reset_default_graph() cannot run while a graph is being built")
     _global_graph = Graph()
 

@@ -12,16 +12,19 @@ This package knows neither tapes nor graphs: only these two small interfaces. Th
 whole trick behind TensorFlow's ``gen_math_ops._mat_mul``: ``if in graph mode: add a node,
 else: execute now; then record the gradient``.
 
-The current context and the recorders are process-wide (not per thread): eagerflow is a
-single-threaded teaching framework.
+The current context and the recorders belong to the thread that set them, as in
+TensorFlow: while one thread builds a graph, another thread's ops still run eagerly, and a
+tape hears only the ops of its own thread. (They are a ``contextvars.ContextVar``, which is
+per thread and also per asyncio task.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from operator import attrgetter
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from eagerflow.tensor.errors import EagerflowError, InvalidArgumentError, UnknownOpError
 from eagerflow.tensor.registry import OPS, Attrs, OpDef
@@ -69,8 +72,16 @@ def explain_failure(
 # `map(_value_of, inputs)`: `(t._value for t in inputs)` without a generator's frame
 _value_of, _dtype_of = attrgetter("_value"), attrgetter("_dtype")
 
-_context: Context | None = None  # None: eager execution
-_recorders: tuple[Recorder, ...] = ()  # replaced, never mutated, so loops need no copy
+
+class State(NamedTuple):
+    """What decides how an op runs, in one thread: one record, so ``execute`` looks up once."""
+
+    context: Context | None  # None: eager execution
+    recorders: tuple[Recorder, ...]  # replaced, never mutated, so loops need no copy
+
+
+_EAGER = State(None, ())
+_state: ContextVar[State] = ContextVar("eagerflow_state", default=_EAGER)
 
 
 def execute(
@@ -85,8 +96,9 @@ def execute(
     except KeyError:
         raise UnknownOpError(f"no op named {op_name!r} is registered") from None
 
-    if _context is not None:  # e.g. a graph is being built: the context decides
-        outputs = _context.run_op(op, inputs, attrs, name)
+    context, recorders = _state.get()
+    if context is not None:  # e.g. a graph is being built: the context decides
+        outputs = context.run_op(op, inputs, attrs, name)
     else:  # eager mode: run the kernel now; `name` is ignored, as in TensorFlow
         # Inline, with a path of its own for binary ops without attributes: this is the
         # hottest code in the framework, and in Python 3.11 building an argument tuple or
@@ -115,49 +127,58 @@ def execute(
         else:
             outputs = (Tensor(result, out_dtypes[0]),)
 
-    for recorder in _recorders:
+    for recorder in recorders:
         recorder.record(op, inputs, attrs, outputs)
     return outputs
 
 
 # --- the small public interface upper layers plug into ------------------------------------
+# Each change builds a new State for this thread; a `with` block restores only the field it
+# changed, so a tape that leaves inside a graph's block stays gone when the block ends.
 def current_context() -> Context | None:
-    """The context ops run in now; None means eager execution."""
-    return _context
+    """The context ops run in now, in this thread; None means eager execution."""
+    return _state.get().context
 
 
 def executing_eagerly() -> bool:
-    """True when ops run at once (no graph is being built)."""
-    return _context is None
+    """True when ops run at once (no graph is being built in this thread)."""
+    return _state.get().context is None
 
 
 @contextmanager
 def context(ctx: Context | None) -> Iterator[Context | None]:
     """Make ``ctx`` the current context inside the ``with`` block (None: eager; they nest)."""
-    global _context
-    outer, _context = _context, ctx
+    outer = _state.get().context
+    _set_context(ctx)
     try:
         yield ctx
     finally:
-        _context = outer
+        _set_context(outer)
+
+
+def _set_context(ctx: Context | None) -> None:
+    _state.set(State(ctx, _state.get().recorders))
+
+
+def _set_recorders(recorders: tuple[Recorder, ...]) -> None:
+    _state.set(State(_state.get().context, recorders))
 
 
 def add_recorder(recorder: Recorder) -> None:
-    """Tell ``recorder`` about every op from now on (until ``remove_recorder``)."""
-    global _recorders
-    _recorders = (*_recorders, recorder)
+    """Tell ``recorder`` about every op of this thread from now on (until ``remove_recorder``)."""
+    _set_recorders((*_state.get().recorders, recorder))
 
 
 def remove_recorder(recorder: Recorder) -> None:
-    global _recorders
-    if _recorders and _recorders[-1] is recorder:  # the usual case: the newest one leaves
-        _recorders = _recorders[:-1]
+    recorders = _state.get().recorders
+    if recorders and recorders[-1] is recorder:  # the usual case: the newest one leaves
+        _set_recorders(recorders[:-1])
     else:
-        _recorders = tuple(r for r in _recorders if r is not recorder)
+        _set_recorders(tuple(r for r in recorders if r is not recorder))
 
 
 def active_recorders() -> tuple[Recorder, ...]:
-    return _recorders
+    return _state.get().recorders
 
 
 @contextmanager
@@ -173,9 +194,9 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
 @contextmanager
 def no_recording() -> Iterator[None]:
     """Hide every recorder inside the block (for work that must not be differentiated)."""
-    global _recorders
-    hidden, _recorders = _recorders, ()
+    hidden = _state.get().recorders
+    _set_recorders(())
     try:
         yield
     finally:
-        _recorders = hidden
+        _set_recorders(hidden)
