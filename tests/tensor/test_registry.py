@@ -87,6 +87,7 @@ EXAMPLES: dict[str, list[tuple[tuple[ef.Tensor, ...], dict[str, Any]]]] = {
     "ZerosLike": [((i32(2, 3),), {})],
     "OnesLike": [((b(4),), {})],
     "Range": [((), {"start": 1, "limit": 10, "delta": 3, "dtype": ef.int32})],
+    "LinSpace": [((), {"start": -1.0, "stop": 1.0, "num": 5, "dtype": ef.float16})],
     "Identity": [((f32(2),), {})],
     "StopGradient": [((f32(2, 1),), {})],
     "Size": [((f32(2, 3),), {"dtype": ef.int32}), ((f32(),), {"dtype": ef.int64})],

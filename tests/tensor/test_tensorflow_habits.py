@@ -10,7 +10,7 @@ import pytest
 import eagerflow.tensor as ef
 
 
-# --- format specs -------------------------------------------------------------------------------
+# --- format specs ---------------------------------------------------------------------------------
 def test_a_one_element_tensor_formats_like_its_python_number() -> None:
     loss = ef.constant(0.123456)
     assert f"{loss:.3f}" == "0.123"
@@ -86,7 +86,7 @@ def test_one_hots_values_of_two_dtypes_are_a_dtype_error() -> None:
         ef.one_hot([1], 3, on_value=1, off_value=0.5)
 
 
-# --- where(condition): the coordinates of the True elements --------------------------------------
+# --- where(condition): the coordinates of the True elements ---------------------------------------
 @pytest.mark.parametrize(
     "condition",
     [
@@ -116,3 +116,45 @@ def test_where_needs_a_bool_condition_and_both_or_neither_of_x_and_y() -> None:
         ef.where([True], [1.0])
     with pytest.raises(ef.InvalidArgumentError, match=r"x and y must both be given or both"):
         ef.where([True], y=[1.0])
+
+
+# --- linspace -------------------------------------------------------------------------------------
+def test_linspace_matches_numpy() -> None:
+    result = ef.linspace(0, 1, 5)  # TF: tf.linspace; ints give float32, as for a float start
+    assert result.dtype is ef.float32
+    np.testing.assert_allclose(result.numpy(), np.linspace(0, 1, 5))
+    assert ef.linspace(np.float64(-1), 2.0, 4).dtype is ef.float64  # start's float dtype
+    assert ef.linspace(3.0, 7.0, 1).numpy().tolist() == [3.0]  # one value: the start
+    assert ef.get_op("LinSpace").shape_rule([], {"start": 0, "stop": 1, "num": 3}) == [(3,)]
+
+
+def test_linspace_mistakes() -> None:
+    with pytest.raises(ef.InvalidArgumentError, match=r"LinSpace\(\): num must be >= 1, got 0"):
+        ef.linspace(0.0, 1.0, 0)
+    with pytest.raises(TypeError, match=r"linspace: num must be an int, got 2.5"):
+        ef.linspace(0.0, 1.0, 2.5)  # type: ignore[arg-type]
+    with pytest.raises(ef.DTypeError, match=r"LinSpace\(\): start and stop .* float64 and float32"):
+        ef.linspace(np.float64(0), np.float32(1), 3)
+    with pytest.raises(ef.DTypeError, match=r"LinSpace\(\): start and stop must be numbers"):
+        ef.linspace(True, 1.0, 3)
+
+
+# --- get_shape() and TensorShape ------------------------------------------------------------------
+def test_get_shape_is_a_tuple_with_tensorflows_methods() -> None:
+    shape = ef.zeros((2, 3)).get_shape()
+    assert isinstance(shape, ef.TensorShape) and isinstance(shape, tuple)
+    assert shape == (2, 3) and (2, 3) == shape and shape[1] == 3  # noqa: SIM300 (both sides)
+    assert shape.as_list() == [2, 3] and shape.rank == 2 and shape.is_fully_defined()
+    assert repr(shape) == "TensorShape([2, 3])" and str(shape) == "(2, 3)"
+    assert ef.constant(1.0).get_shape().as_list() == []
+
+
+def test_a_shape_of_unknown_rank() -> None:
+    shape = ef.TensorShape(None)
+    assert shape.rank is None and not shape.is_fully_defined()
+    assert shape != () and shape == ef.TensorShape(None)
+    assert repr(shape) == "TensorShape(None)" and str(shape) == "<unknown>"
+    with pytest.raises(ValueError, match=r"as_list\(\) is not defined on a shape of unknown rank"):
+        shape.as_list()
+    partial = ef.TensorShape([None, 3])
+    assert partial.rank == 2 and not partial.is_fully_defined() and partial == (None, 3)

@@ -137,5 +137,5 @@ def _where_grad(op: OpRecord, grad: Tensor) -> Grads:
 
 not_differentiable(
     "Const", "Fill", "Size", "ZerosLike", "OnesLike", "Range", "OneHot", "StopGradient", "Where",
-    "RandomNormal", "RandomUniform", "RandomShuffle",
+    "RandomNormal", "RandomUniform", "RandomShuffle", "LinSpace",
 )  # fmt: skip

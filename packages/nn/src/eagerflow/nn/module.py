@@ -244,8 +244,12 @@ class Layer(metaclass=LayerType):
             return
         variables = dict(self.variable_paths())
         ready = {path: value for path, value in self._deferred.items() if path in variables}
-        for path, value in ready.items():
-            value.check(variables[path])
+        try:
+            for path, value in ready.items():
+                value.check(variables[path])
+        except EagerflowError as e:
+            e.add_note(f"restoring into layer '{self.name}' ({type(self).__name__})")
+            raise
         waiting, self._deferred = self._deferred, {}
         for path, value in waiting.items():
             if path in ready:

@@ -15,7 +15,7 @@ from importlib import metadata as _metadata
 __version__ = _metadata.version("eagerflow-tensor")  # from the repository's VERSION file
 
 # `tensor` first: it defines Tensor, then imports the op modules, which need Tensor.
-from eagerflow.tensor.tensor import Tensor, convert_to_tensor, is_tensor  # isort: skip
+from eagerflow.tensor.tensor import Tensor, TensorShape, convert_to_tensor, is_tensor  # isort: skip
 from eagerflow.tensor import dtypes, errors, execution, registry
 from eagerflow.tensor.array_ops import (
     broadcast_to,
@@ -25,6 +25,7 @@ from eagerflow.tensor.array_ops import (
     fill,
     gather,
     identity,
+    linspace,
     one_hot,
     ones,
     ones_like,
@@ -130,6 +131,7 @@ __all__ = [
     "OutOfRangeError",
     "ShapeError",
     "Tensor",
+    "TensorShape",
     "UnknownOpError",
     "abs",
     "add",
@@ -168,6 +170,7 @@ __all__ = [
     "is_tensor",
     "less",
     "less_equal",
+    "linspace",
     "log",
     "log_softmax",
     "logical_and",

@@ -209,6 +209,58 @@ def range(  # TensorFlow's name; shadows the builtin in this module (see `builti
     return execute("Range", (), attrs, name)[0]
 
 
+def linspace_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """``num`` values."""
+    return [(attrs["num"],)]
+
+
+def linspace_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    # checked here, not in the shape rule: eager mode runs only the dtype rule
+    if attrs["num"] < 1:
+        raise InvalidArgumentError(f"num must be >= 1, got {attrs['num']}")
+    return [attrs["dtype"]]
+
+
+@op("LinSpace", shape=linspace_shape, dtype=linspace_dtype)
+def linspace_kernel(start: float, stop: float, num: int, dtype: DType) -> np.ndarray:
+    """``num`` evenly spaced values from ``start`` to ``stop``, both included:
+    start + i (stop - start) / (num - 1) for i = 0 ... num - 1."""
+    return np.linspace(start, stop, num, dtype=dtype.np)
+
+
+def linspace(start: Any, stop: Any, num: int, name: str | None = None) -> Tensor:
+    """``num`` evenly spaced floats from ``start`` to ``stop``, both included.
+
+    The dtype is that of a float ``start`` or ``stop`` (NumPy's float64 stays float64),
+    float32 for Python numbers, as in TensorFlow's ``tf.linspace``.
+    """
+    try:
+        count = operator.index(num)
+    except TypeError:
+        raise TypeError(f"linspace: num must be an int, got {num!r:.40}") from None
+    ends: list[Any] = []
+    floats: dict[DType, None] = {}  # the float dtypes of start and stop, in order
+    for v in (start, stop):
+        dtype = _natural(v)
+        if dtype is dtypes.bool_ or np.ndim(v):
+            raise DTypeError(
+                f"start and stop must be numbers, got {start!r:.40} and {stop!r:.40}"
+            ).at_op("LinSpace", ())
+        ends.append(np.asarray(v).item())
+        if dtype.is_floating and type(v) is not float:  # a Python float takes the other's
+            floats[dtype] = None
+    if len(floats) > 1:
+        found = " and ".join(map(str, floats))
+        raise DTypeError(f"start and stop must have one dtype, got {found}").at_op("LinSpace", ())
+    attrs = {
+        "start": ends[0],
+        "stop": ends[1],
+        "num": count,
+        "dtype": next(iter(floats), dtypes.float32),
+    }
+    return execute("LinSpace", (), attrs, name)[0]
+
+
 @op("Identity", shape=same_shape_rule, dtype=same_dtype(ANY))
 def identity_kernel(x: np.ndarray) -> np.ndarray:
     """x itself (useful to name a value in a graph, or to give an op a node of its own)."""

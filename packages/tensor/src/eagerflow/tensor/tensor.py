@@ -15,7 +15,7 @@ asks "is this the same tensor object", never "an equal value".
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,72 @@ from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError, describe
 
 _INT32 = np.iinfo(np.int32)
+
+
+class TensorShape(tuple[int | None, ...]):
+    """A shape as TensorFlow's ``get_shape()`` returns it: still a tuple (``== (2, 3)`` holds,
+    it indexes and unpacks), with TensorFlow's ``as_list()``, ``rank`` and
+    ``is_fully_defined()``. A dimension may be None (unknown, in a graph).
+
+    ``TensorShape(None)`` is a shape whose rank is not even known: ``rank`` is None.
+    ``Tensor.shape`` stays a plain tuple (or None): cheaper, and ``shape is None`` reads well.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, dims: Iterable[int | None] | None) -> TensorShape:
+        if dims is None:
+            return super().__new__(_UnknownRank)
+        return super().__new__(cls, dims)
+
+    @property
+    def rank(self) -> int | None:
+        return len(self)
+
+    def as_list(self) -> list[int | None]:
+        return list(self)
+
+    def is_fully_defined(self) -> bool:
+        """Every dimension is known."""
+        return None not in self
+
+    def __repr__(self) -> str:
+        return f"TensorShape({list(self)})"
+
+    def __str__(self) -> str:
+        return tuple.__repr__(self)
+
+
+class _UnknownRank(TensorShape):
+    """``TensorShape(None)``: not even the number of dimensions is known. It equals only
+    itself (an empty tuple would equal the shape of a scalar)."""
+
+    __slots__ = ()
+
+    @property
+    def rank(self) -> int | None:
+        return None
+
+    def as_list(self) -> list[int | None]:
+        raise ValueError("as_list() is not defined on a shape of unknown rank")
+
+    def is_fully_defined(self) -> bool:
+        return False
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _UnknownRank)
+
+    def __ne__(self, other: object) -> bool:
+        return not isinstance(other, _UnknownRank)
+
+    def __hash__(self) -> int:
+        return hash(_UnknownRank)
+
+    def __repr__(self) -> str:
+        return "TensorShape(None)"
+
+    def __str__(self) -> str:
+        return "<unknown>"
 
 
 class Tensor:
@@ -61,6 +127,10 @@ class Tensor:
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    def get_shape(self) -> TensorShape:
+        """The shape as a ``TensorShape``: ``t.get_shape().as_list()``, as in TensorFlow."""
+        return TensorShape(self.shape)
 
     def numpy(self) -> Any:
         """A copy of the value as a NumPy array (a NumPy scalar for a 0-d tensor)."""
@@ -335,7 +405,14 @@ def is_tensor(value: Any) -> bool:
     return isinstance(value, Tensor)
 
 
-__all__ = ["EagerflowError", "Tensor", "convert_operands", "convert_to_tensor", "is_tensor"]
+__all__ = [
+    "EagerflowError",
+    "Tensor",
+    "TensorShape",
+    "convert_operands",
+    "convert_to_tensor",
+    "is_tensor",
+]
 
 # The ops import Tensor, so they are imported after it is defined.
 from eagerflow.tensor import array_ops, math_ops  # noqa: E402

@@ -49,3 +49,22 @@ def test_one_hot_elu_and_leaky_relu_build_nodes() -> None:
     np.testing.assert_array_equal(hot_value, [[5, 0, 0], [0, 0, 5]])
     np.testing.assert_allclose(elu, [np.expm1(-1.0), 2.0])
     np.testing.assert_allclose(leaky, [-0.1, 2.0])
+
+
+def test_linspace_in_a_graph() -> None:
+    g = Graph()
+    with g.as_default():
+        values = ef.linspace(-1.0, 1.0, 5)
+    assert values.op.type == "LinSpace" and values.shape == (5,)
+    with Session(g) as session:
+        np.testing.assert_array_equal(session.run(values), ef.linspace(-1.0, 1.0, 5).numpy())
+
+
+def test_get_shape_of_graph_tensors() -> None:
+    g = Graph()
+    with g.as_default():
+        partial = placeholder(ef.float32, (None, 3))
+        unknown = placeholder(ef.float32)
+    assert partial.get_shape().as_list() == [None, 3]
+    assert not partial.get_shape().is_fully_defined()
+    assert unknown.get_shape() == ef.TensorShape(None) and unknown.get_shape().rank is None
