@@ -3,6 +3,10 @@
 * Each layer imports only the layers below it: tensor < autodiff < graph < nn. Checked twice:
   at run time (importing a layer in a fresh interpreter loads no higher layer) and statically
   (no ``.py`` file under ``packages/<layer>/src`` names a higher layer in an import).
+* Packages talk only through names they declare public: every module declares ``__all__``,
+  every import from another layer names something in its ``__all__`` (not starting with
+  ``_``), and no file reads a private attribute (``x._name``) that its own layer never
+  defines, such as ``Variable._array`` from outside autodiff.
 * ``eagerflow`` is a PEP 420 namespace package: no ``eagerflow/__init__.py`` anywhere, and every
   package ships its ``py.typed`` marker.
 * ``site/`` is source: ``.gitignore`` must not ignore it.
@@ -17,6 +21,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -179,6 +184,150 @@ def test_the_static_checker_accepts_allowed_imports():
     assert find_upward_imports(source, "ok.py", "autodiff", package="eagerflow.autodiff") == []
     # The top layer may import every other one.
     assert find_upward_imports("import eagerflow.graph\n", "ok.py", "nn") == []
+
+
+# --------------------------------------------------------------------------- public interfaces
+
+
+def _module_file(module: str) -> Path | None:
+    """``eagerflow.tensor.nest`` -> its file under packages/, or None if it is not a module."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[0] != "eagerflow" or parts[1] not in LAYERS:
+        return None
+    base = PACKAGES_DIR / parts[1] / "src" / Path(*parts)
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return base.with_suffix(".py") if base.with_suffix(".py").is_file() else None
+
+
+def declared_all(source: str) -> set[str] | None:
+    """The names in a module's ``__all__`` (None if it declares none)."""
+    for node in ast.parse(source).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id == "__all__":
+            return set(ast.literal_eval(node.value))  # type: ignore[union-attr]
+    return None
+
+
+def _public_names(module: str) -> set[str] | None:
+    path = _module_file(module)
+    return None if path is None else declared_all(path.read_text(encoding="utf-8"))
+
+
+def defined_attributes(sources: list[str]) -> set[str]:
+    """Every name a layer's own code defines: attributes it assigns, functions, classes,
+    arguments and variables. A private attribute a file reads must be among them."""
+    names: set[str] = set()
+    for source in sources:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+    return names
+
+
+def find_private_uses(
+    source: str, filename: str, layer: str, own: set[str], public: Any = _public_names
+) -> list[str]:
+    """Every place ``source`` (a file of ``layer``) uses another layer's non-public name.
+
+    ``public(module)`` gives a module's ``__all__`` (None: none declared); ``own`` is what
+    the layer itself defines (see ``defined_attributes``).
+    """
+    tree = ast.parse(source, filename=filename)
+    found: list[str] = []
+    aliases: dict[str, str] = {}  # `import eagerflow.tensor as ef` -> {"ef": "eagerflow.tensor"}
+
+    def report(node: ast.AST, what: str) -> None:
+        found.append(f"{filename}:{getattr(node, 'lineno', 0)}: {what}")
+
+    def check(node: ast.AST, module: str, name: str) -> None:
+        names = public(module)
+        if names is None:
+            report(node, f"{module} declares no __all__ (imported: {name})")
+        elif name.startswith("_") or name not in names:
+            report(node, f"{module}.{name} is not in its __all__")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and _layer_of(node.module) not in (None, layer):
+            for alias in node.names:
+                check(node, str(node.module), alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if _layer_of(alias.name) not in (None, layer) and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id in aliases:
+            check(node, aliases[node.value.id], node.attr)
+        elif node.attr.startswith("_") and not node.attr.startswith("__") and node.attr not in own:
+            report(node, f"reads .{node.attr}, a private attribute of another layer")
+    return found
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_every_module_declares_all(layer):
+    missing = [
+        str(path.relative_to(REPO))
+        for path in _python_files(layer)
+        if declared_all(path.read_text(encoding="utf-8")) is None
+    ]
+    assert not missing, "these modules declare no __all__ (what other layers may use):\n" + (
+        "\n".join(missing)
+    )
+
+
+@pytest.mark.parametrize("layer", LAYERS[1:])
+def test_layers_use_only_public_names_of_the_layers_below(layer):
+    files = _python_files(layer)
+    sources = [path.read_text(encoding="utf-8") for path in files]
+    own = defined_attributes(sources)
+    problems: list[str] = []
+    for path, source in zip(files, sources, strict=True):
+        problems += find_private_uses(source, str(path.relative_to(REPO)), layer, own)
+    assert not problems, f"eagerflow.{layer} uses names not declared public:\n" + "\n".join(
+        problems
+    )
+
+
+def _fake_public(module: str) -> set[str] | None:
+    return {"eagerflow.tensor": {"Tensor"}, "eagerflow.tensor.nest": {"flatten"}}.get(module)
+
+
+_PRIVATE_USES = [
+    ("from eagerflow.tensor.nest import _is_flat\n", "eagerflow.tensor.nest._is_flat is not in"),
+    ("from eagerflow.tensor.nest import pack\n", "eagerflow.tensor.nest.pack is not in"),
+    ("from eagerflow.tensor.rules import fmt\n", "eagerflow.tensor.rules declares no __all__"),
+    ("import eagerflow.tensor as ef\nef.secret\n", "eagerflow.tensor.secret is not in"),
+    ("def f(v):\n    return v._array\n", "reads ._array, a private attribute"),
+]
+
+
+@pytest.mark.parametrize(("source", "message"), _PRIVATE_USES)
+def test_the_interface_checker_reports_a_private_use(source, message):
+    found = find_private_uses(source, "fake.py", "graph", {"_own"}, _fake_public)
+    assert len(found) == 1 and message in found[0], found
+
+
+def test_the_interface_checker_accepts_public_uses():
+    source = textwrap.dedent(
+        """
+        import eagerflow.tensor as ef
+        from eagerflow.tensor import Tensor
+        from eagerflow.tensor.nest import flatten
+        from eagerflow.graph.graph import anything  # its own layer
+        ef.Tensor
+        self._own
+        x.__class__
+        """
+    )
+    assert find_private_uses(source, "ok.py", "graph", {"_own"}, _fake_public) == []
 
 
 # --------------------------------------------------------------------------- the dynamic check

@@ -132,6 +132,14 @@ class LoggingContext:
         log: The names of the ops run so far, in order.
     """
 
+    # The rest of the Context protocol, given: variables made or assigned under this context
+    # behave as in eager mode.
+    assign_returns_variable = True  # `v.assign(x)` returns v, as eagerly
+
+    def create_variable(self, variable: Any) -> None:
+        """None: a variable made under this context holds its own value (an eager one)."""
+        return None
+
     def __init__(self) -> None:
         """Start with an empty ``log``."""
         self.log: list[str] = []

@@ -14,6 +14,7 @@ from eagerflow.autodiff import Variable
 from eagerflow.graph import (
     Graph,
     Operation,
+    Session,
     SymbolicTensor,
     control_dependencies,
     get_default_graph,
@@ -472,3 +473,46 @@ def test_control_dependencies_are_recorded_on_new_operations() -> None:
         plain = v.read_value()
     assert r.op.control_inputs == (bump.op,)
     assert plain.op.control_inputs == ()
+
+
+# --- a context decides where its variables live (the Context protocol's variable hook) --------
+class DictStorage:
+    """An autodiff Storage that keeps values by variable name, for the test to look at."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, np.ndarray] = {}
+
+    def read(self, variable: Variable) -> np.ndarray:
+        return self.values[variable.name]
+
+    def write(self, variable: Variable, value: np.ndarray) -> None:
+        self.values[variable.name] = value
+
+
+def test_the_context_says_where_a_new_variables_value_lives() -> None:
+    storage = DictStorage()
+
+    class StoringGraph(Graph):
+        def create_variable(self, variable: Any) -> Any:
+            return storage
+
+    g = StoringGraph()
+    with g.as_default():
+        v = Variable(3.0, name="v")
+        step = v.assign_add(1.0)
+    assert not v.holds_value and storage.values == {}  # a node: no value until it runs
+    assert isinstance(step, ef.Tensor) and step.op.type == "AssignAddVariableOp"  # TF 1
+    with Session(g) as session:
+        session.run(v.initializer)
+        session.run(step)
+    assert storage.values == {"v:0": 4.0}  # the Session wrote where the context said
+    assert v.numpy() == 4.0  # read from the storage, outside any Session
+
+
+def test_a_graphs_variable_has_no_value_outside_a_session() -> None:
+    g = Graph()
+    with g.as_default():
+        v = Variable(1.0, name="w")
+    assert not v.holds_value and Variable(1.0).holds_value
+    with pytest.raises(ef.FailedPreconditionError, match=r"'w:0' lives in a graph.*session.run"):
+        v.numpy()

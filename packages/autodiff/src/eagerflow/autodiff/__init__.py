@@ -25,7 +25,7 @@ from eagerflow.autodiff.registry import (
     register_gradient,
 )
 from eagerflow.autodiff.tape import GradientTape
-from eagerflow.autodiff.variables import Variable, apply_gradient_descent, variable_store
+from eagerflow.autodiff.variables import Storage, Variable, apply_gradient_descent
 from eagerflow.tensor import stop_gradient
 
 not_differentiable("VariableV2", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
@@ -36,6 +36,7 @@ __all__ = [
     "GradientCheckError",
     "GradientTape",
     "OpRecord",
+    "Storage",
     "Variable",
     "apply_gradient_descent",
     "check_gradients",
@@ -44,5 +45,4 @@ __all__ = [
     "not_differentiable",
     "register_gradient",
     "stop_gradient",
-    "variable_store",
 ]

@@ -139,3 +139,6 @@ not_differentiable(
     "Const", "Fill", "Size", "ZerosLike", "OnesLike", "Range", "OneHot", "StopGradient", "Where",
     "RandomNormal", "RandomUniform", "RandomShuffle", "LinSpace",
 )  # fmt: skip
+
+
+__all__ = []

@@ -138,3 +138,6 @@ def _unit(shape: tuple[int, ...], j: int) -> np.ndarray:
 def _direction(shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     v = rng.standard_normal(shape)
     return v / np.linalg.norm(v)
+
+
+__all__ = ["GradientCheckError", "check_gradients"]

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from eagerflow.autodiff.registry import OpRecord, register_gradient
-from eagerflow.autodiff.tape import flatten, pack_like
 from eagerflow.tensor import DType, Tensor, convert_to_tensor
 from eagerflow.tensor.execution import execute, no_recording
+from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import Attrs, Shape, op
 
 
@@ -67,6 +67,9 @@ def custom_gradient(f: Callable[..., tuple[Any, Callable[..., Any]]]) -> Callabl
         ys = tuple(convert_to_tensor(t) for t in flatten(y))
         attrs = {"num_inputs": len(inputs), "grad_fn": grad_fn}
         outputs = execute("CustomGradient", (*inputs, *ys), attrs)
-        return pack_like(y, outputs)
+        return pack_sequence_as(y, outputs)
 
     return wrapper
+
+
+__all__ = ["custom_gradient", "custom_gradient_kernel"]

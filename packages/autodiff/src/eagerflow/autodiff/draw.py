@@ -143,3 +143,6 @@ def tape_diagram(tape: Any) -> tuple[list[Node], list[Edge]]:
         for o in record.outputs:
             producer[o] = node_id
     return nodes, edges
+
+
+__all__ = ["Edge", "Node", "describe", "safe_id", "tape_diagram", "to_dot", "to_mermaid"]

@@ -342,3 +342,6 @@ not_differentiable(
     "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
     "LogicalAnd", "LogicalOr", "LogicalNot", "ArgMax", "ArgMin", "FloorDiv", "Sign",
 )  # fmt: skip
+
+
+__all__ = ["Grads", "sum_to_shape"]

@@ -77,3 +77,14 @@ def get_gradient(op_name: str) -> GradientRule | None:
             f"no gradient is registered for op {op_name!r}; register one with "
             f"@register_gradient({op_name!r}) or declare it with not_differentiable()"
         ) from None
+
+
+__all__ = [
+    "ACCEPTS_NONE",
+    "GRADIENTS",
+    "GradientRule",
+    "OpRecord",
+    "get_gradient",
+    "not_differentiable",
+    "register_gradient",
+]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gc
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
 from typing import Any
@@ -26,54 +26,13 @@ from eagerflow.autodiff.variables import Variable
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import ShapeError
 from eagerflow.tensor.execution import add_recorder, remove_recorder
+from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import Attrs, OpDef
 from eagerflow.tensor.rules import compatible, fmt
 
 UNCONNECTED = ("none", "zero")
 _new_tuple = tuple.__new__
 _MISSING: Any = object()  # no rule registered (as opposed to None: not differentiable)
-
-
-# --- nested structures (a list of dicts of tensors, ...) ----------------------------------------
-_NESTS = (list, tuple, dict)  # a tuple, not `list | tuple | dict`: isinstance is faster
-
-
-def _is_flat(structure: Any) -> bool:
-    """A plain list or tuple of leaves: the common case, which gets a fast path."""
-    if type(structure) is not list and type(structure) is not tuple:
-        return False
-    for item in structure:  # noqa: SIM110 (a loop: all() of a generator costs more here)
-        if type(item) is not Tensor and isinstance(item, _NESTS):
-            return False
-    return True
-
-
-def flatten(structure: Any) -> list[Any]:
-    """The leaves of nested lists, tuples and dicts, in order (dicts by insertion order)."""
-    if _is_flat(structure):
-        return list(structure)
-    if isinstance(structure, list | tuple):
-        return [leaf for item in structure for leaf in flatten(item)]
-    if isinstance(structure, dict):
-        return [leaf for item in structure.values() for leaf in flatten(item)]
-    return [structure]
-
-
-def pack_like(structure: Any, leaves: Iterable[Any]) -> Any:
-    """``structure`` rebuilt with its leaves replaced, in order, by ``leaves``."""
-    if type(structure) is list and _is_flat(structure):
-        return list(leaves)
-    it = iter(leaves)
-
-    def rebuild(node: Any) -> Any:
-        if isinstance(node, list | tuple):
-            items = [rebuild(item) for item in node]
-            return type(node)(*items) if hasattr(node, "_fields") else type(node)(items)
-        if isinstance(node, dict):
-            return type(node)((key, rebuild(value)) for key, value in node.items())
-        return next(it)
-
-    return rebuild(structure)
 
 
 # --- how the tape stores an op -------------------------------------------------------------
@@ -239,6 +198,38 @@ def collect(
     return result
 
 
+def check_unconnected(unconnected_gradients: str) -> None:
+    """What a source the targets do not depend on gets: ``"none"`` or ``"zero"`` (TF's names)."""
+    if unconnected_gradients not in UNCONNECTED:
+        raise ValueError(
+            f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}"
+        )
+
+
+def backward(
+    entries: Sequence[Entry],
+    targets: Sequence[Tensor],
+    sources: Sequence[Any],
+    keys: Sequence[Sequence[Tensor]],
+    seeds: Any = None,
+    unconnected_gradients: str = "none",
+    *,
+    seeds_name: str = "output_gradients",
+    depends: set[Tensor] | None = None,
+) -> list[Tensor | None]:
+    """The backward pass over recorded ``entries``, for the tape and for graph ``gradients()``.
+
+    Returns, for each source, d(sum of seed · target)/d(source): the sum of the gradients of
+    its ``keys`` (the tensors that stand for it: a tensor itself, or each read of a variable).
+    ``seeds`` defaults to ones (``seeds_name`` names the argument in errors); a source with no
+    path from the targets gets None, or zeros with ``unconnected_gradients="zero"``.
+    """
+    check_unconnected(unconnected_gradients)
+    starts = initial_gradients(targets, seeds, seeds_name)
+    grads = backprop(entries, targets, starts, {k for ks in keys for k in ks}, depends)
+    return collect(grads, sources, keys, unconnected_gradients)
+
+
 # --- the tape ----------------------------------------------------------------------------------
 class GradientTape:
     """Record eager ops, then compute gradients of a target with respect to sources.
@@ -368,22 +359,18 @@ class GradientTape:
             targets = [target]
         else:
             targets = [ef.convert_to_tensor(t) for t in flatten(target)]
-        starts = initial_gradients(targets, output_gradients, "output_gradients")
         flat_sources = flatten(sources)
         was_listening = self._listen(False)  # the backward pass is not recorded on this tape
         try:
-            grads = self._gradients(targets, starts, flat_sources, unconnected_gradients)
+            grads = self._gradients(targets, output_gradients, flat_sources, unconnected_gradients)
         except BaseException:
             self._listen(was_listening)  # a failed call leaves the tape as it was
             raise
         self._done(was_listening)
-        return pack_like(sources, grads)
+        return pack_sequence_as(sources, grads)
 
     def _check_usable(self, unconnected_gradients: str) -> None:
-        if unconnected_gradients not in UNCONNECTED:
-            raise ValueError(
-                f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}"
-            )
+        check_unconnected(unconnected_gradients)  # before anything changes
         if self._used:
             raise RuntimeError(
                 "a non-persistent GradientTape can compute gradients only once; create it "
@@ -406,17 +393,15 @@ class GradientTape:
     def _gradients(
         self,
         targets: list[Tensor],
-        seeds: list[Tensor],
+        seeds: Any,
         sources: list[Any],
         unconnected: str,
     ) -> list[Tensor | None]:
         keys = [self._source_keys(s) for s in sources]
-        wanted = {k for ks in keys for k in ks}
         # When every root is a source, every tracked tensor depends on one: backprop need
         # not work that out again (the usual case: the watched things are the sources)
-        depends = self._tracked if self._roots <= wanted else None
-        grads = backprop(self._entries, targets, seeds, wanted, depends)
-        return collect(grads, sources, keys, unconnected)
+        depends = self._tracked if self._roots <= {k for ks in keys for k in ks} else None
+        return backward(self._entries, targets, sources, keys, seeds, unconnected, depends=depends)
 
     def _source_keys(self, source: Any) -> list[Tensor]:
         """The tensors whose gradients make up ``source``'s gradient."""
@@ -453,7 +438,7 @@ class GradientTape:
             self._listen(was_listening)
             raise
         self._done(was_listening)
-        return pack_like(sources, jacobians)
+        return pack_sequence_as(sources, jacobians)
 
     # --- pictures --------------------------------------------------------------------------
     def to_mermaid(self) -> str:
@@ -483,3 +468,17 @@ class GradientTape:
             return None
         between = (slice(None),) * (target.ndim - 1)
         return ef.stack([full[(b, *between, b)] for b in range(batch)])
+
+
+__all__ = [
+    "UNCONNECTED",
+    "Entry",
+    "GradientTape",
+    "backprop",
+    "backward",
+    "check_unconnected",
+    "collect",
+    "initial_gradients",
+    "pack",
+    "unpack",
+]

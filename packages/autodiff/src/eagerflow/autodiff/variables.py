@@ -15,16 +15,14 @@ array for every weight.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
 from sys import getrefcount
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 
 from eagerflow.tensor import DType, Tensor, as_dtype, convert_to_tensor
-from eagerflow.tensor.errors import DTypeError, FailedPreconditionError, ShapeError
-from eagerflow.tensor.execution import context, current_context, execute, executing_eagerly
+from eagerflow.tensor.errors import DTypeError, ShapeError
+from eagerflow.tensor.execution import context, current_context, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import fmt
 
@@ -38,44 +36,32 @@ def _variable_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [attrs["variable"].dtype]
 
 
-# Where variable values live. Eager variables keep their own value; a variable created while
-# a graph is built has one value per Session, which the Session installs here while it runs
-# (per thread: two Sessions may run at once in two threads).
-_store: ContextVar[dict[Variable, np.ndarray] | None] = ContextVar("eagerflow_store", default=None)
+# Where variable values live. An eager variable holds its own array (`_array`, read on every
+# op, so it stays one attribute away). A variable made while a context was current may keep
+# its value elsewhere, in a `Storage` the context gave it: the graph package's keeps one value
+# per Session. This package knows only the protocol.
+class Storage(Protocol):
+    """Where a variable that does not hold its value keeps it (``Context.create_variable``)."""
 
+    def read(self, variable: Variable) -> np.ndarray: ...
 
-@contextmanager
-def variable_store(store: dict[Variable, np.ndarray]) -> Iterator[None]:
-    """Inside the block, graph variables read and write ``store`` (a Session's values)."""
-    token = _store.set(store)
-    try:
-        yield
-    finally:
-        _store.reset(token)
+    def write(self, variable: Variable, value: np.ndarray) -> None: ...
 
 
 def _value(variable: Variable) -> np.ndarray:
-    if variable._array is not None:  # an eager variable
-        return variable._array
-    store = _store.get()
-    if store is None or variable not in store:
-        raise FailedPreconditionError(
-            f"variable '{variable.name}' is not initialized: run its initializer "
-            "(global_variables_initializer()) in this Session first"
-        )
-    return store[variable]
+    array = variable._array
+    if array is not None:  # an eager variable
+        return array
+    return variable._storage.read(variable)  # type: ignore[union-attr]
 
 
 def _set(variable: Variable, value: np.ndarray) -> np.ndarray:
     if value.shape != variable.shape:  # NumPy would broadcast: a variable never changes shape
         _assign_shape([value.shape], {"variable": variable})
-    store = _store.get()
     if variable._array is not None:
         variable._array = value
-    elif store is not None:
-        store[variable] = value
     else:
-        raise FailedPreconditionError(f"variable '{variable.name}' lives in a graph: use a Session")
+        variable._storage.write(variable, value)  # type: ignore[union-attr]
     return value
 
 
@@ -246,25 +232,29 @@ class Variable:
         name: str | None = None,
         dtype: DType | str | None = None,
     ) -> None:
+        self.trainable = bool(trainable)
+        self.initializer: Any = None  # the op that initializes it in a graph
+        self._storage: Storage | None = None  # None: the value is `_array`, here
         ctx = current_context()
-        lift = getattr(ctx, "creates_eager_variables", False)
-        if lift:  # e.g. tracing a function: the variable outlives the trace, so it is eager
-            ctx.variable_created(self)  # type: ignore[union-attr]
-            with context(None):
-                self.__init__(initial_value, trainable, name, dtype)  # type: ignore[misc]
-            return
+        if ctx is not None:  # a graph or a trace says where a variable made in it lives
+            self._storage = ctx.create_variable(self)
+            if self._storage is None:  # made eagerly (e.g. by a function: it outlives the trace)
+                with context(None):
+                    self._init_value(initial_value, name, dtype)
+                return
+        self._init_value(initial_value, name, dtype)
+
+    def _init_value(self, initial_value: Any, name: str | None, dtype: DType | str | None) -> None:
         if callable(initial_value):
             initial_value = initial_value()
         value = convert_to_tensor(initial_value, None if dtype is None else as_dtype(dtype))
         self._dtype: DType = value.dtype
-        self.trainable = bool(trainable)
-        self.initializer: Any = None  # the op that initializes it in a graph
-        if executing_eagerly():
+        if self._storage is None:
             self._array: np.ndarray | None = np.array(value, copy=True)
             self._shape: tuple[int, ...] = self._array.shape
             self._name = f"{name or 'Variable'}:0"
             return
-        # Graph mode: a node stands for the variable; its value lives in each Session.
+        # A node stands for the variable; its value lives in the storage, set by the initializer
         if value.shape is None or None in value.shape:
             raise ShapeError(f"a graph variable needs a fully known shape, got {value.shape}")
         self._array = None
@@ -297,12 +287,14 @@ class Variable:
 
     def numpy(self) -> Any:
         """A copy of the current value (a NumPy scalar for a 0-d variable)."""
-        if self._array is None:
-            raise FailedPreconditionError(
-                f"variable '{self.name}' lives in a graph: its value is per Session; "
-                "fetch it with session.run(variable)"
-            )
-        return self._array.copy() if self._array.ndim else self._array[()]
+        array = _value(self)  # a variable of a graph: its Session's value (see Storage)
+        return array.copy() if array.ndim else array[()]
+
+    @property
+    def holds_value(self) -> bool:
+        """True when the variable holds its own value (eager); False when the context it was
+        made in keeps the value (a graph's variable has one value per Session)."""
+        return self._storage is None
 
     def assign(self, value: Any, read_value: bool = True) -> Any:
         """Give the variable a new value of the same shape and dtype."""
@@ -321,8 +313,8 @@ class Variable:
         (result,) = execute(op_name, (tensor,), {"variable": self})
         # Eagerly and in a traced function: the variable itself, read again where it is used
         # (TF 2); in a graph built for a Session: the assign node's output (TF 1)
-        tracing = getattr(current_context(), "creates_eager_variables", False)
-        return self if read_value and (executing_eagerly() or tracing) else result
+        ctx = current_context()
+        return self if read_value and (ctx is None or ctx.assign_returns_variable) else result
 
     # --- so that a variable works where a tensor does -------------------------------------
     def __eagerflow_tensor__(self, dtype: DType | None = None) -> Tensor:
@@ -388,4 +380,4 @@ def _format(self: Variable, spec: str) -> str:
 
 Variable.__format__ = _format  # type: ignore[method-assign, assignment]
 
-__all__ = ["Variable", "apply_gradient_descent", "variable_store"]
+__all__ = ["Storage", "Variable", "apply_gradient_descent"]

@@ -21,13 +21,13 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, register_gradient
-from eagerflow.autodiff.tape import flatten, pack_like
 from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
 from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import DTypeError, ShapeError
 from eagerflow.tensor.execution import execute, executing_eagerly
+from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
 
 
@@ -195,7 +195,7 @@ def cond(
     pred = ef.convert_to_tensor(pred)
     attrs = {"then_branch": then_branch, "else_branch": else_branch}
     outputs = execute("If", (pred, *captured), attrs, name or "cond")
-    return pack_like(then_result, outputs)
+    return pack_sequence_as(then_result, outputs)
 
 
 @register_gradient("If")
@@ -365,3 +365,6 @@ class _Spec:
     def __init__(self, shape: Shape | None, dtype: DType) -> None:
         self.shape = shape
         self.dtype = dtype
+
+
+__all__ = ["FunctionGraph", "Subgraph", "cond", "if_kernel", "while_kernel", "while_loop"]

@@ -74,3 +74,6 @@ def _draw(
 
 def _shape(t: Any) -> str:
     return "?" if t.shape is None else str(tuple(t.shape))
+
+
+__all__ = ["KINDS", "graph_diagram"]

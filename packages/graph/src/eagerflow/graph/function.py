@@ -23,13 +23,13 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, Variable, register_gradient
-from eagerflow.autodiff.tape import flatten, pack_like
 from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
 from eagerflow.graph.control_flow import FunctionGraph, Subgraph
 from eagerflow.graph.graph import Graph, Operation, SymbolicTensor
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.execution import active_recorders, execute, executing_eagerly
+from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import OPS, Attrs, OpDef, Shape, op
 
 
@@ -38,14 +38,15 @@ class TraceGraph(FunctionGraph):
     tape outside must see them used) and the ones it creates: those become eager variables,
     because they must outlive the trace."""
 
-    creates_eager_variables = True
+    assign_returns_variable = True  # TF 2: as in eager code
 
     def __init__(self, outer: Graph | None) -> None:
         super().__init__(outer or Graph())
         self.variables: dict[Variable, None] = {}  # read inside, in order of first read
         self.created: list[Variable] = []
 
-    def variable_created(self, variable: Variable) -> None:
+    def create_variable(self, variable: Variable) -> None:
+        """None: the variable is made eagerly, since it must outlive the trace."""
         self.created.append(variable)
 
     def run_op(
@@ -97,7 +98,7 @@ class ConcreteFunction(Subgraph):
         outputs = execute("PartitionedCall", tuple(inputs), {"function": function})
         if self.structure is None:
             return None
-        return pack_like(self.structure, outputs[: len(self.outputs)])
+        return pack_sequence_as(self.structure, outputs[: len(self.outputs)])
 
     def forward(self) -> ConcreteFunction:
         """This function as a tape needs it: each variable it reads is an extra input (its
@@ -216,7 +217,7 @@ class Function:
             ]
             it = iter(inputs)
             traced = [next(it) if isinstance(x, Tensor) else x for x in leaves]
-            args, kwargs = pack_like(structure, traced)
+            args, kwargs = pack_sequence_as(structure, traced)
             result = self.python_function(*args, **kwargs)
             returned = [] if result is None else flatten(result)
             outputs = [graph._as_graph_tensor(ef.convert_to_tensor(r), OPS["Identity"])

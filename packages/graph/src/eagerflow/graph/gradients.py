@@ -1,7 +1,7 @@
 """``gradients()``: symbolic differentiation, by the very rules the eager tape uses.
 
 Each operation of the graph becomes an entry like a tape's (its inputs, attributes and
-outputs are symbolic tensors), and the autodiff package's ``backprop`` walks them backwards.
+outputs are symbolic tensors), and the autodiff package's ``backward`` walks them backwards.
 The rules it calls are written with public ops, and the graph is the current context, so
 every gradient computation becomes new nodes of the graph: there is no second set of rules.
 """
@@ -13,9 +13,10 @@ from typing import Any
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
-from eagerflow.autodiff.tape import backprop, collect, flatten, initial_gradients, pack
+from eagerflow.autodiff.tape import backward, check_unconnected, pack
 from eagerflow.graph.graph import Graph, SymbolicTensor
 from eagerflow.tensor import Tensor
+from eagerflow.tensor.nest import flatten
 
 VARIABLE_READS = ("ReadVariableOp", "VariableV2")
 
@@ -34,10 +35,7 @@ def gradients(
     new nodes go in the name scope ``name`` (``gradients/``, then ``gradients_1/``, ...),
     as in TensorFlow, so a picture of the graph shows them apart.
     """
-    if unconnected_gradients not in ("none", "zero"):
-        raise ValueError(
-            f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}"
-        )
+    check_unconnected(unconnected_gradients)  # before the graph gets any node
     targets = flatten(ys)
     sources = flatten(xs)
     graph = _graph_of([*targets, *sources])
@@ -45,9 +43,10 @@ def gradients(
         targets = [ef.convert_to_tensor(y) for y in targets]
         keys = [_keys(graph, x) for x in sources]
         entries = [pack(o.op_def, o.inputs, o.attrs, o.outputs) for o in graph.get_operations()]
-        starts = initial_gradients(targets, grad_ys, "grad_ys")
-        grads = backprop(entries, targets, starts, {k for ks in keys for k in ks})
-        return collect(grads, sources, keys, unconnected_gradients)  # type: ignore[return-value]
+        # made in this graph's block, the gradients are SymbolicTensors
+        return backward(  # type: ignore[return-value]
+            entries, targets, sources, keys, grad_ys, unconnected_gradients, seeds_name="grad_ys"
+        )
 
 
 def _graph_of(tensors: Sequence[Any]) -> Graph:
@@ -72,3 +71,6 @@ def _keys(graph: Graph, x: Any) -> list[Tensor]:
     if isinstance(x, Tensor):
         raise ValueError("gradients() takes graph tensors; for eager tensors use a GradientTape")
     raise TypeError(f"xs must be tensors or variables, got {type(x).__name__}")
+
+
+__all__ = ["VARIABLE_READS", "gradients"]

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from eagerflow.graph.state import SESSION_STORAGE, SessionStorage
 from eagerflow.tensor import Tensor, execution
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError
@@ -68,7 +69,7 @@ class SymbolicTensor(Tensor):
 
     def __repr__(self) -> str:
         shape = "<unknown>" if self._shape is None else str(self._shape)
-        return f'Tensor("{self.name}", shape={shape}, dtype={self._dtype.name})'
+        return f'Tensor("{self.name}", shape={shape}, dtype={self.dtype.name})'
 
     def numpy(self) -> Any:
         raise TypeError(
@@ -141,6 +142,13 @@ class Graph:
         self._building = _Building()  # this thread's name scope and control dependencies
 
     # --- the seam's context interface -----------------------------------------------------
+    assign_returns_variable = False  # TF 1: `v.assign(x)` is a node to fetch or depend on
+
+    def create_variable(self, variable: Any) -> SessionStorage | None:
+        """A variable made while this graph is built is a node; its value lives in each
+        Session that runs the graph (see ``state.py``)."""
+        return SESSION_STORAGE
+
     def run_op(
         self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
     ) -> tuple[SymbolicTensor, ...]:
@@ -314,3 +322,15 @@ def reset_default_graph() -> None:
 def describe_shape(shape: Shape) -> str:
     """``(None, 3)`` as TensorFlow prints it; ``<unknown>`` when not even the rank is known."""
     return "<unknown>" if shape is None else str(tuple(shape))
+
+
+__all__ = [
+    "DEFAULT_NAMES",
+    "Graph",
+    "Operation",
+    "Shape",
+    "SymbolicTensor",
+    "describe_shape",
+    "get_default_graph",
+    "reset_default_graph",
+]

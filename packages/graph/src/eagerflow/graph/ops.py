@@ -109,3 +109,18 @@ def control_dependencies(control_inputs: Sequence[Any]) -> Iterator[None]:
         return
     with get_default_graph().control_dependencies(control_inputs):
         yield
+
+
+__all__ = [
+    "control_dependencies",
+    "global_variables",
+    "global_variables_initializer",
+    "group",
+    "name_scope",
+    "no_op",
+    "no_op_kernel",
+    "placeholder",
+    "placeholder_kernel",
+    "trainable_variables",
+    "variables_initializer",
+]

@@ -17,8 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from eagerflow.autodiff import Variable, variable_store
-from eagerflow.autodiff.tape import flatten, pack_like
+from eagerflow.autodiff import Variable
 from eagerflow.graph.graph import (
     Graph,
     Operation,
@@ -26,10 +25,12 @@ from eagerflow.graph.graph import (
     describe_shape,
     get_default_graph,
 )
+from eagerflow.graph.state import session_values
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import from_numpy
 from eagerflow.tensor.errors import DTypeError, EagerflowError, InvalidArgumentError
 from eagerflow.tensor.execution import explain_failure
+from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.tensor import to_array
 
 Fetch = SymbolicTensor | Operation
@@ -258,9 +259,9 @@ class Session:
             t = self._resolve_fed(key)
             feeds[t] = _checked_feed(t, value)
         plan = self.plan(fetches, feeds)
-        with variable_store(self._values):
+        with session_values(self._values):
             results = plan.run(feeds)
-        return pack_like(fetches, results)
+        return pack_sequence_as(fetches, results)
 
     def plan(self, fetches: Any, fed: Iterable[Any] = ()) -> Plan:
         """The compiled ``Plan`` that ``run(fetches, feed_dict)`` executes when ``fed`` are
@@ -326,3 +327,6 @@ def _checked_feed(t: SymbolicTensor, value: Any) -> np.ndarray:
             f"which has shape {describe_shape(shape)}"
         )
     return array
+
+
+__all__ = ["Fetch", "Plan", "Session", "Step"]

@@ -33,3 +33,6 @@ def get(activation: str | Activation | None) -> Activation | None:
     if activation not in _BY_NAME:
         raise ValueError(f"unknown activation {activation!r}; known: {sorted(_BY_NAME)}")
     return _BY_NAME[activation]
+
+
+__all__ = ["Activation", "get", "relu", "sigmoid", "softmax", "tanh"]

@@ -319,7 +319,7 @@ def _check(
 def _assign_or_initialize(variable: Variable, array: np.ndarray) -> None:
     """Assign an eager variable now. A graph variable's value lives in each Session, so the
     saved value becomes its initial value, for ``global_variables_initializer`` to assign."""
-    if variable._array is not None:
+    if variable.holds_value:
         with context(None):  # now, even while a graph or a function is being built
             variable.assign(array)
     else:
@@ -327,7 +327,7 @@ def _assign_or_initialize(variable: Variable, array: np.ndarray) -> None:
 
 
 def _read(variables: list[Variable], session: Any) -> list[np.ndarray]:
-    if any(v._array is None for v in variables):  # graph variables: their values are per Session
+    if not all(v.holds_value for v in variables):  # graph variables: their values are per Session
         if session is None:
             raise CheckpointError("these variables live in a graph: pass session= to save()")
         return [np.asarray(a) for a in session.run(variables)]
@@ -335,7 +335,7 @@ def _read(variables: list[Variable], session: Any) -> list[np.ndarray]:
 
 
 def _write(variables: dict[str, Variable], arrays: dict[str, np.ndarray], session: Any) -> None:
-    in_graph = {k: v for k, v in variables.items() if v._array is None}
+    in_graph = {k: v for k, v in variables.items() if not v.holds_value}
     if in_graph and session is None:
         raise CheckpointError("these variables live in a graph: pass session= to restore()")
     with context(None):  # eager variables are assigned now, even inside a graph's block
@@ -346,3 +346,15 @@ def _write(variables: dict[str, Variable], arrays: dict[str, np.ndarray], sessio
         with session.graph.as_default():
             assigns = [v.assign(arrays[k], read_value=False) for k, v in in_graph.items()]
         session.run(assigns)
+
+
+__all__ = [
+    "FORMAT",
+    "MARKER",
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointLoadStatus",
+    "CheckpointWarning",
+    "Trackable",
+    "Waiting",
+]

@@ -66,3 +66,6 @@ def get(initializer: str | Initializer) -> Initializer:
     if initializer not in _BY_NAME:
         raise ValueError(f"unknown initializer {initializer!r}; known: {sorted(_BY_NAME)}")
     return _BY_NAME[initializer]
+
+
+__all__ = ["Initializer", "get", "glorot_uniform", "ones", "random_normal", "zeros"]

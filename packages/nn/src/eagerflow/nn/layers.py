@@ -173,3 +173,6 @@ class Sequential(Model):
         for layer in self.layers:
             inputs = layer(inputs, training=training)
         return inputs
+
+
+__all__ = ["Dense", "Dropout", "Flatten", "Sequential"]

@@ -109,3 +109,12 @@ def accuracy(labels: Any, predictions: Any) -> Tensor:
     predicted = ef.argmax(predictions, axis=-1)
     correct = ef.equal(predicted, ef.cast(labels, predicted.dtype))
     return ef.reduce_mean(ef.cast(correct, ef.float32))
+
+
+__all__ = [
+    "accuracy",
+    "mean_squared_error",
+    "sigmoid_cross_entropy_with_logits",
+    "softmax_cross_entropy_with_logits",
+    "sparse_softmax_cross_entropy_with_logits",
+]

@@ -352,3 +352,6 @@ def _unique_name(base: str) -> str:
     count = Layer._name_counts.get(base, 0)
     Layer._name_counts[base] = count + 1
     return base if count == 0 else f"{base}_{count}"
+
+
+__all__ = ["Deferred", "Layer", "LayerType", "Model", "Shape"]

@@ -316,3 +316,16 @@ def get_or_create_global_step(graph: Graph | None = None) -> Variable:
 
 def _new_global_step() -> Variable:
     return Variable(ef.constant(0, ef.int64), trainable=False, name="global_step")
+
+
+__all__ = [
+    "RULES",
+    "AdamOptimizer",
+    "GradientDescentOptimizer",
+    "GradsAndVars",
+    "MomentumOptimizer",
+    "Optimizer",
+    "RMSPropOptimizer",
+    "get_or_create_global_step",
+    "hyperparameter",
+]

@@ -164,3 +164,6 @@ def _named(fn: str | LossFn, table: dict[str, LossFn], kind: str) -> LossFn:
 
 def _label(fn: str | LossFn) -> str:
     return fn if isinstance(fn, str) else getattr(fn, "__name__", "metric")
+
+
+__all__ = ["LOSSES", "METRICS", "PROGRESS_EVERY", "History", "LossFn", "batches", "evaluate", "fit"]

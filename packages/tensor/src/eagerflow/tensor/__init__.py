@@ -7,7 +7,8 @@ Read it in this order:
 3. ``registry.py``  one ``OpDef`` row per op: kernel, shape rule, dtype rule;
 4. ``execution.py`` the seam: ``execute()``, contexts (eager here) and recorders;
 5. ``math_ops.py``, ``array_ops.py``, ``nn_ops.py``, ``random_ops.py``: the ops themselves,
-   each kernel right above the public function that calls ``execute``.
+   each kernel right above the public function that calls ``execute``;
+6. ``nest.py``      nested structures (TensorFlow's ``tf.nest``), used by every package.
 """
 
 from importlib import metadata as _metadata
@@ -16,7 +17,7 @@ __version__ = _metadata.version("eagerflow-tensor")  # from the repository's VER
 
 # `tensor` first: it defines Tensor, then imports the op modules, which need Tensor.
 from eagerflow.tensor.tensor import Tensor, TensorShape, convert_to_tensor, is_tensor  # isort: skip
-from eagerflow.tensor import dtypes, errors, execution, registry
+from eagerflow.tensor import dtypes, errors, execution, nest, registry
 from eagerflow.tensor.array_ops import (
     broadcast_to,
     concat,
@@ -181,6 +182,7 @@ __all__ = [
     "minimum",
     "multiply",
     "negative",
+    "nest",
     "nn",
     "not_equal",
     "one_hot",

@@ -832,3 +832,33 @@ def _index(k: Any) -> Index:
         raise TypeError(
             f"a tensor index must be an int, slice, None, ... or an int list, got {k!r:.40}"
         ) from None
+
+
+__all__ = [
+    "broadcast_to",
+    "concat",
+    "constant",
+    "expand_dims",
+    "fill",
+    "gather",
+    "getitem",
+    "identity",
+    "linspace",
+    "one_hot",
+    "ones",
+    "ones_like",
+    "range",
+    "reshape",
+    "size",
+    "split",
+    "squeeze",
+    "stack",
+    "stop_gradient",
+    "strided_slice_grad",
+    "tile",
+    "transpose",
+    "unsorted_segment_sum",
+    "where",
+    "zeros",
+    "zeros_like",
+]

@@ -87,3 +87,21 @@ def as_dtype(value: Any) -> DType:
 def from_numpy(np_dtype: np.dtype) -> DType | None:
     """Our DType for a NumPy dtype, or None when eagerflow has no such dtype."""
     return _BY_NUMPY.get(np_dtype)
+
+
+__all__ = [
+    "ALL",
+    "ANY",
+    "FLOATS",
+    "INTEGERS",
+    "NUMBERS",
+    "DType",
+    "as_dtype",
+    "bool_",
+    "float16",
+    "float32",
+    "float64",
+    "from_numpy",
+    "int32",
+    "int64",
+]

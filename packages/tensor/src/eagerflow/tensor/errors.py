@@ -63,3 +63,16 @@ def describe(t: Any) -> str:
         return repr(t)
     dims = ",".join("?" if d is None else str(d) for d in shape)
     return f"{dtype}[{dims}]"
+
+
+__all__ = [
+    "AxisError",
+    "DTypeError",
+    "EagerflowError",
+    "FailedPreconditionError",
+    "InvalidArgumentError",
+    "OutOfRangeError",
+    "ShapeError",
+    "UnknownOpError",
+    "describe",
+]

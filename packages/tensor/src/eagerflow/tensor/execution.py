@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from operator import attrgetter
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from eagerflow.tensor.errors import EagerflowError, InvalidArgumentError, UnknownOpError
 from eagerflow.tensor.registry import OPS, Attrs, OpDef
@@ -34,11 +34,25 @@ NO_ATTRS: Attrs = {}  # shared by every op without attributes; never mutated
 
 
 class Context(Protocol):
-    """How ops run: eagerly, or by building a graph (see ``eagerflow.graph``)."""
+    """How ops run: eagerly, or by building a graph (see ``eagerflow.graph``).
+
+    Besides ops, a context decides about state made and changed inside it: the autodiff
+    package's ``Variable`` asks it where a new variable's value lives, and what ``assign``
+    returns. (This package knows no variables: to it they are just objects.)
+    """
+
+    #: What ``variable.assign(...)`` returns in this context: the variable itself (TF 2, as
+    #: eagerly) or the assign op's output (TF 1 graphs, where it is something to fetch).
+    assign_returns_variable: bool
 
     def run_op(
         self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
     ) -> tuple[Tensor, ...]: ...
+
+    def create_variable(self, variable: Any) -> Any:
+        """Called as ``variable`` is made in this context: return where its value will live
+        (an autodiff ``Storage``), or None to make it an eager variable after all."""
+        ...
 
 
 class Recorder(Protocol):
@@ -200,3 +214,21 @@ def no_recording() -> Iterator[None]:
         yield
     finally:
         _set_recorders(hidden)
+
+
+__all__ = [
+    "NO_ATTRS",
+    "Context",
+    "Recorder",
+    "State",
+    "active_recorders",
+    "add_recorder",
+    "context",
+    "current_context",
+    "execute",
+    "executing_eagerly",
+    "explain_failure",
+    "no_recording",
+    "recording",
+    "remove_recorder",
+]

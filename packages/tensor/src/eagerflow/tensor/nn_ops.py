@@ -186,3 +186,13 @@ def sparse_softmax_cross_entropy_with_logits(
     """
     inputs = (convert_to_tensor(logits), convert_to_tensor(labels))
     return execute("SparseSoftmaxCrossEntropyWithLogits", inputs, NO_ATTRS, name)[0]
+
+
+__all__ = [
+    "log_softmax",
+    "relu",
+    "relu_grad",
+    "softmax",
+    "softplus",
+    "sparse_softmax_cross_entropy_with_logits",
+]

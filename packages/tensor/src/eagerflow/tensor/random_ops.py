@@ -122,3 +122,6 @@ def random_shuffle_kernel(x: np.ndarray) -> np.ndarray:
 def random_shuffle(value: Any, name: str | None = None) -> Tensor:
     """``value`` shuffled along its first axis."""
     return execute("RandomShuffle", (convert_to_tensor(value),), NO_ATTRS, name)[0]
+
+
+__all__ = ["random_normal", "random_shuffle", "random_uniform", "set_seed"]

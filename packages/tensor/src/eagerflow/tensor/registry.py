@@ -96,3 +96,17 @@ def get_op(name: str) -> OpDef:
         return OPS[name]
     except KeyError:
         raise UnknownOpError(f"no op named {name!r} is registered") from None
+
+
+__all__ = [
+    "OPS",
+    "Attrs",
+    "DTypeRule",
+    "Kernel",
+    "OpDef",
+    "Shape",
+    "ShapeRule",
+    "get_op",
+    "op",
+    "register_op",
+]

@@ -118,3 +118,18 @@ def same_dtype(allowed: frozenset[DType], result: DType | None = None) -> DTypeR
 def attr_dtype_rule(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     """Ops whose output dtype is their ``dtype`` attribute (fill, range, random, ...)."""
     return [attrs["dtype"]]
+
+
+__all__ = [
+    "attr_dtype_rule",
+    "broadcast",
+    "broadcast_rule",
+    "compatible",
+    "fmt",
+    "names",
+    "normalize_axis",
+    "reduce_rule",
+    "reduced_axes",
+    "same_dtype",
+    "same_shape_rule",
+]

@@ -412,6 +412,7 @@ __all__ = [
     "convert_operands",
     "convert_to_tensor",
     "is_tensor",
+    "to_array",
 ]
 
 # The ops import Tensor, so they are imported after it is defined.
