@@ -5,10 +5,17 @@ the default Session, ``@function`` on methods, ``stop_gradients``, and fetching 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GRADIENTS, GradientTape
-from eagerflow.graph import Graph, Session, placeholder
+from eagerflow.autodiff import GRADIENTS, GradientTape, Variable
+from eagerflow.graph import (
+    Function,
+    Graph,
+    Session,
+    function,
+    placeholder,
+)
 
 
 # --- the new ops in a graph ----------------------------------------------------------------------
@@ -68,3 +75,56 @@ def test_get_shape_of_graph_tensors() -> None:
     assert partial.get_shape().as_list() == [None, 3]
     assert not partial.get_shape().is_fully_defined()
     assert unknown.get_shape() == ef.TensorShape(None) and unknown.get_shape().rank is None
+
+
+# --- @function on methods -------------------------------------------------------------------------
+class Scaler:
+    """An object holding a variable, with a traced method (as a Keras layer's ``call``)."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = Variable(scale)
+        self.shift: Variable | None = None
+
+    @function
+    def apply(self, x: ef.Tensor) -> ef.Tensor:
+        if self.shift is None:  # made on the first trace, as a layer builds its weights
+            self.shift = Variable(1.0)
+        return self.scale * x + self.shift
+
+
+def test_function_on_a_method_has_one_trace_cache_per_instance() -> None:
+    small, large = Scaler(2.0), Scaler(10.0)
+    x = ef.constant([1.0, 2.0])
+    np.testing.assert_array_equal(small.apply(x).numpy(), [3.0, 5.0])
+    np.testing.assert_array_equal(large.apply(x).numpy(), [11.0, 21.0])  # its own variables
+    assert small.apply is small.apply and small.apply is not large.apply
+    assert small.apply.trace_count == large.apply.trace_count == 1
+    # through the class: the instance's own traces, not a new one
+    np.testing.assert_array_equal(Scaler.apply(small, x).numpy(), [3.0, 5.0])
+    assert small.apply.trace_count == 1 and isinstance(Scaler.apply, Function)
+    small.scale.assign(3.0)  # a variable is read at each call, not captured as a value
+    np.testing.assert_array_equal(small.apply(x).numpy(), [4.0, 7.0])
+
+
+def test_gradients_through_a_traced_method() -> None:
+    small, large = Scaler(2.0), Scaler(10.0)
+    x = ef.constant([1.0, 2.0])
+    with GradientTape() as tape:
+        loss = ef.reduce_sum(small.apply(x) * large.apply(x))
+    assert small.shift is not None and large.shift is not None
+    variables = [small.scale, small.shift, large.scale, large.shift]
+    grads = [float(g.numpy()) for g in tape.gradient(loss, variables)]
+    # loss = sum((2x + 1) * (10x + 1)) over x = 1, 2: the four partial derivatives by hand
+    assert grads == [1 * 11 + 2 * 21, 11 + 21, 1 * 3 + 2 * 5, 3 + 5]
+
+
+def test_a_method_of_a_class_without_dict_is_a_clear_error() -> None:
+    class Slotted:
+        __slots__ = ()
+
+        @function
+        def double(self, x: ef.Tensor) -> ef.Tensor:
+            return x * 2.0
+
+    with pytest.raises(TypeError, match=r"double: Slotted instances have no __dict__"):
+        Slotted().double(ef.constant(1.0))
