@@ -4,6 +4,9 @@ the default Session, ``@function`` on methods, ``stop_gradients``, and fetching 
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -14,6 +17,8 @@ from eagerflow.graph import (
     Graph,
     Session,
     function,
+    get_default_session,
+    global_variables_initializer,
     placeholder,
 )
 
@@ -75,6 +80,104 @@ def test_get_shape_of_graph_tensors() -> None:
     assert partial.get_shape().as_list() == [None, 3]
     assert not partial.get_shape().is_fully_defined()
     assert unknown.get_shape() == ef.TensorShape(None) and unknown.get_shape().rank is None
+
+
+# --- the default Session --------------------------------------------------------------------------
+def _graph_with_a_variable() -> tuple[Graph, Any, Any, Any]:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (2,))
+        w = Variable(3.0)
+        y = w * x
+        init = global_variables_initializer()
+    return g, x, y, init
+
+
+def test_a_with_block_makes_the_session_the_default_for_run_and_eval() -> None:
+    g, x, y, init = _graph_with_a_variable()
+    assert get_default_session() is None
+    with Session(g) as session:
+        assert get_default_session() is session
+        assert init.run() is None
+        np.testing.assert_array_equal(y.eval({x: [1.0, 2.0]}), [3.0, 6.0])
+        np.testing.assert_array_equal(y.eval(feed_dict={x: [0.0, 1.0]}), [0.0, 3.0])
+    assert get_default_session() is None
+    with pytest.raises(RuntimeError, match="closed"):  # leaving `with Session` closes it
+        session.run(init)
+
+
+def test_as_default_nests_and_does_not_close() -> None:
+    g = Graph()
+    with g.as_default():
+        w = Variable(1.0)
+        grow = w.assign_add(1.0)
+        init = global_variables_initializer()
+    outer, inner = Session(g), Session(g)
+    with outer.as_default():
+        init.run()
+        with inner.as_default():
+            assert get_default_session() is inner
+            init.run()
+            grow.op.run()  # in the inner session only
+            assert grow.eval() == 3.0
+        assert get_default_session() is outer
+        assert outer.run(w) == 1.0
+    assert get_default_session() is None
+    assert grow.eval(session=outer) == 2.0  # neither block closed its session
+    assert inner.run(w) == 3.0
+
+
+def test_eval_and_run_without_a_default_session_say_so() -> None:
+    g, x, y, init = _graph_with_a_variable()
+    with pytest.raises(
+        ValueError,
+        match=r"Cannot evaluate tensor mul:0 using `eval\(\)`: No "
+        r"default session is registered. Use `with sess.as_default\(\):`",
+    ):
+        y.eval({x: [1.0, 2.0]})
+    with pytest.raises(
+        ValueError,
+        match=r"Cannot execute operation init using `run\(\)`: No "
+        r"default session",
+    ):
+        init.run()
+    with Session(g) as session:  # an explicit session needs no default
+        init.run(session=session)
+        np.testing.assert_array_equal(y.eval({x: [1.0, 2.0]}, session), [3.0, 6.0])
+
+
+def test_a_tensor_of_another_graph_than_the_session_is_an_error() -> None:
+    _, x, y, init = _graph_with_a_variable()
+    other = Graph()
+    with other.as_default():
+        ef.constant(1.0)
+    with Session(other) as session:
+        with pytest.raises(ValueError, match="default session to evaluate tensor mul:0: its graph"):
+            y.eval({x: [1.0, 2.0]})
+        with pytest.raises(ValueError, match="given session to execute operation init: its graph"):
+            init.run(session=session)
+
+
+def test_the_default_session_belongs_to_one_thread() -> None:
+    g, x, y, init = _graph_with_a_variable()
+    seen: dict[str, Any] = {}
+
+    def other_thread() -> None:
+        seen["default"] = get_default_session()
+        try:
+            y.eval({x: [1.0, 2.0]})
+        except ValueError as e:
+            seen["error"] = str(e)
+        with Session(g) as own:  # this thread's default, not the main thread's
+            seen["own"] = get_default_session() is own
+
+    with Session(g) as session:
+        init.run()
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join(10.0)
+        assert get_default_session() is session
+    assert seen["default"] is None and "No default session" in seen["error"] and seen["own"]
 
 
 # --- @function on methods -------------------------------------------------------------------------
