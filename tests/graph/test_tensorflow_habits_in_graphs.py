@@ -19,6 +19,7 @@ from eagerflow.graph import (
     function,
     get_default_session,
     global_variables_initializer,
+    gradients,
     placeholder,
 )
 
@@ -178,6 +179,34 @@ def test_the_default_session_belongs_to_one_thread() -> None:
         thread.join(10.0)
         assert get_default_session() is session
     assert seen["default"] is None and "No default session" in seen["error"] and seen["own"]
+
+
+# --- stop_gradients -------------------------------------------------------------------------------
+def test_stop_gradients_treats_the_tensors_as_constants() -> None:
+    g = Graph()
+    with g.as_default():  # TensorFlow's own example
+        a = ef.constant(0.0)
+        b = 2.0 * a
+        plain = gradients(a + b, [a, b])
+        stopped = gradients(a + b, [a, b], stop_gradients=[a, b])
+    with Session(g) as session:
+        assert session.run(plain) == [3.0, 1.0]  # d/da (a + 2a) = 3, d/db = 1
+        assert session.run(stopped) == [1.0, 1.0]  # b is a constant: nothing flows through it
+
+
+def test_stop_gradients_on_an_intermediate_tensor() -> None:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, ())
+        h = x * x
+        y = h * x  # x^3
+        dy_dx, dy_dh = gradients(y, [x, h], stop_gradients=[h])
+        (only_through_h,) = gradients(y, [x], stop_gradients=h)  # one tensor, not a list
+        with pytest.raises(TypeError, match="stop_gradients must be tensors or variables"):
+            gradients(y, [x], stop_gradients=[1.0])
+    with Session(g) as session:
+        # h held constant: dy/dx = h = x^2 (not 3x^2), and dy/dh = x
+        assert session.run([dy_dx, dy_dh, only_through_h], {x: 3.0}) == [9.0, 3.0, 9.0]
 
 
 # --- @function on methods -------------------------------------------------------------------------
