@@ -209,6 +209,23 @@ def test_stop_gradients_on_an_intermediate_tensor() -> None:
         assert session.run([dy_dx, dy_dh, only_through_h], {x: 3.0}) == [9.0, 3.0, 9.0]
 
 
+# --- fetching an eager tensor ---------------------------------------------------------------------
+def test_running_an_eager_tensor_says_what_it_is() -> None:
+    eager = ef.constant([1.0, 2.0])
+    g = Graph()
+    with g.as_default():
+        p = placeholder(ef.float32, (2,))
+    with Session(g) as session:
+        with pytest.raises(
+            TypeError,
+            match=r"is an eager tensor: it already has a value \(use "
+            r"\.numpy\(\)\).*build it inside `with graph.as_default\(\):`",
+        ):
+            session.run(eager)
+        with pytest.raises(TypeError, match="is an eager tensor"):
+            session.run(p, {eager: [1.0, 2.0]})
+
+
 # --- @function on methods -------------------------------------------------------------------------
 class Scaler:
     """An object holding a variable, with a traced method (as a Keras layer's ``call``)."""

@@ -353,6 +353,12 @@ class Session:
             if fetch.graph is not self.graph:
                 raise ValueError(f"{fetch.name} is not an element of this Session's graph")
             return fetch
+        if isinstance(fetch, Tensor):
+            raise TypeError(
+                f"{fetch!r:.60} is an eager tensor: it already has a value (use .numpy()), and "
+                "a Session runs graph tensors only; to run it in a graph, build it inside "
+                "`with graph.as_default():`"
+            )
         raise TypeError(
             f"cannot fetch {fetch!r:.60}: fetches are tensors, operations, names, or "
             "nested lists/tuples/dicts of them"
