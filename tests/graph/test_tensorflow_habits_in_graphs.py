@@ -4,11 +4,24 @@ the default Session, ``@function`` on methods, ``stop_gradients``, and fetching 
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import numpy as np
+import pytest
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GRADIENTS, GradientTape
-from eagerflow.graph import Graph, Session, placeholder
+from eagerflow.autodiff import GRADIENTS, GradientTape, Variable
+from eagerflow.graph import (
+    Function,
+    Graph,
+    Session,
+    function,
+    get_default_session,
+    global_variables_initializer,
+    gradients,
+    placeholder,
+)
 
 
 # --- the new ops in a graph ----------------------------------------------------------------------
@@ -68,3 +81,199 @@ def test_get_shape_of_graph_tensors() -> None:
     assert partial.get_shape().as_list() == [None, 3]
     assert not partial.get_shape().is_fully_defined()
     assert unknown.get_shape() == ef.TensorShape(None) and unknown.get_shape().rank is None
+
+
+# --- the default Session --------------------------------------------------------------------------
+def _graph_with_a_variable() -> tuple[Graph, Any, Any, Any]:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (2,))
+        w = Variable(3.0)
+        y = w * x
+        init = global_variables_initializer()
+    return g, x, y, init
+
+
+def test_a_with_block_makes_the_session_the_default_for_run_and_eval() -> None:
+    g, x, y, init = _graph_with_a_variable()
+    assert get_default_session() is None
+    with Session(g) as session:
+        assert get_default_session() is session
+        assert init.run() is None
+        np.testing.assert_array_equal(y.eval({x: [1.0, 2.0]}), [3.0, 6.0])
+        np.testing.assert_array_equal(y.eval(feed_dict={x: [0.0, 1.0]}), [0.0, 3.0])
+    assert get_default_session() is None
+    with pytest.raises(RuntimeError, match="closed"):  # leaving `with Session` closes it
+        session.run(init)
+
+
+def test_as_default_nests_and_does_not_close() -> None:
+    g = Graph()
+    with g.as_default():
+        w = Variable(1.0)
+        grow = w.assign_add(1.0)
+        init = global_variables_initializer()
+    outer, inner = Session(g), Session(g)
+    with outer.as_default():
+        init.run()
+        with inner.as_default():
+            assert get_default_session() is inner
+            init.run()
+            grow.op.run()  # in the inner session only
+            assert grow.eval() == 3.0
+        assert get_default_session() is outer
+        assert outer.run(w) == 1.0
+    assert get_default_session() is None
+    assert grow.eval(session=outer) == 2.0  # neither block closed its session
+    assert inner.run(w) == 3.0
+
+
+def test_eval_and_run_without_a_default_session_say_so() -> None:
+    g, x, y, init = _graph_with_a_variable()
+    with pytest.raises(
+        ValueError,
+        match=r"Cannot evaluate tensor mul:0 using `eval\(\)`: No "
+        r"default session is registered. Use `with sess.as_default\(\):`",
+    ):
+        y.eval({x: [1.0, 2.0]})
+    with pytest.raises(
+        ValueError,
+        match=r"Cannot execute operation init using `run\(\)`: No "
+        r"default session",
+    ):
+        init.run()
+    with Session(g) as session:  # an explicit session needs no default
+        init.run(session=session)
+        np.testing.assert_array_equal(y.eval({x: [1.0, 2.0]}, session), [3.0, 6.0])
+
+
+def test_a_tensor_of_another_graph_than_the_session_is_an_error() -> None:
+    _, x, y, init = _graph_with_a_variable()
+    other = Graph()
+    with other.as_default():
+        ef.constant(1.0)
+    with Session(other) as session:
+        with pytest.raises(ValueError, match="default session to evaluate tensor mul:0: its graph"):
+            y.eval({x: [1.0, 2.0]})
+        with pytest.raises(ValueError, match="given session to execute operation init: its graph"):
+            init.run(session=session)
+
+
+def test_the_default_session_belongs_to_one_thread() -> None:
+    g, x, y, init = _graph_with_a_variable()
+    seen: dict[str, Any] = {}
+
+    def other_thread() -> None:
+        seen["default"] = get_default_session()
+        try:
+            y.eval({x: [1.0, 2.0]})
+        except ValueError as e:
+            seen["error"] = str(e)
+        with Session(g) as own:  # this thread's default, not the main thread's
+            seen["own"] = get_default_session() is own
+
+    with Session(g) as session:
+        init.run()
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join(10.0)
+        assert get_default_session() is session
+    assert seen["default"] is None and "No default session" in seen["error"] and seen["own"]
+
+
+# --- stop_gradients -------------------------------------------------------------------------------
+def test_stop_gradients_treats_the_tensors_as_constants() -> None:
+    g = Graph()
+    with g.as_default():  # TensorFlow's own example
+        a = ef.constant(0.0)
+        b = 2.0 * a
+        plain = gradients(a + b, [a, b])
+        stopped = gradients(a + b, [a, b], stop_gradients=[a, b])
+    with Session(g) as session:
+        assert session.run(plain) == [3.0, 1.0]  # d/da (a + 2a) = 3, d/db = 1
+        assert session.run(stopped) == [1.0, 1.0]  # b is a constant: nothing flows through it
+
+
+def test_stop_gradients_on_an_intermediate_tensor() -> None:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, ())
+        h = x * x
+        y = h * x  # x^3
+        dy_dx, dy_dh = gradients(y, [x, h], stop_gradients=[h])
+        (only_through_h,) = gradients(y, [x], stop_gradients=h)  # one tensor, not a list
+        with pytest.raises(TypeError, match="stop_gradients must be tensors or variables"):
+            gradients(y, [x], stop_gradients=[1.0])
+    with Session(g) as session:
+        # h held constant: dy/dx = h = x^2 (not 3x^2), and dy/dh = x
+        assert session.run([dy_dx, dy_dh, only_through_h], {x: 3.0}) == [9.0, 3.0, 9.0]
+
+
+# --- fetching an eager tensor ---------------------------------------------------------------------
+def test_running_an_eager_tensor_says_what_it_is() -> None:
+    eager = ef.constant([1.0, 2.0])
+    g = Graph()
+    with g.as_default():
+        p = placeholder(ef.float32, (2,))
+    with Session(g) as session:
+        with pytest.raises(
+            TypeError,
+            match=r"is an eager tensor: it already has a value \(use "
+            r"\.numpy\(\)\).*build it inside `with graph.as_default\(\):`",
+        ):
+            session.run(eager)
+        with pytest.raises(TypeError, match="is an eager tensor"):
+            session.run(p, {eager: [1.0, 2.0]})
+
+
+# --- @function on methods -------------------------------------------------------------------------
+class Scaler:
+    """An object holding a variable, with a traced method (as a Keras layer's ``call``)."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = Variable(scale)
+        self.shift: Variable | None = None
+
+    @function
+    def apply(self, x: ef.Tensor) -> ef.Tensor:
+        if self.shift is None:  # made on the first trace, as a layer builds its weights
+            self.shift = Variable(1.0)
+        return self.scale * x + self.shift
+
+
+def test_function_on_a_method_has_one_trace_cache_per_instance() -> None:
+    small, large = Scaler(2.0), Scaler(10.0)
+    x = ef.constant([1.0, 2.0])
+    np.testing.assert_array_equal(small.apply(x).numpy(), [3.0, 5.0])
+    np.testing.assert_array_equal(large.apply(x).numpy(), [11.0, 21.0])  # its own variables
+    assert small.apply is small.apply and small.apply is not large.apply
+    assert small.apply.trace_count == large.apply.trace_count == 1
+    # through the class: the instance's own traces, not a new one
+    np.testing.assert_array_equal(Scaler.apply(small, x).numpy(), [3.0, 5.0])
+    assert small.apply.trace_count == 1 and isinstance(Scaler.apply, Function)
+    small.scale.assign(3.0)  # a variable is read at each call, not captured as a value
+    np.testing.assert_array_equal(small.apply(x).numpy(), [4.0, 7.0])
+
+
+def test_gradients_through_a_traced_method() -> None:
+    small, large = Scaler(2.0), Scaler(10.0)
+    x = ef.constant([1.0, 2.0])
+    with GradientTape() as tape:
+        loss = ef.reduce_sum(small.apply(x) * large.apply(x))
+    assert small.shift is not None and large.shift is not None
+    variables = [small.scale, small.shift, large.scale, large.shift]
+    grads = [float(g.numpy()) for g in tape.gradient(loss, variables)]
+    # loss = sum((2x + 1) * (10x + 1)) over x = 1, 2: the four partial derivatives by hand
+    assert grads == [1 * 11 + 2 * 21, 11 + 21, 1 * 3 + 2 * 5, 3 + 5]
+
+
+def test_a_method_of_a_class_without_dict_is_a_clear_error() -> None:
+    class Slotted:
+        __slots__ = ()
+
+        @function
+        def double(self, x: ef.Tensor) -> ef.Tensor:
+            return x * 2.0
+
+    with pytest.raises(TypeError, match=r"double: Slotted instances have no __dict__"):
+        Slotted().double(ef.constant(1.0))

@@ -35,7 +35,7 @@ from eagerflow.graph.ops import (
     trainable_variables,
     variables_initializer,
 )
-from eagerflow.graph.session import Session
+from eagerflow.graph.session import Session, get_default_session
 
 __all__ = [
     "ConcreteFunction",
@@ -48,6 +48,7 @@ __all__ = [
     "control_dependencies",
     "function",
     "get_default_graph",
+    "get_default_session",
     "global_variables",
     "global_variables_initializer",
     "gradients",

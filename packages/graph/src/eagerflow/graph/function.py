@@ -16,6 +16,7 @@ Stateful ops keep eager meaning: a variable is read where the Python code read i
 from __future__ import annotations
 
 import functools
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -178,13 +179,42 @@ def _signature_of(leaf: Any) -> Any:
 
 
 class Function:
-    """A Python function traced into a graph per input signature (see the module docs)."""
+    """A Python function traced into a graph per input signature (see the module docs).
+
+    On a method (``class M: @function def f(self, x)``) each instance gets a Function of its
+    own, as in TensorFlow: ``m.f`` is ``f`` bound to ``m``, with its own traces, so a trace
+    that captured ``m``'s variables never runs for another instance.
+    """
 
     def __init__(self, python_function: Callable[..., Any]) -> None:
         self.python_function = python_function
         self._cache: dict[Any, ConcreteFunction] = {}
         self.trace_count = 0
+        self._owner: type | None = None  # the class, if this is a method
+        self._attribute = getattr(python_function, "__name__", "function")
         functools.update_wrapper(self, python_function)
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._owner, self._attribute = owner, name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Function:
+        """``instance.f``: the Function of ``f`` bound to ``instance``, made on first use and
+        kept in the instance's ``__dict__`` under the method's name (as ``cached_property``
+        does), so later lookups find it there and it lives as long as the instance."""
+        if instance is None:
+            return self  # ``M.f``: calls pass the instance first, see ``_concrete``
+        try:
+            bound_functions = vars(instance)
+        except TypeError:
+            raise TypeError(
+                f"@function method {self._attribute}: {type(instance).__name__} instances "
+                "have no __dict__ (__slots__) to keep their own traces in"
+            ) from None
+        bound = bound_functions.get(self._attribute)
+        if not isinstance(bound, Function):
+            bound = Function(types.MethodType(self.python_function, instance))
+            bound_functions[self._attribute] = bound
+        return bound
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         concrete, leaves = self._concrete(args, kwargs)
@@ -197,6 +227,8 @@ class Function:
     def _concrete(self, args: Any, kwargs: Any) -> tuple[ConcreteFunction, list[Any]]:
         """The cached trace for the arguments' signature (traced now if new), and the
         flattened arguments (NumPy arrays become tensors)."""
+        if self._owner is not None and args and isinstance(args[0], self._owner):
+            return self.__get__(args[0])._concrete(args[1:], kwargs)  # ``M.f(m, x)``
         structure = [list(args), dict(sorted(kwargs.items()))]
         leaves = [
             ef.convert_to_tensor(x) if isinstance(x, np.ndarray) else x for x in flatten(structure)

@@ -25,6 +25,7 @@ def gradients(
     ys: Any,
     xs: Any,
     grad_ys: Any = None,
+    stop_gradients: Any = None,
     unconnected_gradients: str = "none",
     name: str = "gradients",
 ) -> list[SymbolicTensor | None]:
@@ -32,6 +33,8 @@ def gradients(
 
     Returns a list as long as ``xs``: None for an x the ys do not depend on (zeros with
     ``unconnected_gradients="zero"``). ``grad_ys`` seeds the vector-Jacobian product. The
+    tensors in ``stop_gradients`` count as constants: no gradient flows back through the
+    operations that made them, as if each were wrapped in ``stop_gradient``. The
     new nodes go in the name scope ``name`` (``gradients/``, then ``gradients_1/``, ...),
     as in TensorFlow, so a picture of the graph shows them apart.
     """
@@ -42,7 +45,14 @@ def gradients(
     with graph.as_default(), graph.name_scope(name):
         targets = [ef.convert_to_tensor(y) for y in targets]
         keys = [_keys(graph, x) for x in sources]
-        entries = [pack(o.op_def, o.inputs, o.attrs, o.outputs) for o in graph.get_operations()]
+        # a stopped tensor's operation is left out: its gradient reaches it and goes no further
+        stops = [] if stop_gradients is None else flatten(stop_gradients)
+        stopped = {t.op for s in stops for t in _keys(graph, s, "stop_gradients")}
+        entries = [
+            pack(o.op_def, o.inputs, o.attrs, o.outputs)
+            for o in graph.get_operations()
+            if o not in stopped
+        ]
         # made in this graph's block, the gradients are SymbolicTensors
         return backward(  # type: ignore[return-value]
             entries, targets, sources, keys, grad_ys, unconnected_gradients, seeds_name="grad_ys"
@@ -56,8 +66,8 @@ def _graph_of(tensors: Sequence[Any]) -> Graph:
     raise ValueError("gradients() needs tensors of a graph (build them inside graph.as_default())")
 
 
-def _keys(graph: Graph, x: Any) -> list[Tensor]:
-    """The tensors whose gradients make up x's gradient."""
+def _keys(graph: Graph, x: Any, what: str = "xs") -> list[SymbolicTensor]:
+    """The tensors whose gradients make up x's gradient (``what`` names the argument)."""
     if isinstance(x, Variable):  # every read of the variable in this graph
         return [
             o.outputs[0]
@@ -70,7 +80,7 @@ def _keys(graph: Graph, x: Any) -> list[Tensor]:
         return [x] if x.dtype.is_floating else []
     if isinstance(x, Tensor):
         raise ValueError("gradients() takes graph tensors; for eager tensors use a GradientTape")
-    raise TypeError(f"xs must be tensors or variables, got {type(x).__name__}")
+    raise TypeError(f"{what} must be tensors or variables, got {type(x).__name__}")
 
 
 __all__ = ["VARIABLE_READS", "gradients"]

@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from eagerflow.tensor import Tensor, execution
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError
 from eagerflow.tensor.registry import OPS, Attrs, OpDef
+
+if TYPE_CHECKING:
+    from eagerflow.graph.session import Session
 
 Shape = tuple[int | None, ...] | None  # None: not even the rank is known
 
@@ -77,6 +80,13 @@ class SymbolicTensor(Tensor):
             "runs it; use session.run(tensor)"
         )
 
+    def eval(self, feed_dict: dict[Any, Any] | None = None, session: Session | None = None) -> Any:
+        """``session.run(self, feed_dict)`` in ``session``, or else in the default session
+        (``with session:`` or ``with session.as_default():``), as in TensorFlow 1.x."""
+        from eagerflow.graph.session import session_for  # session.py imports this module
+
+        return session_for(self, session).run(self, feed_dict)
+
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         self.numpy()
         raise AssertionError  # pragma: no cover - numpy() always raises
@@ -115,6 +125,13 @@ class Operation:
     @property
     def type(self) -> str:
         return self.op_def.name
+
+    def run(self, feed_dict: dict[Any, Any] | None = None, session: Session | None = None) -> None:
+        """Run this operation in ``session``, or else in the default session (see
+        ``SymbolicTensor.eval``): ``init.run()`` for ``session.run(init)``."""
+        from eagerflow.graph.session import session_for  # session.py imports this module
+
+        session_for(self, session).run(self, feed_dict)
 
     def __repr__(self) -> str:
         inputs = ", ".join(t.name for t in self.inputs)

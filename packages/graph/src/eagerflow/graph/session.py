@@ -12,7 +12,9 @@ operations (same type, inputs and attributes) once. ``plan.stats`` counts each.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -230,8 +232,52 @@ def _runtime_error(operation: Operation, args: list[Any], error: Exception) -> E
     return error
 
 
+class _DefaultSessions(threading.local):
+    """The sessions made default by ``with`` blocks, innermost last: one stack per thread, as
+    in TensorFlow, so a thread's default session is never another thread's."""
+
+    def __init__(self) -> None:
+        self.stack: list[Session] = []
+
+
+_default_sessions = _DefaultSessions()
+
+
+def get_default_session() -> Session | None:
+    """The innermost session of ``with session:`` or ``with session.as_default():`` in this
+    thread (None outside every such block). ``Operation.run()`` and ``Tensor.eval()`` use it."""
+    stack = _default_sessions.stack
+    return stack[-1] if stack else None
+
+
+def session_for(fetch: Operation | SymbolicTensor, session: Session | None) -> Session:
+    """The session ``fetch.run()`` or ``fetch.eval()`` runs in: the given one, else the
+    default one; either must run ``fetch``'s graph. (TensorFlow's messages, with the name.)"""
+    is_op = isinstance(fetch, Operation)
+    what, method = ("execute operation", "run") if is_op else ("evaluate tensor", "eval")
+    which = "given"
+    if session is None:
+        session, which = get_default_session(), "default"
+        if session is None:
+            raise ValueError(
+                f"Cannot {what} {fetch.name} using `{method}()`: No default session is "
+                f"registered. Use `with sess.as_default():` or pass an explicit session to "
+                f"`{method}(session=sess)`"
+            )
+    if fetch.graph is not session.graph:
+        raise ValueError(
+            f"Cannot use the {which} session to {what} {fetch.name}: its graph is different "
+            "from the session's graph"
+        )
+    return session
+
+
 class Session:
-    """Runs graphs. Holds the values of the graph's variables (each Session its own)."""
+    """Runs graphs. Holds the values of the graph's variables (each Session its own).
+
+    ``with Session(graph) as session:`` also makes it this thread's default session inside
+    the block (and closes it at the end); ``with session.as_default():`` only does the former.
+    """
 
     def __init__(self, graph: Graph | None = None) -> None:
         self.graph = graph or get_default_graph()
@@ -240,10 +286,21 @@ class Session:
         self._closed = False
 
     def __enter__(self) -> Session:
+        _default_sessions.stack.append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        _default_sessions.stack.pop()
         self.close()
+
+    @contextmanager
+    def as_default(self) -> Iterator[Session]:
+        """Make this the default session of this thread inside the block (blocks nest)."""
+        _default_sessions.stack.append(self)
+        try:
+            yield self
+        finally:
+            _default_sessions.stack.pop()
 
     def close(self) -> None:
         """Free the session's state; running it afterwards is an error."""
@@ -297,6 +354,12 @@ class Session:
             if fetch.graph is not self.graph:
                 raise ValueError(f"{fetch.name} is not an element of this Session's graph")
             return fetch
+        if isinstance(fetch, Tensor):
+            raise TypeError(
+                f"{fetch!r:.60} is an eager tensor: it already has a value (use .numpy()), and "
+                "a Session runs graph tensors only; to run it in a graph, build it inside "
+                "`with graph.as_default():`"
+            )
         raise TypeError(
             f"cannot fetch {fetch!r:.60}: fetches are tensors, operations, names, or "
             "nested lists/tuples/dicts of them"
