@@ -516,3 +516,15 @@ def test_a_graphs_variable_has_no_value_outside_a_session() -> None:
     assert not v.holds_value and Variable(1.0).holds_value
     with pytest.raises(ef.FailedPreconditionError, match=r"'w:0' lives in a graph.*session.run"):
         v.numpy()
+
+
+def test_the_default_graph_is_the_current_context_and_nothing_else() -> None:
+    """One record of "the graph being built": leaving the graph's context (as checkpoint
+    restores do, to assign eager variables now) leaves it as the default graph too."""
+    g = Graph()
+    with g.as_default():
+        assert get_default_graph() is g
+        with execution.context(None):  # eager again inside the block
+            assert get_default_graph() is not g
+            assert isinstance(ef.add(1.0, 2.0), ef.Tensor) and ef.add(1.0, 2.0).numpy() == 3.0
+        assert get_default_graph() is g
