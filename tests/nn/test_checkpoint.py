@@ -455,7 +455,7 @@ def test_a_waiting_value_of_another_shape_is_an_error_at_build(tmp_path: Path) -
     with pytest.raises(CheckpointError, match=re.escape("model/layers/0/kernel")) as info:
         other(X)
     message = str(info.value)
-    assert "[3, 4] in the file" in message and "[3, 5] here" in message
+    assert "(3, 4) in the file" in message and "(3, 5) here" in message
     assert any("restoring into layer" in note for note in info.value.__notes__)
     with pytest.raises(CheckpointError, match="waiting"):
         status.assert_consumed()

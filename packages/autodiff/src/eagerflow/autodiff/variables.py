@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from eagerflow.tensor import DType, Tensor, as_dtype, convert_to_tensor
-from eagerflow.tensor.errors import DTypeError, FailedPreconditionError, ShapeError
+from eagerflow.tensor.errors import DTypeError, FailedPreconditionError, ShapeError, format_shape
 from eagerflow.tensor.execution import context, current_context, execute, executing_eagerly
 from eagerflow.tensor.registry import Attrs, Shape, op
-from eagerflow.tensor.rules import fmt
+from eagerflow.tensor.rules import compatible
 
 
 # --- the variable ops ------------------------------------------------------------------------
@@ -109,13 +109,10 @@ def read_variable_kernel(variable: Variable) -> np.ndarray:
 def _assign_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     variable, shape = attrs["variable"], shapes[0]
     # A partly unknown shape (a graph) is fine if compatible; the kernel checks the real one.
-    compatible = len(shape) == len(variable.shape) and all(
-        d is None or d == n for d, n in zip(shape, variable.shape, strict=True)
-    )
-    if not compatible:
+    if not compatible(shape, variable.shape):
         raise ShapeError(
-            f"cannot assign a value of shape {fmt(shapes[0])} to variable "
-            f"'{variable.name}' of shape {fmt(variable.shape)}"
+            f"cannot assign a value of shape {format_shape(shapes[0])} to variable "
+            f"'{variable.name}' of shape {format_shape(variable.shape)}"
         )
     return [variable.shape]
 
@@ -158,7 +155,7 @@ def assign_sub_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
 
 def _gradient_descent_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     if len(shapes[0]) != 0:
-        raise ShapeError(f"the learning rate must be a scalar, got shape {fmt(shapes[0])}")
+        raise ShapeError(f"the learning rate must be a scalar, got shape {format_shape(shapes[0])}")
     return _assign_shape(shapes[1:], attrs)
 
 
@@ -266,7 +263,9 @@ class Variable:
             return
         # Graph mode: a node stands for the variable; its value lives in each Session.
         if value.shape is None or None in value.shape:
-            raise ShapeError(f"a graph variable needs a fully known shape, got {value.shape}")
+            raise ShapeError(
+                f"a graph variable needs a fully known shape, got {format_shape(value.shape)}"
+            )
         self._array = None
         self._shape = cast(tuple[int, ...], value.shape)  # (every dimension known)
         (node,) = execute("VariableV2", (), {"variable": self}, name or "Variable")
@@ -336,7 +335,7 @@ class Variable:
         return np.array(self.numpy(), dtype=dtype, copy=True)
 
     def __repr__(self) -> str:
-        head = f"<Variable '{self.name}' shape={self.shape} dtype={self._dtype.name}"
+        head = f"<Variable '{self.name}' shape={format_shape(self.shape)} dtype={self._dtype.name}"
         if self._array is None:
             return head + ">"
         value = np.array2string(self._array, separator=", ") if self.ndim else str(self.numpy())

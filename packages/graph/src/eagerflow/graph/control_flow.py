@@ -26,7 +26,7 @@ from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
 from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import DTypeError, ShapeError
+from eagerflow.tensor.errors import DTypeError, ShapeError, format_shape
 from eagerflow.tensor.execution import execute, executing_eagerly
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
 
@@ -131,7 +131,7 @@ def _union_captures(*graphs: FunctionGraph) -> list[SymbolicTensor]:
 def _check_scalar(shape: Shape | None, what: str) -> None:
     """Python's ``if`` and ``while`` need one truth value: a shape of () (or not yet known)."""
     if shape is not None and shape != ():
-        raise ShapeError(f"{what} must be a scalar, got shape {shape}")
+        raise ShapeError(f"{what} must be a scalar, got shape {format_shape(shape)}")
 
 
 # --- cond ------------------------------------------------------------------------------------
@@ -322,7 +322,8 @@ def while_loop(
     for i, (spec, out) in enumerate(zip(like, body_graph.results, strict=False)):
         if _merge(spec.shape, out.shape) != spec.shape:
             raise ShapeError(
-                f"loop variable {i} has shape {spec.shape} but the body returns {out.shape}; "
+                f"loop variable {i} has shape {format_shape(spec.shape)} but the body returns "
+                f"{format_shape(out.shape)}; "
                 "pass shape_invariants (None for dimensions that change)"
             ).at_op("While", start)
     captured = _union_captures(cond_graph, body_graph)

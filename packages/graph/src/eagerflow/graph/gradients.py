@@ -13,7 +13,14 @@ from typing import Any
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
-from eagerflow.autodiff.tape import backprop, collect, flatten, initial_gradients, pack
+from eagerflow.autodiff.tape import (
+    backprop,
+    check_unconnected_gradients,
+    collect,
+    flatten,
+    initial_gradients,
+    pack,
+)
 from eagerflow.graph.graph import Graph, SymbolicTensor
 from eagerflow.tensor import Tensor
 
@@ -34,10 +41,7 @@ def gradients(
     new nodes go in the name scope ``name`` (``gradients/``, then ``gradients_1/``, ...),
     as in TensorFlow, so a picture of the graph shows them apart.
     """
-    if unconnected_gradients not in ("none", "zero"):
-        raise ValueError(
-            f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}"
-        )
+    check_unconnected_gradients(unconnected_gradients)
     targets = flatten(ys)
     sources = flatten(xs)
     graph = _graph_of([*targets, *sources])

@@ -19,7 +19,7 @@ import numpy as np
 
 from eagerflow.tensor import Tensor, execution
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import EagerflowError
+from eagerflow.tensor.errors import EagerflowError, format_shape
 from eagerflow.tensor.registry import OPS, Attrs, OpDef
 
 Shape = tuple[int | None, ...] | None  # None: not even the rank is known
@@ -67,7 +67,7 @@ class SymbolicTensor(Tensor):
         return None if self._shape is None else len(self._shape)
 
     def __repr__(self) -> str:
-        shape = "<unknown>" if self._shape is None else str(self._shape)
+        shape = format_shape(self._shape)
         return f'Tensor("{self.name}", shape={shape}, dtype={self._dtype.name})'
 
     def numpy(self) -> Any:
@@ -309,8 +309,3 @@ def reset_default_graph() -> None:
     if isinstance(execution.current_context(), Graph):
         raise RuntimeError("reset_default_graph() cannot run while a graph is being built")
     _global_graph = Graph()
-
-
-def describe_shape(shape: Shape) -> str:
-    """``(None, 3)`` as TensorFlow prints it; ``<unknown>`` when not even the rank is known."""
-    return "<unknown>" if shape is None else str(tuple(shape))

@@ -22,6 +22,7 @@ from eagerflow.tensor.errors import (
     InvalidArgumentError,
     OutOfRangeError,
     ShapeError,
+    format_shape,
 )
 from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
@@ -29,7 +30,7 @@ from eagerflow.tensor.rules import (
     attr_dtype_rule,
     broadcast,
     broadcast_rule,
-    fmt,
+    compatible,
     normalize_axis,
     same_dtype,
     same_shape_rule,
@@ -100,7 +101,7 @@ def constant(
             array = array.reshape(target)
         else:
             raise ShapeError(
-                f"constant: {array.size} values cannot fill shape {fmt(target)} "
+                f"constant: {array.size} values cannot fill shape {format_shape(target)} "
                 f"({math.prod(target)} elements)"
             )
     return execute("Const", (), {"value": array}, name)[0]
@@ -116,7 +117,7 @@ def fill(dims: ShapeLike, value: Any, name: str | None = None) -> Tensor:
     """A tensor of shape ``dims`` filled with ``value`` (its dtype is the value's)."""
     scalar = to_array(value)
     if scalar.ndim:
-        raise ShapeError(f"Fill: value must be a scalar, got shape {fmt(scalar.shape)}")
+        raise ShapeError(f"Fill: value must be a scalar, got shape {format_shape(scalar.shape)}")
     attrs = {
         "shape": check_dims(static_shape(dims, "fill")),
         "value": scalar.item(),
@@ -127,7 +128,7 @@ def fill(dims: ShapeLike, value: Any, name: str | None = None) -> Tensor:
 
 def check_dims(shape: tuple[int, ...]) -> tuple[int, ...]:
     if any(d < 0 for d in shape):
-        raise ShapeError(f"dimensions must be >= 0, got shape {fmt(shape)}")
+        raise ShapeError(f"dimensions must be >= 0, got shape {format_shape(shape)}")
     return shape
 
 
@@ -305,18 +306,23 @@ def reshape_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """The new shape, with its one ``-1`` (if any) inferred from the number of elements."""
     old, new = shapes[0], attrs["shape"]
     if list(new).count(-1) > 1 or any(d < -1 for d in new):
-        raise ShapeError(f"new shape {fmt(new)} may have at most one -1 and no other negatives")
+        raise ShapeError(
+            f"new shape {format_shape(new)} may have at most one -1 and no other negatives"
+        )
     known_new = math.prod(d for d in new if d != -1)
     if any(d is None for d in old):
         return [tuple(None if d == -1 else d for d in new)]
     size = math.prod(old)  # type: ignore[arg-type]
     if -1 in new:
         if known_new == 0 or size % known_new:
-            raise ShapeError(f"cannot reshape {fmt(old)} ({size} elements) to {fmt(new)}")
+            raise ShapeError(
+                f"cannot reshape {format_shape(old)} ({size} elements) to {format_shape(new)}"
+            )
         return [tuple(size // known_new if d == -1 else d for d in new)]
     if size != known_new:
         raise ShapeError(
-            f"cannot reshape {fmt(old)} ({size} elements) to {fmt(new)} ({known_new} elements)"
+            f"cannot reshape {format_shape(old)} ({size} elements) to {format_shape(new)} "
+            f"({known_new} elements)"
         )
     return [tuple(new)]
 
@@ -337,7 +343,9 @@ def transpose_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """Dimension i of the output is dimension perm[i] of the input."""
     shape, perm = shapes[0], attrs["perm"]
     if sorted(perm) != list(builtins.range(len(shape))):
-        raise ShapeError(f"perm {perm} is not a permutation of the axes of shape {fmt(shape)}")
+        raise ShapeError(
+            f"perm {perm} is not a permutation of the axes of shape {format_shape(shape)}"
+        )
     return [tuple(shape[p] for p in perm)]
 
 
@@ -378,12 +386,16 @@ def squeeze_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     shape, axis = shapes[0], attrs["axis"]
     if axis is None:
         if None in shape:
-            raise ShapeError(f"squeeze of shape {fmt(shape)} with unknown dimensions needs axis=")
+            raise ShapeError(
+                f"squeeze of shape {format_shape(shape)} with unknown dimensions needs axis="
+            )
         return [tuple(d for d in shape if d != 1)]
     axes = {normalize_axis(a, len(shape)) for a in axis}
     for a in axes:
         if shape[a] not in (1, None):
-            raise ShapeError(f"cannot squeeze axis {a} of shape {fmt(shape)}: its size is not 1")
+            raise ShapeError(
+                f"cannot squeeze axis {a} of shape {format_shape(shape)}: its size is not 1"
+            )
     return [tuple(d for i, d in enumerate(shape) if i not in axes)]
 
 
@@ -404,7 +416,9 @@ def broadcast_to_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """x stretched to ``shape`` by broadcasting; the result must have exactly that shape."""
     target = attrs["shape"]
     if broadcast(shapes[0], target) != target:
-        raise ShapeError(f"shape {fmt(shapes[0])} cannot be broadcast to {fmt(target)}")
+        raise ShapeError(
+            f"shape {format_shape(shapes[0])} cannot be broadcast to {format_shape(target)}"
+        )
     return [target]
 
 
@@ -431,7 +445,8 @@ def tile_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     shape, multiples = shapes[0], attrs["multiples"]
     if len(multiples) != len(shape) or any(m < 0 for m in multiples):
         raise ShapeError(
-            f"multiples {multiples} must be {len(shape)} non-negative ints for shape {fmt(shape)}"
+            f"multiples {multiples} must be {len(shape)} non-negative ints for shape "
+            f"{format_shape(shape)}"
         )
     return [tuple(None if d is None else d * m for d, m in zip(shape, multiples, strict=True))]
 
@@ -457,14 +472,16 @@ def concat_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     out = list(first)
     for s in shapes[1:]:
         if len(s) != len(first):
-            raise ShapeError(f"cannot concat shapes {fmt(first)} and {fmt(s)}: ranks differ")
+            raise ShapeError(
+                f"cannot concat shapes {format_shape(first)} and {format_shape(s)}: ranks differ"
+            )
         for i, (a, b) in enumerate(zip(out, s, strict=True)):
             if i == axis:
                 out[i] = None if a is None or b is None else a + b
             elif a is not None and b is not None and a != b:
                 raise ShapeError(
-                    f"cannot concat shapes {fmt(first)} and {fmt(s)} along axis {axis}: "
-                    f"dimension {i} differs"
+                    f"cannot concat shapes {format_shape(first)} and {format_shape(s)} along "
+                    f"axis {axis}: dimension {i} differs"
                 )
             elif a is None:
                 out[i] = b
@@ -488,10 +505,10 @@ def stack_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """N equal shapes become one with a new axis of size N at ``axis``."""
     first = shapes[0]
     for s in shapes[1:]:
-        if len(s) != len(first) or any(
-            a is not None and b is not None and a != b for a, b in zip(first, s, strict=True)
-        ):
-            raise ShapeError(f"cannot stack shapes {fmt(first)} and {fmt(s)}: they differ")
+        if not compatible(first, s):
+            raise ShapeError(
+                f"cannot stack shapes {format_shape(first)} and {format_shape(s)}: they differ"
+            )
     axis = normalize_axis(attrs["axis"], len(first), extra=1)
     return [(*first[:axis], len(shapes), *first[axis:])]
 
@@ -516,7 +533,7 @@ def split_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     if any(s < 0 for s in sizes) or (shape[axis] is not None and sum(sizes) != shape[axis]):
         raise ShapeError(
             f"split sizes {sizes} must be >= 0 and add up to {shape[axis]}, "
-            f"the size of axis {axis} of shape {fmt(shape)}"
+            f"the size of axis {axis} of shape {format_shape(shape)}"
         )
     return [(*shape[:axis], s, *shape[axis + 1 :]) for s in sizes]
 
@@ -542,7 +559,8 @@ def split(
         dim = value.shape[normalize_axis(axis, value.ndim)] if value.ndim else None
         if n <= 0 or dim is None or dim % n:
             raise ShapeError(
-                f"cannot split axis {axis} of shape {fmt(value.shape)} into {n} equal parts"
+                f"cannot split axis {axis} of shape {format_shape(value.shape)} into {n} "
+                "equal parts"
             ).at_op("SplitV", (value,))
         sizes = (dim // n,) * n
     else:
@@ -585,10 +603,11 @@ def segment_sum_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """data.shape with its leading ``segment_ids.shape`` replaced by ``num_segments``."""
     data, ids = shapes
     lead = len(ids)
-    if len(data) < lead or any(
-        a is not None and b is not None and a != b for a, b in zip(data, ids, strict=False)
-    ):
-        raise ShapeError(f"segment_ids shape {fmt(ids)} must be a prefix of data shape {fmt(data)}")
+    if not compatible(data[:lead], ids):  # (a shorter data shape has a shorter prefix)
+        raise ShapeError(
+            f"segment_ids shape {format_shape(ids)} must be a prefix of data shape "
+            f"{format_shape(data)}"
+        )
     return [(attrs["num_segments"], *data[lead:])]
 
 
@@ -751,7 +770,7 @@ def slice_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     if key.count(Ellipsis) > 1:
         raise InvalidArgumentError("an index can only have a single ellipsis ('...')")
     if consumed > len(shape):
-        raise OutOfRangeError(f"too many indices ({consumed}) for shape {fmt(shape)}")
+        raise OutOfRangeError(f"too many indices ({consumed}) for shape {format_shape(shape)}")
     if Ellipsis not in key:
         key = (*key, Ellipsis)
     out: list[int | None] = []
@@ -781,10 +800,10 @@ def slice_grad_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """The sliced tensor's original ``shape``; dy must have the shape of ``x[key]``."""
     expected = slice_shape([attrs["shape"]], attrs)[0]
     dy = shapes[0]
-    if len(dy) != len(expected) or any(
-        a is not None and b is not None and a != b for a, b in zip(dy, expected, strict=True)
-    ):
-        raise ShapeError(f"dy has shape {fmt(dy)}, but x[key] has shape {fmt(expected)}")
+    if not compatible(dy, expected):
+        raise ShapeError(
+            f"dy has shape {format_shape(dy)}, but x[key] has shape {format_shape(expected)}"
+        )
     return [attrs["shape"]]
 
 

@@ -21,14 +21,13 @@ import numpy as np
 
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import ANY, FLOATS, INTEGERS, NUMBERS, DType
-from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError
+from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
 from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op, register_op
 from eagerflow.tensor.rules import (
     attr_dtype_rule,
     broadcast,
     broadcast_rule,
-    fmt,
     normalize_axis,
     reduce_rule,
     same_dtype,
@@ -446,12 +445,14 @@ def matmul_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """(..., m, k) @ (..., k, n) -> (..., m, n), the leading (batch) dimensions broadcast."""
     a, b = shapes
     if len(a) < 2 or len(b) < 2:
-        raise ShapeError(f"matmul needs tensors of rank >= 2, got shapes {fmt(a)} and {fmt(b)}")
+        raise ShapeError(
+            f"matmul needs tensors of rank >= 2, got shapes {format_shape(a)} and {format_shape(b)}"
+        )
     m, ka = (a[-1], a[-2]) if attrs["transpose_a"] else (a[-2], a[-1])
     kb, n = (b[-1], b[-2]) if attrs["transpose_b"] else (b[-2], b[-1])
     if ka is not None and kb is not None and ka != kb:
         raise ShapeError(
-            f"inner dimensions differ: {fmt(a)} @ {fmt(b)} needs {ka} == {kb}"
+            f"inner dimensions differ: {format_shape(a)} @ {format_shape(b)} needs {ka} == {kb}"
             + (" (after transposes)" if attrs["transpose_a"] or attrs["transpose_b"] else "")
         )
     batch = broadcast(a[:-2], b[:-2])
@@ -461,10 +462,8 @@ def matmul_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 @op("MatMul", shape=matmul_shape, dtype=same_dtype(NUMBERS))
 def matmul_kernel(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> np.ndarray:
     """a @ b over the last two axes (optionally transposed first), batched over the rest."""
-    if a.ndim < 2 or b.ndim < 2:  # NumPy would take a vector; TensorFlow refuses
-        raise ShapeError(
-            f"matmul needs tensors of rank >= 2, got shapes {fmt(a.shape)} and {fmt(b.shape)}"
-        )
+    if a.ndim < 2 or b.ndim < 2:  # NumPy would take a vector; TensorFlow refuses (the rule says)
+        matmul_shape([a.shape, b.shape], {"transpose_a": transpose_a, "transpose_b": transpose_b})
     if transpose_a:
         a = a.swapaxes(-1, -2)
     if transpose_b:

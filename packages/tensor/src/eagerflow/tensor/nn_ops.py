@@ -8,10 +8,16 @@ from typing import Any
 import numpy as np
 
 from eagerflow.tensor.dtypes import FLOATS, INTEGERS, NUMBERS, DType
-from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, OutOfRangeError, ShapeError
+from eagerflow.tensor.errors import (
+    DTypeError,
+    InvalidArgumentError,
+    OutOfRangeError,
+    ShapeError,
+    format_shape,
+)
 from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
-from eagerflow.tensor.rules import fmt, names, normalize_axis, same_dtype, same_shape_rule
+from eagerflow.tensor.rules import compatible, names, normalize_axis, same_dtype, same_shape_rule
 from eagerflow.tensor.tensor import Tensor, convert_to_tensor
 
 
@@ -29,9 +35,10 @@ def relu(x: Any, name: str | None = None) -> Tensor:
 def equal_shapes_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """Two inputs of one shape (no broadcasting); the output has it too."""
     a, b = shapes
-    if len(a) != len(b) or any(x is not None and y is not None and x != y
-                               for x, y in zip(a, b, strict=True)):  # fmt: skip
-        raise ShapeError(f"needs two tensors of the same shape, got {fmt(a)} and {fmt(b)}")
+    if not compatible(a, b):
+        raise ShapeError(
+            f"needs two tensors of the same shape, got {format_shape(a)} and {format_shape(b)}"
+        )
     return [tuple(y if x is None else x for x, y in zip(a, b, strict=True))]
 
 
@@ -124,16 +131,11 @@ def log_softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
 # --- the fused loss ------------------------------------------------------------------------------
 def _sparse_xent_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     logits, labels = shapes
-    if (
-        len(logits) < 1
-        or len(labels) != len(logits) - 1
-        or any(
-            a is not None and b is not None and a != b
-            for a, b in zip(labels, logits[:-1], strict=True)
+    if not logits or not compatible(labels, logits[:-1]):
+        raise ShapeError(
+            f"labels {format_shape(labels)} must have the shape of logits "
+            f"{format_shape(logits)} without its last axis"
         )
-    ):
-        raise ShapeError(f"labels {fmt(labels)} must have the shape of logits {fmt(logits)} "
-                         "without its last axis")  # fmt: skip
     if logits[-1] == 0:
         raise InvalidArgumentError("logits need at least one class (their last axis is empty)")
     return [tuple(logits[:-1]), tuple(logits)]
