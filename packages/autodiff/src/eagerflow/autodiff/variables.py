@@ -167,14 +167,9 @@ def _gradient_descent_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return result
 
 
-@op("ApplyGradientDescent", shape=_gradient_descent_shape, dtype=_gradient_descent_dtype,
-    stateful=True)  # fmt: skip
 def apply_gradient_descent_kernel(alpha: Any, delta: np.ndarray, variable: Variable) -> np.ndarray:
-    """Store value - alpha · delta as the variable's new value; returns it.
-
-    One op rather than a multiply and an ``assign_sub`` (TensorFlow's optimizers do the same):
-    one temporary array, not two.
-    """
+    # one op rather than a multiply and an assign_sub (as TensorFlow's optimizers): one
+    # temporary array, not two
     if alpha.ndim or delta.shape != variable.shape:  # NumPy would broadcast them
         _gradient_descent_shape([np.shape(alpha), delta.shape], {"variable": variable})
     step = np.multiply(alpha, delta, out=np.empty(variable.shape, delta.dtype))
@@ -183,6 +178,8 @@ def apply_gradient_descent_kernel(alpha: Any, delta: np.ndarray, variable: Varia
     return _set(variable, np.subtract(_value(variable), step, out=step))
 
 
+@op("ApplyGradientDescent", apply_gradient_descent_kernel, shape=_gradient_descent_shape,
+    dtype=_gradient_descent_dtype, stateful=True)  # fmt: skip
 def apply_gradient_descent(variable: Variable, alpha: Any, delta: Any) -> Any:
     """``variable -= alpha * delta`` as one op; returns the op's output (the new value)."""
     # Python and NumPy values take the variable's dtype; a tensor of another dtype is refused

@@ -168,15 +168,14 @@ def _eager_predicate(pred: Any) -> bool:
     return bool(pred)
 
 
-@op("If", shape=_if_shape, dtype=_if_dtype, multi_output=True, stateful=True)  # type: ignore[arg-type]  # unknown ranks
 def if_kernel(
     pred: np.ndarray, *inputs: np.ndarray, then_branch: Subgraph, else_branch: Subgraph
 ) -> tuple[Any, ...]:
-    """Run the then- or the else-branch subgraph on the captured inputs."""
     branch = then_branch if bool(pred) else else_branch
     return tuple(branch.call(inputs))
 
 
+@op("If", if_kernel, shape=_if_shape, dtype=_if_dtype, multi_output=True, stateful=True)  # type: ignore[arg-type]  # unknown ranks
 def cond(
     pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], name: str | None = None
 ) -> Any:
@@ -277,17 +276,17 @@ def _while_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return list(starts)
 
 
-@op("While", shape=_while_shape, dtype=_while_dtype, multi_output=True, stateful=True)
 def while_kernel(
     *inputs: np.ndarray, cond: Subgraph, body: Subgraph, num_vars: int
 ) -> tuple[Any, ...]:
-    """Run ``body`` on the loop variables while ``cond`` is true; returns their final values."""
     values, captured = list(inputs[:num_vars]), list(inputs[num_vars:])
     while bool(cond.call([*values, *captured])[0]):
         values = body.call([*values, *captured])
     return tuple(values)
 
 
+@op("While", while_kernel, shape=_while_shape, dtype=_while_dtype, multi_output=True,
+    stateful=True)  # fmt: skip
 def while_loop(
     cond: Callable[..., Any],
     body: Callable[..., Any],

@@ -1,7 +1,7 @@
 """Array ops: making tensors, changing their shape, joining, splitting, indexing, selecting.
 
-As in ``math_ops``, each op's registered NumPy kernel (with its shape and dtype rules) sits
-right above the public function that calls ``execute``.
+As in ``math_ops``, each op's NumPy kernel (with its shape and dtype rules) sits right above
+the public function that calls ``execute``, whose ``@op`` registers the op.
 """
 
 from __future__ import annotations
@@ -73,12 +73,11 @@ def const_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [dtypes.from_numpy(attrs["value"].dtype)]  # type: ignore[list-item]
 
 
-@op("Const", shape=const_shape, dtype=const_dtype)
 def const_kernel(value: np.ndarray) -> np.ndarray:
-    """A constant: its value is stored in the op itself (in a graph: in the node)."""
     return value
 
 
+@op("Const", const_kernel, shape=const_shape, dtype=const_dtype)
 def constant(
     value: Any,
     dtype: DType | str | None = None,
@@ -107,12 +106,11 @@ def constant(
     return execute("Const", (), {"value": array}, name)[0]
 
 
-@op("Fill", shape=_no_inputs_shape, dtype=attr_dtype_rule)
 def fill_kernel(shape: tuple[int, ...], value: Any, dtype: DType) -> np.ndarray:
-    """A tensor of ``shape`` whose every element is ``value``."""
     return np.full(shape, value, dtype=dtype.np)
 
 
+@op("Fill", fill_kernel, shape=_no_inputs_shape, dtype=attr_dtype_rule)
 def fill(dims: ShapeLike, value: Any, name: str | None = None) -> Tensor:
     """A tensor of shape ``dims`` filled with ``value`` (its dtype is the value's)."""
     scalar = to_array(value)
@@ -146,25 +144,23 @@ def ones(shape: ShapeLike, dtype: DType | str = dtypes.float32, name: str | None
     return execute("Fill", (), attrs, name)[0]
 
 
-@op("ZerosLike", shape=same_shape_rule, dtype=same_dtype(ANY))
 def zeros_like_kernel(x: np.ndarray) -> np.ndarray:
-    """Zeros of x's shape and dtype."""
     return np.zeros(x.shape, x.dtype)
 
 
+@op("ZerosLike", zeros_like_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
 def zeros_like(x: Any, name: str | None = None) -> Tensor:
     """Zeros of x's shape and dtype."""
     return execute("ZerosLike", (convert_to_tensor(x),), NO_ATTRS, name)[0]
 
 
-@op("OnesLike", shape=same_shape_rule, dtype=same_dtype(ANY))
 def ones_like_kernel(x: np.ndarray) -> np.ndarray:
-    """Ones of x's shape and dtype."""
     ones = np.empty(x.shape, x.dtype)  # and fill: twice as fast as np.ones on small arrays
     ones.fill(1)
     return ones
 
 
+@op("OnesLike", ones_like_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
 def ones_like(x: Any, name: str | None = None) -> Tensor:
     """Ones of x's shape and dtype."""
     return execute("OnesLike", (convert_to_tensor(x),), NO_ATTRS, name)[0]
@@ -178,13 +174,12 @@ def range_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [(builtins.max(0, math.ceil((limit - start) / delta)),)]
 
 
-@op("Range", shape=range_shape, dtype=attr_dtype_rule)
 def range_kernel(start: Any, limit: Any, delta: Any, dtype: DType) -> np.ndarray:
-    """[start, start + delta, ...] up to but excluding limit."""
     count = range_shape((), {"start": start, "limit": limit, "delta": delta})[0][0]
     return (start + delta * np.arange(count)).astype(dtype.np)  # type: ignore[arg-type]
 
 
+@op("Range", range_kernel, shape=range_shape, dtype=attr_dtype_rule)
 def range(  # TensorFlow's name; shadows the builtin in this module (see `builtins`)
     start: Any,
     limit: Any = None,
@@ -192,7 +187,8 @@ def range(  # TensorFlow's name; shadows the builtin in this module (see `builti
     dtype: DType | str | None = None,
     name: str | None = None,
 ) -> Tensor:
-    """Like Python's ``range`` (``range(5)``, ``range(1, 10, 2)``) but a tensor; floats allowed.
+    """Like Python's ``range`` (``range(5)``, ``range(1, 10, 2)``) but a tensor: [start,
+    start + delta, ...] up to but excluding ``limit``; floats allowed.
 
     The dtype defaults to int32 for int arguments and float32 otherwise.
     """
@@ -222,15 +218,14 @@ def linspace_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [attrs["dtype"]]
 
 
-@op("LinSpace", shape=linspace_shape, dtype=linspace_dtype)
 def linspace_kernel(start: float, stop: float, num: int, dtype: DType) -> np.ndarray:
-    """``num`` evenly spaced values from ``start`` to ``stop``, both included:
-    start + i (stop - start) / (num - 1) for i = 0 ... num - 1."""
     return np.linspace(start, stop, num, dtype=dtype.np)
 
 
+@op("LinSpace", linspace_kernel, shape=linspace_shape, dtype=linspace_dtype)
 def linspace(start: Any, stop: Any, num: int, name: str | None = None) -> Tensor:
-    """``num`` evenly spaced floats from ``start`` to ``stop``, both included.
+    """``num`` evenly spaced floats from ``start`` to ``stop``, both included:
+    start + i (stop - start) / (num - 1) for i = 0 ... num - 1.
 
     The dtype is that of a float ``start`` or ``stop`` (NumPy's float64 stays float64),
     float32 for Python numbers, as in TensorFlow's ``tf.linspace``.
@@ -262,23 +257,22 @@ def linspace(start: Any, stop: Any, num: int, name: str | None = None) -> Tensor
     return execute("LinSpace", (), attrs, name)[0]
 
 
-@op("Identity", shape=same_shape_rule, dtype=same_dtype(ANY))
 def identity_kernel(x: np.ndarray) -> np.ndarray:
-    """x itself (useful to name a value in a graph, or to give an op a node of its own)."""
     return x
 
 
+@op("Identity", identity_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
 def identity(x: Any, name: str | None = None) -> Tensor:
-    """x itself, as a new op's output."""
+    """x itself, as a new op's output (to name a value in a graph, or to give an op a node of
+    its own)."""
     return execute("Identity", (convert_to_tensor(x),), NO_ATTRS, name)[0]
 
 
-@op("StopGradient", shape=same_shape_rule, dtype=same_dtype(ANY))
 def stop_gradient_kernel(x: np.ndarray) -> np.ndarray:
-    """x itself; gradients do not flow back through it (the autodiff package says so)."""
     return x
 
 
+@op("StopGradient", stop_gradient_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
 def stop_gradient(x: Any, name: str | None = None) -> Tensor:
     """x, treated as a constant by every gradient computation."""
     return execute("StopGradient", (convert_to_tensor(x),), NO_ATTRS, name)[0]
@@ -289,14 +283,14 @@ def size_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [()]
 
 
-@op("Size", shape=size_shape, dtype=attr_dtype_rule)
 def size_kernel(x: np.ndarray, dtype: DType) -> np.ndarray:
-    """The number of elements of x (known only when a graph runs, if x's shape is not)."""
     return np.asarray(np.size(x), dtype=dtype.np)
 
 
+@op("Size", size_kernel, shape=size_shape, dtype=attr_dtype_rule)
 def size(x: Any, out_type: DType | str = dtypes.int32, name: str | None = None) -> Tensor:
-    """The number of elements of x, as a scalar tensor."""
+    """The number of elements of x, as a scalar tensor (in a graph, known only when it runs if
+    x's shape is not)."""
     attrs = {"dtype": dtypes.as_dtype(out_type)}
     return execute("Size", (convert_to_tensor(x),), attrs, name)[0]
 
@@ -327,14 +321,14 @@ def reshape_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [tuple(new)]
 
 
-@op("Reshape", shape=reshape_shape, dtype=same_dtype(ANY))
 def reshape_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """The same elements in row-major order, in a new shape."""
     return np.reshape(x, shape)
 
 
+@op("Reshape", reshape_kernel, shape=reshape_shape, dtype=same_dtype(ANY))
 def reshape(x: Any, shape: ShapeLike, name: str | None = None) -> Tensor:
-    """The same elements in a new ``shape``; one dimension may be -1 (inferred)."""
+    """The same elements, in row-major order, in a new ``shape``; one dimension may be -1
+    (inferred)."""
     attrs = {"shape": static_shape(shape, "reshape")}
     return execute("Reshape", (convert_to_tensor(x),), attrs, name)[0]
 
@@ -349,12 +343,11 @@ def transpose_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [tuple(shape[p] for p in perm)]
 
 
-@op("Transpose", shape=transpose_shape, dtype=same_dtype(ANY))
 def transpose_kernel(x: np.ndarray, perm: tuple[int, ...]) -> np.ndarray:
-    """The axes of x permuted by ``perm``."""
     return np.transpose(x, perm)
 
 
+@op("Transpose", transpose_kernel, shape=transpose_shape, dtype=same_dtype(ANY))
 def transpose(x: Any, perm: Sequence[int] | None = None, name: str | None = None) -> Tensor:
     """Permute the axes of x (by default reverse them: a matrix transpose)."""
     x = convert_to_tensor(x)
@@ -369,13 +362,12 @@ def expand_dims_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [(*shape[:axis], 1, *shape[axis:])]
 
 
-@op("ExpandDims", shape=expand_dims_shape, dtype=same_dtype(ANY))
 def expand_dims_kernel(x: np.ndarray, axis: int) -> np.ndarray:
-    """x with a new axis of size 1 at ``axis``."""
     # a reshape to the shape rule's answer: np.expand_dims does the same, more slowly
     return x.reshape(expand_dims_shape([x.shape], {"axis": axis})[0])  # type: ignore[arg-type]
 
 
+@op("ExpandDims", expand_dims_kernel, shape=expand_dims_shape, dtype=same_dtype(ANY))
 def expand_dims(x: Any, axis: int, name: str | None = None) -> Tensor:
     """x with a new axis of size 1 inserted at ``axis``."""
     return execute("ExpandDims", (convert_to_tensor(x),), {"axis": int(axis)}, name)[0]
@@ -399,12 +391,11 @@ def squeeze_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [tuple(d for i, d in enumerate(shape) if i not in axes)]
 
 
-@op("Squeeze", shape=squeeze_shape, dtype=same_dtype(ANY))
 def squeeze_kernel(x: np.ndarray, axis: tuple[int, ...] | None) -> np.ndarray:
-    """x without the size-1 axes in ``axis`` (None: all of them)."""
     return np.squeeze(x, axis=axis)
 
 
+@op("Squeeze", squeeze_kernel, shape=squeeze_shape, dtype=same_dtype(ANY))
 def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = None) -> Tensor:
     """x without its size-1 axes (only those in ``axis``, when given)."""
     if axis is not None:
@@ -422,9 +413,7 @@ def broadcast_to_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [target]
 
 
-@op("BroadcastTo", shape=broadcast_to_shape, dtype=same_dtype(ANY))
 def broadcast_to_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """x broadcast to ``shape``: copied into a new array, or a read-only view if it is big."""
     if x.ndim > len(shape):  # (an assignment would drop leading 1s; broadcasting never does)
         broadcast_to_shape([x.shape], {"shape": shape})
     if math.prod(shape) > 1 << 14:  # a view costs ~5 us to make, a copy ~1 us per 4096 values
@@ -434,6 +423,7 @@ def broadcast_to_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
+@op("BroadcastTo", broadcast_to_kernel, shape=broadcast_to_shape, dtype=same_dtype(ANY))
 def broadcast_to(x: Any, shape: ShapeLike, name: str | None = None) -> Tensor:
     """x stretched to ``shape`` by NumPy's broadcasting rules."""
     attrs = {"shape": check_dims(static_shape(shape, "broadcast_to"))}
@@ -451,13 +441,12 @@ def tile_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [tuple(None if d is None else d * m for d, m in zip(shape, multiples, strict=True))]
 
 
-@op("Tile", shape=tile_shape, dtype=same_dtype(ANY))
 def tile_kernel(x: np.ndarray, multiples: tuple[int, ...]) -> np.ndarray:
-    """x repeated ``multiples[i]`` times along each axis i."""
     tile_shape([x.shape], {"multiples": multiples})  # NumPy would pad short multiples
     return np.tile(x, multiples)
 
 
+@op("Tile", tile_kernel, shape=tile_shape, dtype=same_dtype(ANY))
 def tile(x: Any, multiples: Sequence[int], name: str | None = None) -> Tensor:
     """x repeated ``multiples[i]`` times along axis i."""
     attrs = {"multiples": static_shape(multiples, "tile")}
@@ -488,12 +477,11 @@ def concat_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [tuple(out)]
 
 
-@op("ConcatV2", shape=concat_shape, dtype=same_dtype(ANY))
 def concat_kernel(*xs: np.ndarray, axis: int) -> np.ndarray:
-    """The inputs joined end to end along an existing ``axis``."""
     return np.concatenate(xs, axis=axis)
 
 
+@op("ConcatV2", concat_kernel, shape=concat_shape, dtype=same_dtype(ANY))
 def concat(values: Sequence[Any], axis: int, name: str | None = None) -> Tensor:
     """Join tensors along an existing ``axis``."""
     if not values:
@@ -513,12 +501,11 @@ def stack_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [(*first[:axis], len(shapes), *first[axis:])]
 
 
-@op("Pack", shape=stack_shape, dtype=same_dtype(ANY))
 def stack_kernel(*xs: np.ndarray, axis: int) -> np.ndarray:
-    """The inputs (all of one shape) stacked along a new ``axis``."""
     return np.stack(xs, axis=axis)
 
 
+@op("Pack", stack_kernel, shape=stack_shape, dtype=same_dtype(ANY))
 def stack(values: Sequence[Any], axis: int = 0, name: str | None = None) -> Tensor:
     """Stack tensors of one shape along a new ``axis``."""
     if not values:
@@ -542,13 +529,12 @@ def split_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [dts[0]] * len(attrs["sizes"])
 
 
-@op("SplitV", shape=split_shape, dtype=split_dtype, multi_output=True)
 def split_kernel(x: np.ndarray, sizes: tuple[int, ...], axis: int) -> tuple[np.ndarray, ...]:
-    """x cut along ``axis`` into consecutive pieces of the given ``sizes``."""
     split_shape([x.shape], {"sizes": sizes, "axis": axis})  # NumPy would add a last piece
     return tuple(np.split(x, np.cumsum(sizes[:-1]), axis=axis))
 
 
+@op("SplitV", split_kernel, shape=split_shape, dtype=split_dtype, multi_output=True)
 def split(
     value: Any, num_or_size_splits: int | Sequence[int], axis: int = 0, name: str | None = None
 ) -> list[Tensor]:
@@ -582,9 +568,7 @@ def gather_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [dts[0]]
 
 
-@op("GatherV2", shape=gather_shape, dtype=gather_dtype)
 def gather_kernel(params: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
-    """The slices of ``params`` along ``axis`` at ``indices``; an index out of range is an error."""
     size = params.shape[axis]
     if indices.size and (indices.min() < 0 or indices.max() >= size):
         bad = indices[(indices < 0) | (indices >= size)].flat[0]
@@ -592,8 +576,10 @@ def gather_kernel(params: np.ndarray, indices: np.ndarray, axis: int) -> np.ndar
     return np.take(params, indices, axis=axis)
 
 
+@op("GatherV2", gather_kernel, shape=gather_shape, dtype=gather_dtype)
 def gather(params: Any, indices: Any, axis: int = 0, name: str | None = None) -> Tensor:
-    """Pick slices of ``params`` along ``axis`` at integer ``indices`` (any shape)."""
+    """Pick slices of ``params`` along ``axis`` at integer ``indices`` (any shape); an index
+    out of range is an error."""
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
     return execute("GatherV2", (params, indices), {"axis": int(axis)}, name)[0]
@@ -619,9 +605,7 @@ def segment_sum_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [dts[0]]
 
 
-@op("UnsortedSegmentSum", shape=segment_sum_shape, dtype=segment_sum_dtype)
 def segment_sum_kernel(data: np.ndarray, segment_ids: np.ndarray, num_segments: int) -> np.ndarray:
-    """out[s] = Σ data[i] over every i with segment_ids[i] == s (the adjoint of gather)."""
     segment_sum_shape([data.shape, segment_ids.shape], {"num_segments": num_segments})
     if segment_ids.size and (segment_ids.min() < 0 or segment_ids.max() >= num_segments):
         raise OutOfRangeError(f"segment ids must be in [0, {num_segments})")
@@ -630,10 +614,12 @@ def segment_sum_kernel(data: np.ndarray, segment_ids: np.ndarray, num_segments: 
     return out
 
 
+@op("UnsortedSegmentSum", segment_sum_kernel, shape=segment_sum_shape, dtype=segment_sum_dtype)
 def unsorted_segment_sum(
     data: Any, segment_ids: Any, num_segments: int, name: str | None = None
 ) -> Tensor:
-    """Add up the slices of ``data`` that share a segment id (ids in [0, num_segments))."""
+    """Add up the slices of ``data`` that share a segment id: out[s] = Σ data[i] over every i
+    with segment_ids[i] == s, for ids in [0, num_segments) (the adjoint of ``gather``)."""
     inputs = (convert_to_tensor(data), convert_to_tensor(segment_ids))
     return execute("UnsortedSegmentSum", inputs, {"num_segments": int(num_segments)}, name)[0]
 
@@ -655,17 +641,15 @@ def one_hot_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [attrs["dtype"]]
 
 
-@op("OneHot", shape=one_hot_shape, dtype=one_hot_dtype)
 def one_hot_kernel(
     indices: np.ndarray, depth: int, on_value: Any, off_value: Any, axis: int, dtype: DType
 ) -> np.ndarray:
-    """``on_value`` where the new axis equals the index, ``off_value`` elsewhere (all off if
-    the index is out of range)."""
     hot = np.expand_dims(indices, -1) == np.arange(depth)
     out = np.where(hot, on_value, off_value).astype(dtype.np)
     return np.moveaxis(out, -1, axis)
 
 
+@op("OneHot", one_hot_kernel, shape=one_hot_shape, dtype=one_hot_dtype)
 def one_hot(
     indices: Any,
     depth: int,
@@ -675,7 +659,9 @@ def one_hot(
     dtype: DType | str | None = None,
     name: str | None = None,
 ) -> Tensor:
-    """Integer class indices as one-hot vectors of length ``depth`` (along ``axis``).
+    """Integer class indices as one-hot vectors of length ``depth`` (along ``axis``):
+    ``on_value`` where the new axis equals the index, ``off_value`` elsewhere (everywhere,
+    for an index out of range).
 
     As in TensorFlow, the dtype is ``dtype`` if given, else that of ``on_value`` or
     ``off_value`` (``on_value=5`` gives int32), else float32; the values default to 1 and 0.
@@ -716,12 +702,11 @@ def where_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [dts[1]]
 
 
-@op("SelectV2", shape=broadcast_rule, dtype=where_dtype)
 def where_kernel(condition: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x where ``condition`` is True, y elsewhere (all three broadcast together)."""
     return np.where(condition, x, y)
 
 
+@op("SelectV2", where_kernel, shape=broadcast_rule, dtype=where_dtype)
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
     """Elementwise choice: ``x`` where ``condition`` is True, else ``y`` (broadcasting).
 
@@ -790,9 +775,7 @@ def slice_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [tuple(out)]
 
 
-@op("StridedSlice", shape=slice_shape, dtype=same_dtype(ANY))
 def slice_kernel(x: np.ndarray, key: tuple[Index, ...]) -> np.ndarray:
-    """x[key] for a basic index (ints, slices, ``None`` and ``...``): usually a view."""
     return x[key]
 
 
@@ -807,25 +790,27 @@ def slice_grad_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [attrs["shape"]]
 
 
-@op("StridedSliceGrad", shape=slice_grad_shape, dtype=same_dtype(ANY))
 def slice_grad_kernel(dy: np.ndarray, shape: tuple[int, ...], key: tuple[Index, ...]) -> np.ndarray:
-    """Zeros of ``shape`` with ``dy`` written at ``[key]``: the adjoint of ``x[key]``."""
     out = np.zeros(shape, dtype=dy.dtype)
     out[key] = dy
     return out
 
 
+@op("StridedSliceGrad", slice_grad_kernel, shape=slice_grad_shape, dtype=same_dtype(ANY))
 def strided_slice_grad(
     dy: Any, shape: Sequence[int], key: tuple[Index, ...], name: str | None = None
 ) -> Tensor:
-    """Scatter ``dy`` into zeros of ``shape`` at the basic index ``key`` (gradient of t[key])."""
+    """Scatter ``dy`` into zeros of ``shape`` at the basic index ``key``: the adjoint (the
+    gradient) of ``t[key]``."""
     attrs = {"shape": tuple(shape), "key": key}
     return execute("StridedSliceGrad", (convert_to_tensor(dy),), attrs, name)[0]
 
 
+@op("StridedSlice", slice_kernel, shape=slice_shape, dtype=same_dtype(ANY))
 def getitem(x: Tensor, key: Any) -> Tensor:
-    """``x[key]``: basic indexing is one ``StridedSlice`` op; an integer list, array or tensor
-    picks along the first axis with ``gather``."""
+    """``x[key]``: a basic index (ints, slices, ``None`` and ``...``) is one ``StridedSlice``
+    op, usually a view; an integer list, array or tensor picks along the first axis with
+    ``gather``."""
     if isinstance(key, list | np.ndarray) or (isinstance(key, Tensor) and key.ndim):
         return gather(x, key)
     items = key if isinstance(key, tuple) else (key,)
