@@ -133,24 +133,26 @@ def assign_kernel(value: np.ndarray, variable: Variable) -> np.ndarray:
     return _set(variable, value)
 
 
-@op("AssignAddVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
-def assign_add_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
-    """Store value + delta as the variable's new value; returns it."""
+def _update(variable: Variable, delta: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
+    """Store ``ufunc(value, delta)`` as the variable's new value, in place when nothing else
+    can see its array; returns it."""
     if delta.shape != variable.shape:
         _assign_shape([delta.shape], {"variable": variable})
     if (private := _private_value(variable)) is not None:
-        return np.add(private, delta, out=private)
-    return _set(variable, _value(variable) + delta)
+        return ufunc(private, delta, out=private)  # type: ignore[no-any-return]
+    return _set(variable, ufunc(_value(variable), delta))
+
+
+@op("AssignAddVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
+def assign_add_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
+    """Store value + delta as the variable's new value; returns it."""
+    return _update(variable, delta, np.add)
 
 
 @op("AssignSubVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
 def assign_sub_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     """Store value - delta as the variable's new value; returns it."""
-    if delta.shape != variable.shape:
-        _assign_shape([delta.shape], {"variable": variable})
-    if (private := _private_value(variable)) is not None:
-        return np.subtract(private, delta, out=private)
-    return _set(variable, _value(variable) - delta)
+    return _update(variable, delta, np.subtract)
 
 
 def _gradient_descent_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:

@@ -159,30 +159,28 @@ def minimum(x: Any, y: Any, name: str | None = None) -> Tensor:
 
 
 # --- comparisons and logic: bool results ---------------------------------------------------
-@op("Less", np.less, shape=broadcast_rule, dtype=same_dtype(NUMBERS, dtypes.bool_))
+ORDERED = same_dtype(NUMBERS, dtypes.bool_)  # two numbers of one dtype in, bool out
+
+
+@op("Less", np.less, shape=broadcast_rule, dtype=ORDERED)
 def less(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x < y, elementwise; a bool tensor."""
     return _binary("Less", x, y, name)
 
 
-@op("LessEqual", np.less_equal, shape=broadcast_rule, dtype=same_dtype(NUMBERS, dtypes.bool_))
+@op("LessEqual", np.less_equal, shape=broadcast_rule, dtype=ORDERED)
 def less_equal(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x <= y, elementwise; a bool tensor."""
     return _binary("LessEqual", x, y, name)
 
 
-@op("Greater", np.greater, shape=broadcast_rule, dtype=same_dtype(NUMBERS, dtypes.bool_))
+@op("Greater", np.greater, shape=broadcast_rule, dtype=ORDERED)
 def greater(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x > y, elementwise; a bool tensor."""
     return _binary("Greater", x, y, name)
 
 
-@op(
-    "GreaterEqual",
-    np.greater_equal,
-    shape=broadcast_rule,
-    dtype=same_dtype(NUMBERS, dtypes.bool_),
-)
+@op("GreaterEqual", np.greater_equal, shape=broadcast_rule, dtype=ORDERED)
 def greater_equal(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x >= y, elementwise; a bool tensor."""
     return _binary("GreaterEqual", x, y, name)
