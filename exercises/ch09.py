@@ -24,10 +24,10 @@ from eagerflow.autodiff import GradientTape, Variable, register_gradient
 from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import FLOATS
-from eagerflow.tensor.errors import ShapeError
+from eagerflow.tensor.errors import ShapeError, format_shape
 from eagerflow.tensor.execution import execute
 from eagerflow.tensor.registry import OPS, Attrs, Shape, register_op
-from eagerflow.tensor.rules import fmt, same_dtype
+from eagerflow.tensor.rules import same_dtype
 
 
 class AdagradOptimizer(nn.Optimizer):
@@ -190,8 +190,8 @@ def fused_dense_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 
     if not (len(x) == len(kernel) == 2 and len(bias) == 1 and fits(x[1], kernel[0])
             and fits(kernel[1], bias[0])):  # fmt: skip
-        raise ShapeError(f"needs x (batch, k), kernel (k, units) and bias (units,), got "
-                         f"{fmt(x)}, {fmt(kernel)} and {fmt(bias)}")  # fmt: skip
+        got = ", ".join(map(format_shape, (x, kernel, bias)))
+        raise ShapeError(f"needs x (batch, k), kernel (k, units) and bias (units,), got {got}")
     return [(x[0], kernel[1])]
 
 

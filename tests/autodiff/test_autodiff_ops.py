@@ -52,7 +52,6 @@ def test_autodiff_ops_are_known() -> None:
 def test_rules_agree_with_kernel(name: str) -> None:
     op = OPS[name]
     inputs, attrs = examples()[name]
-    assert len(op.doc) > 10
     outputs = execute(name, inputs, attrs)
     assert [tuple(s) for s in op.shape_rule([t.shape for t in inputs], attrs)] == [
         t.shape for t in outputs

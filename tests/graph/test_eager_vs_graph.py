@@ -143,3 +143,17 @@ def test_bad_input_gets_the_same_error_in_both_modes(mistake: str) -> None:
     eager_message, graph_message = str(eager_error.value), str(graph_error.value)
     assert graph_message.startswith(eager_message)  # the graph may add " [node '...']"
     assert "(" in eager_message.split(":")[0]  # "Op(float64[2,3], ...)": inputs described
+
+
+def test_the_tape_and_gradients_refuse_a_bad_unconnected_gradients_alike() -> None:
+    x = ef.constant(2.0)
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+    with pytest.raises(ValueError, match="'none' or 'zero'") as eager_error:
+        tape.gradient(y, x, unconnected_gradients="zeros")
+    with Graph().as_default():
+        p = placeholder(ef.float32, ())
+        with pytest.raises(ValueError) as graph_error:
+            gradients(p * p, [p], unconnected_gradients="zeros")
+    assert str(graph_error.value) == str(eager_error.value)

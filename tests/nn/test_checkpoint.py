@@ -43,6 +43,15 @@ def perturb(checkpoint: Checkpoint, seed: int = 1) -> None:
         variable.assign(np.asarray(noise).astype(variable.dtype.np))
 
 
+def assert_next_steps_agree(model, optimizer, twin, twin_optimizer) -> None:
+    """One more step of each optimizer on its model leaves the twin equal to the original."""
+    for m, opt in ((model, optimizer), (twin, twin_optimizer)):
+        opt.minimize(lambda m=m: ef.reduce_sum(ef.square(m(X))),
+                     var_list=m.trainable_variables)  # fmt: skip
+    for a, b in zip(twin.variables, model.variables, strict=True):
+        assert np.array_equal(a.numpy(), b.numpy())
+
+
 def assert_same(actual: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:
     assert actual.keys() == expected.keys()
     for key in expected:
@@ -120,11 +129,7 @@ def test_restored_optimizer_continues_like_the_original(tmp_path: Path) -> None:
     twin(X)
     twin_optimizer = nn.AdamOptimizer(0.01)
     Checkpoint(model=twin, optimizer=twin_optimizer).restore(path)
-    for m, opt in ((model, optimizer), (twin, twin_optimizer)):
-        opt.minimize(lambda m=m: ef.reduce_sum(ef.square(m(X))),
-                     var_list=m.trainable_variables)  # fmt: skip
-    for a, b in zip(twin.variables, model.variables, strict=True):
-        assert np.array_equal(a.numpy(), b.numpy())
+    assert_next_steps_agree(model, optimizer, twin, twin_optimizer)
 
 
 # --- restore checks everything first --------------------------------------------------------
@@ -440,11 +445,7 @@ def test_waiting_optimizer_slots_are_made_when_their_variables_are(tmp_path: Pat
     twin(X)
     status.assert_consumed()
     assert len(twin_optimizer.slots()) == len(optimizer.slots())
-    for m, opt in ((model, optimizer), (twin, twin_optimizer)):
-        opt.minimize(lambda m=m: ef.reduce_sum(ef.square(m(X))),
-                     var_list=m.trainable_variables)  # fmt: skip
-    for a, b in zip(twin.variables, model.variables, strict=True):
-        assert np.array_equal(a.numpy(), b.numpy())
+    assert_next_steps_agree(model, optimizer, twin, twin_optimizer)
 
 
 def test_a_waiting_value_of_another_shape_is_an_error_at_build(tmp_path: Path) -> None:
@@ -455,7 +456,7 @@ def test_a_waiting_value_of_another_shape_is_an_error_at_build(tmp_path: Path) -
     with pytest.raises(CheckpointError, match=re.escape("model/layers/0/kernel")) as info:
         other(X)
     message = str(info.value)
-    assert "[3, 4] in the file" in message and "[3, 5] here" in message
+    assert "(3, 4) in the file" in message and "(3, 5) here" in message
     assert any("restoring into layer" in note for note in info.value.__notes__)
     with pytest.raises(CheckpointError, match="waiting"):
         status.assert_consumed()

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
+from eagerflow.tensor.errors import format_shape
 from eagerflow.tensor.execution import execute
 
 
@@ -172,3 +173,12 @@ def test_set_seed_none_draws_fresh_entropy() -> None:
     again = ef.random_uniform((4,)).numpy()
     ef.set_seed(7)
     np.testing.assert_array_equal(again, ef.random_uniform((4,)).numpy())
+
+
+def test_a_shape_is_written_one_way() -> None:
+    written = [format_shape(s) for s in [(None, 3), (3,), (), None, (np.int64(2), 1)]]
+    assert written == ["(None, 3)", "(3,)", "()", "<unknown>", "(2, 1)"]
+    assert [str(ef.TensorShape(s)) for s in [(None, 3), None]] == ["(None, 3)", "<unknown>"]
+    flags = {"transpose_a": False, "transpose_b": False}
+    with raises(ef.ShapeError, "(None, 3) @ (4, 5)"):  # a rule's message, unknown dim and all
+        ef.get_op("MatMul").shape_rule([(None, 3), (4, 5)], flags)

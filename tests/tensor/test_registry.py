@@ -151,11 +151,10 @@ def test_every_registered_op_has_examples() -> None:
 
 
 @pytest.mark.parametrize("name", TENSOR_OPS)
-def test_op_has_kernel_and_docstring(name: str) -> None:
+def test_op_has_kernel_and_rules(name: str) -> None:  # (and a doc: tests/test_op_docs.py)
     op = OPS[name]
     assert isinstance(op, OpDef) and op.name == name
     assert callable(op.kernel) and callable(op.shape_rule) and callable(op.dtype_rule)
-    assert len(op.doc) > 10, f"{name} needs a docstring saying what it computes"
 
 
 def _cases() -> list[Any]:

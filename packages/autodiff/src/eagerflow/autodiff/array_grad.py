@@ -12,6 +12,7 @@ from eagerflow.autodiff.math_grad import Grads, sum_to_shape
 from eagerflow.autodiff.registry import OpRecord, not_differentiable, register_gradient
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.array_ops import getitem
+from eagerflow.tensor.errors import format_shape
 from eagerflow.tensor.rules import normalize_axis
 
 
@@ -19,7 +20,9 @@ def _static_shape(x: Tensor) -> tuple[int, ...]:
     """x's shape, with one unknown dimension (if any) as -1, for ``reshape``."""
     shape = tuple(-1 if d is None else d for d in x.shape)
     if shape.count(-1) > 1:
-        raise ValueError(f"the gradient needs x's shape, but {x.shape} has several unknowns")
+        raise ValueError(
+            f"the gradient needs x's shape, but {format_shape(x.shape)} has several unknowns"
+        )
     return shape
 
 

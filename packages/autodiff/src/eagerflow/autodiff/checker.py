@@ -20,6 +20,7 @@ import numpy as np
 import eagerflow.tensor as ef
 from eagerflow.autodiff.tape import GradientTape
 from eagerflow.tensor import Tensor
+from eagerflow.tensor.errors import format_shape
 
 
 class GradientCheckError(AssertionError):
@@ -118,8 +119,8 @@ def _check_first_order(
             tolerance = atol + rtol * max(abs(exact), abs(numeric))
             if not error <= tolerance:
                 raise GradientCheckError(
-                    f"order-{order} gradient of input {i} (shape {x.shape}) is wrong at {label} "
-                    f"{where}: analytic {exact:.10g}, numeric {numeric:.10g} "
+                    f"order-{order} gradient of input {i} (shape {format_shape(x.shape)}) is wrong "
+                    f"at {label} {where}: analytic {exact:.10g}, numeric {numeric:.10g} "
                     f"(difference {error:.3g} > tolerance {tolerance:.3g})"
                 )
     return worst

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eagerflow.autodiff.tape import unpack
+from eagerflow.tensor.errors import format_shape
 
 # How each kind of node looks: (Mermaid opening, closing), Graphviz shape.
 _MERMAID = {"op": ('["', '"]'), "input": ('(["', '"])'), "variable": ('[("', '")]'),
@@ -52,7 +53,8 @@ def _scopes(nodes: list[Node]) -> dict[str, Any]:
 
 
 def _quote(text: str) -> str:
-    return text.replace('"', "#quot;")
+    # Mermaid labels are HTML: "<unknown>" (a shape of unknown rank) would vanish as a tag
+    return text.replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
 
 
 def to_mermaid(nodes: list[Node], edges: list[Edge], direction: str = "TD") -> str:
@@ -113,8 +115,7 @@ def to_dot(nodes: list[Node], edges: list[Edge], name: str = "G") -> str:
 
 def describe(t: Any) -> str:
     """``float32 (2, 3)``: a tensor's dtype and shape for a label."""
-    shape = "<unknown>" if t.shape is None else str(tuple(t.shape))
-    return f"{t.dtype} {shape}"
+    return f"{t.dtype} {format_shape(t.shape)}"
 
 
 def tape_diagram(tape: Any) -> tuple[list[Node], list[Edge]]:

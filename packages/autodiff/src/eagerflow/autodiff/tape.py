@@ -24,13 +24,12 @@ import eagerflow.tensor as ef
 from eagerflow.autodiff.registry import ACCEPTS_NONE, GRADIENTS, OpRecord, get_gradient
 from eagerflow.autodiff.variables import Variable
 from eagerflow.tensor import Tensor
-from eagerflow.tensor.errors import ShapeError
+from eagerflow.tensor.errors import ShapeError, format_shape
 from eagerflow.tensor.execution import add_recorder, remove_recorder
 from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import Attrs, OpDef
-from eagerflow.tensor.rules import compatible, fmt
+from eagerflow.tensor.rules import compatible
 
-UNCONNECTED = ("none", "zero")
 _new_tuple = tuple.__new__
 _MISSING: Any = object()  # no rule registered (as opposed to None: not differentiable)
 
@@ -69,8 +68,8 @@ def initial_gradients(targets: Sequence[Tensor], given: Any, what: str) -> list[
     for i, (seed, target) in enumerate(zip(result, targets, strict=True)):
         if not compatible(seed.shape, target.shape):
             raise ShapeError(
-                f"{what}[{i}] has shape {fmt(seed.shape)} but target {i} has shape "
-                f"{fmt(target.shape)}: each must have its target's shape"
+                f"{what}[{i}] has shape {format_shape(seed.shape)} but target {i} has shape "
+                f"{format_shape(target.shape)}: each must have its target's shape"
             )
     return result
 
@@ -176,6 +175,19 @@ def _skipped(needed: tuple[bool, ...]) -> frozenset[int]:
     return frozenset(i for i, need in enumerate(needed) if not need)
 
 
+def check_unconnected_gradients(unconnected_gradients: str) -> None:
+    """Refuse an ``unconnected_gradients`` argument other than ``"none"`` (the gradient of a
+    source the target does not depend on is None) or ``"zero"`` (zeros shaped like it).
+
+    Called before any work, by ``GradientTape.gradient``/``jacobian``, the graph package's
+    ``gradients()`` and ``backward``; ``collect`` then gives unconnected sources what it asked
+    for."""
+    if unconnected_gradients not in ("none", "zero"):
+        raise ValueError(
+            f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}"
+        )
+
+
 def collect(
     grads: dict[Tensor, Tensor],
     sources: Sequence[Any],
@@ -198,14 +210,6 @@ def collect(
     return result
 
 
-def check_unconnected(unconnected_gradients: str) -> None:
-    """What a source the targets do not depend on gets: ``"none"`` or ``"zero"`` (TF's names)."""
-    if unconnected_gradients not in UNCONNECTED:
-        raise ValueError(
-            f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}"
-        )
-
-
 def backward(
     entries: Sequence[Entry],
     targets: Sequence[Tensor],
@@ -224,7 +228,7 @@ def backward(
     ``seeds`` defaults to ones (``seeds_name`` names the argument in errors); a source with no
     path from the targets gets None, or zeros with ``unconnected_gradients="zero"``.
     """
-    check_unconnected(unconnected_gradients)
+    check_unconnected_gradients(unconnected_gradients)
     starts = initial_gradients(targets, seeds, seeds_name)
     grads = backprop(entries, targets, starts, {k for ks in keys for k in ks}, depends)
     return collect(grads, sources, keys, unconnected_gradients)
@@ -370,7 +374,7 @@ class GradientTape:
         return pack_sequence_as(sources, grads)
 
     def _check_usable(self, unconnected_gradients: str) -> None:
-        check_unconnected(unconnected_gradients)  # before anything changes
+        check_unconnected_gradients(unconnected_gradients)
         if self._used:
             raise RuntimeError(
                 "a non-persistent GradientTape can compute gradients only once; create it "
@@ -461,7 +465,8 @@ class GradientTape:
         batch = target.shape[0]
         if source.shape[0] != batch:
             raise ValueError(
-                f"batch_jacobian needs the same batch size, got {target.shape} and {source.shape}"
+                f"batch_jacobian needs the same batch size, got {format_shape(target.shape)} and "
+                f"{format_shape(source.shape)}"
             )
         full = self.jacobian(target, source)
         if full is None:
@@ -471,12 +476,11 @@ class GradientTape:
 
 
 __all__ = [
-    "UNCONNECTED",
     "Entry",
     "GradientTape",
     "backprop",
     "backward",
-    "check_unconnected",
+    "check_unconnected_gradients",
     "collect",
     "initial_gradients",
     "pack",

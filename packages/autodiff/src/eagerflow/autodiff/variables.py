@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import numpy as np
 
 from eagerflow.tensor import DType, Tensor, as_dtype, convert_to_tensor
-from eagerflow.tensor.errors import DTypeError, ShapeError
+from eagerflow.tensor.errors import DTypeError, ShapeError, format_shape
 from eagerflow.tensor.execution import context, current_context, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
-from eagerflow.tensor.rules import fmt
+from eagerflow.tensor.rules import compatible
 
 
 # --- the variable ops ------------------------------------------------------------------------
@@ -95,13 +95,10 @@ def read_variable_kernel(variable: Variable) -> np.ndarray:
 def _assign_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     variable, shape = attrs["variable"], shapes[0]
     # A partly unknown shape (a graph) is fine if compatible; the kernel checks the real one.
-    compatible = len(shape) == len(variable.shape) and all(
-        d is None or d == n for d, n in zip(shape, variable.shape, strict=True)
-    )
-    if not compatible:
+    if not compatible(shape, variable.shape):
         raise ShapeError(
-            f"cannot assign a value of shape {fmt(shapes[0])} to variable "
-            f"'{variable.name}' of shape {fmt(variable.shape)}"
+            f"cannot assign a value of shape {format_shape(shapes[0])} to variable "
+            f"'{variable.name}' of shape {format_shape(variable.shape)}"
         )
     return [variable.shape]
 
@@ -122,29 +119,31 @@ def assign_kernel(value: np.ndarray, variable: Variable) -> np.ndarray:
     return _set(variable, value)
 
 
-@op("AssignAddVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
-def assign_add_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
-    """Store value + delta as the variable's new value; returns it."""
+def _update(variable: Variable, delta: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
+    """Store ``ufunc(value, delta)`` as the variable's new value, in place when nothing else
+    can see its array; returns it."""
     if delta.shape != variable.shape:
         _assign_shape([delta.shape], {"variable": variable})
     if (private := _private_value(variable)) is not None:
-        return np.add(private, delta, out=private)
-    return _set(variable, _value(variable) + delta)
+        return ufunc(private, delta, out=private)
+    return _set(variable, ufunc(_value(variable), delta))
+
+
+@op("AssignAddVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
+def assign_add_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
+    """Store value + delta as the variable's new value; returns it."""
+    return _update(variable, delta, np.add)
 
 
 @op("AssignSubVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
 def assign_sub_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     """Store value - delta as the variable's new value; returns it."""
-    if delta.shape != variable.shape:
-        _assign_shape([delta.shape], {"variable": variable})
-    if (private := _private_value(variable)) is not None:
-        return np.subtract(private, delta, out=private)
-    return _set(variable, _value(variable) - delta)
+    return _update(variable, delta, np.subtract)
 
 
 def _gradient_descent_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     if len(shapes[0]) != 0:
-        raise ShapeError(f"the learning rate must be a scalar, got shape {fmt(shapes[0])}")
+        raise ShapeError(f"the learning rate must be a scalar, got shape {format_shape(shapes[0])}")
     return _assign_shape(shapes[1:], attrs)
 
 
@@ -156,14 +155,9 @@ def _gradient_descent_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return result
 
 
-@op("ApplyGradientDescent", shape=_gradient_descent_shape, dtype=_gradient_descent_dtype,
-    stateful=True)  # fmt: skip
 def apply_gradient_descent_kernel(alpha: Any, delta: np.ndarray, variable: Variable) -> np.ndarray:
-    """Store value - alpha · delta as the variable's new value; returns it.
-
-    One op rather than a multiply and an ``assign_sub`` (TensorFlow's optimizers do the same):
-    one temporary array, not two.
-    """
+    # one op rather than a multiply and an assign_sub (as TensorFlow's optimizers): one
+    # temporary array, not two
     if alpha.ndim or delta.shape != variable.shape:  # NumPy would broadcast them
         _gradient_descent_shape([np.shape(alpha), delta.shape], {"variable": variable})
     step = np.multiply(alpha, delta, out=np.empty(variable.shape, delta.dtype))
@@ -172,6 +166,8 @@ def apply_gradient_descent_kernel(alpha: Any, delta: np.ndarray, variable: Varia
     return _set(variable, np.subtract(_value(variable), step, out=step))
 
 
+@op("ApplyGradientDescent", apply_gradient_descent_kernel, shape=_gradient_descent_shape,
+    dtype=_gradient_descent_dtype, stateful=True)  # fmt: skip
 def apply_gradient_descent(variable: Variable, alpha: Any, delta: Any) -> Any:
     """``variable -= alpha * delta`` as one op; returns the op's output (the new value)."""
     # Python and NumPy values take the variable's dtype; a tensor of another dtype is refused
@@ -256,7 +252,9 @@ class Variable:
             return
         # A node stands for the variable; its value lives in the storage, set by the initializer
         if value.shape is None or None in value.shape:
-            raise ShapeError(f"a graph variable needs a fully known shape, got {value.shape}")
+            raise ShapeError(
+                f"a graph variable needs a fully known shape, got {format_shape(value.shape)}"
+            )
         self._array = None
         self._shape = cast(tuple[int, ...], value.shape)  # (every dimension known)
         (node,) = execute("VariableV2", (), {"variable": self}, name or "Variable")
@@ -328,7 +326,7 @@ class Variable:
         return np.array(self.numpy(), dtype=dtype, copy=True)
 
     def __repr__(self) -> str:
-        head = f"<Variable '{self.name}' shape={self.shape} dtype={self._dtype.name}"
+        head = f"<Variable '{self.name}' shape={format_shape(self.shape)} dtype={self._dtype.name}"
         if self._array is None:
             return head + ">"
         value = np.array2string(self._array, separator=", ") if self.ndim else str(self.numpy())

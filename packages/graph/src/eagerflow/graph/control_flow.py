@@ -25,7 +25,7 @@ from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
 from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import DTypeError, ShapeError
+from eagerflow.tensor.errors import DTypeError, ShapeError, format_shape
 from eagerflow.tensor.execution import execute, executing_eagerly
 from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
@@ -131,7 +131,7 @@ def _union_captures(*graphs: FunctionGraph) -> list[SymbolicTensor]:
 def _check_scalar(shape: Shape | None, what: str) -> None:
     """Python's ``if`` and ``while`` need one truth value: a shape of () (or not yet known)."""
     if shape is not None and shape != ():
-        raise ShapeError(f"{what} must be a scalar, got shape {shape}")
+        raise ShapeError(f"{what} must be a scalar, got shape {format_shape(shape)}")
 
 
 # --- cond ------------------------------------------------------------------------------------
@@ -168,15 +168,14 @@ def _eager_predicate(pred: Any) -> bool:
     return bool(pred)
 
 
-@op("If", shape=_if_shape, dtype=_if_dtype, multi_output=True, stateful=True)  # type: ignore[arg-type]  # unknown ranks
 def if_kernel(
     pred: np.ndarray, *inputs: np.ndarray, then_branch: Subgraph, else_branch: Subgraph
 ) -> tuple[Any, ...]:
-    """Run the then- or the else-branch subgraph on the captured inputs."""
     branch = then_branch if bool(pred) else else_branch
     return tuple(branch.call(inputs))
 
 
+@op("If", if_kernel, shape=_if_shape, dtype=_if_dtype, multi_output=True, stateful=True)  # type: ignore[arg-type]  # unknown ranks
 def cond(
     pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], name: str | None = None
 ) -> Any:
@@ -277,17 +276,17 @@ def _while_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return list(starts)
 
 
-@op("While", shape=_while_shape, dtype=_while_dtype, multi_output=True, stateful=True)
 def while_kernel(
     *inputs: np.ndarray, cond: Subgraph, body: Subgraph, num_vars: int
 ) -> tuple[Any, ...]:
-    """Run ``body`` on the loop variables while ``cond`` is true; returns their final values."""
     values, captured = list(inputs[:num_vars]), list(inputs[num_vars:])
     while bool(cond.call([*values, *captured])[0]):
         values = body.call([*values, *captured])
     return tuple(values)
 
 
+@op("While", while_kernel, shape=_while_shape, dtype=_while_dtype, multi_output=True,
+    stateful=True)  # fmt: skip
 def while_loop(
     cond: Callable[..., Any],
     body: Callable[..., Any],
@@ -322,7 +321,8 @@ def while_loop(
     for i, (spec, out) in enumerate(zip(like, body_graph.results, strict=False)):
         if _merge(spec.shape, out.shape) != spec.shape:
             raise ShapeError(
-                f"loop variable {i} has shape {spec.shape} but the body returns {out.shape}; "
+                f"loop variable {i} has shape {format_shape(spec.shape)} but the body returns "
+                f"{format_shape(out.shape)}; "
                 "pass shape_invariants (None for dimensions that change)"
             ).at_op("While", start)
     captured = _union_captures(cond_graph, body_graph)

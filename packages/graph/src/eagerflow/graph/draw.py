@@ -13,6 +13,7 @@ from typing import Any
 from eagerflow.autodiff.draw import Edge, Node, describe, safe_id
 from eagerflow.graph.control_flow import Subgraph
 from eagerflow.graph.graph import Graph, Operation
+from eagerflow.tensor.errors import format_shape
 
 KINDS = {"Placeholder": "input", "VariableV2": "variable", "Const": "const"}
 
@@ -51,7 +52,7 @@ def _draw(
         detail = o.type + (f": {describe(o.outputs[0])}" if o.outputs else "")
         nodes.append(Node(node_id(o), short, detail, KINDS.get(o.type, "op"), scope))
         for t in o.inputs:
-            edges.append(Edge(node_id(t.op), node_id(o), _shape(t)))
+            edges.append(Edge(node_id(t.op), node_id(o), format_shape(t.shape)))
         edges.extend(Edge(node_id(c), node_id(o), control=True) for c in o.control_inputs)
         if not branches:
             continue
@@ -67,13 +68,9 @@ def _draw(
             for t, placeholder in zip(fed, inner.inputs, strict=True):
                 if placeholder is not None:
                     target = safe_id(inner_prefix + placeholder.op.name)
-                    edges.append(Edge(node_id(t.op), target, _shape(t)))
+                    edges.append(Edge(node_id(t.op), target, format_shape(t.shape)))
             for t in inner.outputs:
                 edges.append(Edge(safe_id(inner_prefix + t.op.name), node_id(o), label))
-
-
-def _shape(t: Any) -> str:
-    return "?" if t.shape is None else str(tuple(t.shape))
 
 
 __all__ = ["KINDS", "graph_diagram"]

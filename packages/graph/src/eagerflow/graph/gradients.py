@@ -13,7 +13,7 @@ from typing import Any
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
-from eagerflow.autodiff.tape import backward, check_unconnected, pack
+from eagerflow.autodiff.tape import backward, check_unconnected_gradients, pack
 from eagerflow.graph.graph import Graph, SymbolicTensor
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.nest import flatten
@@ -38,7 +38,7 @@ def gradients(
     new nodes go in the name scope ``name`` (``gradients/``, then ``gradients_1/``, ...),
     as in TensorFlow, so a picture of the graph shows them apart.
     """
-    check_unconnected(unconnected_gradients)  # before the graph gets any node
+    check_unconnected_gradients(unconnected_gradients)  # before the graph gets any node
     targets = flatten(ys)
     sources = flatten(xs)
     graph = _graph_of([*targets, *sources])

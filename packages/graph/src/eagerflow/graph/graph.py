@@ -20,7 +20,7 @@ import numpy as np
 from eagerflow.graph.state import SESSION_STORAGE, SessionStorage
 from eagerflow.tensor import Tensor, execution
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import EagerflowError
+from eagerflow.tensor.errors import EagerflowError, format_shape
 from eagerflow.tensor.registry import OPS, Attrs, OpDef
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class SymbolicTensor(Tensor):
         return None if self._shape is None else len(self._shape)
 
     def __repr__(self) -> str:
-        shape = "<unknown>" if self._shape is None else str(self._shape)
+        shape = format_shape(self._shape)
         return f'Tensor("{self.name}", shape={shape}, dtype={self.dtype.name})'
 
     def numpy(self) -> Any:
@@ -336,18 +336,12 @@ def reset_default_graph() -> None:
     _global_graph = Graph()
 
 
-def describe_shape(shape: Shape) -> str:
-    """``(None, 3)`` as TensorFlow prints it; ``<unknown>`` when not even the rank is known."""
-    return "<unknown>" if shape is None else str(tuple(shape))
-
-
 __all__ = [
     "DEFAULT_NAMES",
     "Graph",
     "Operation",
     "Shape",
     "SymbolicTensor",
-    "describe_shape",
     "get_default_graph",
     "reset_default_graph",
 ]

@@ -22,16 +22,16 @@ def _placeholder_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [attrs["shape"]]
 
 
-@op("Placeholder", shape=_placeholder_shape, dtype=attr_dtype_rule)
 def placeholder_kernel(shape: Any, dtype: DType) -> np.ndarray:
-    """A value supplied by ``feed_dict`` when a Session runs; running it unfed is an error."""
     raise InvalidArgumentError("a placeholder must be fed a value (feed_dict)")
 
 
+@op("Placeholder", placeholder_kernel, shape=_placeholder_shape, dtype=attr_dtype_rule)
 def placeholder(
     dtype: DType | str, shape: Sequence[int | None] | None = None, name: str | None = None
 ) -> SymbolicTensor:
-    """A graph input, fed when a Session runs. ``None`` dimensions (or shape) are unknown."""
+    """A graph input, fed (``feed_dict``) when a Session runs; running it unfed is an error.
+    ``None`` dimensions (or shape) are unknown."""
     if executing_eagerly():
         raise RuntimeError(
             "placeholder() builds a graph input: call it inside `with graph.as_default():` "

@@ -20,19 +20,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from eagerflow.autodiff import Variable
-from eagerflow.graph.graph import (
-    Graph,
-    Operation,
-    SymbolicTensor,
-    describe_shape,
-    get_default_graph,
-)
+from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.graph.state import session_values
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import from_numpy
-from eagerflow.tensor.errors import DTypeError, EagerflowError, InvalidArgumentError
+from eagerflow.tensor.errors import DTypeError, EagerflowError, InvalidArgumentError, format_shape
 from eagerflow.tensor.execution import explain_failure
 from eagerflow.tensor.nest import flatten, pack_sequence_as
+from eagerflow.tensor.rules import compatible
 from eagerflow.tensor.tensor import to_array
 
 Fetch = SymbolicTensor | Operation
@@ -149,7 +144,7 @@ def _needed_operations(fetches: Sequence[Fetch], fed: set[SymbolicTensor]) -> li
             (t,) = operation.outputs
             raise InvalidArgumentError(
                 f"you must feed a value for placeholder '{t.name}' with dtype {t.dtype} and "
-                f"shape {describe_shape(t.shape)} (feed_dict={{{operation.name}: ...}})"
+                f"shape {format_shape(t.shape)} (feed_dict={{{operation.name}: ...}})"
             )
     graph = next(iter(needed)).graph if needed else None
     return [o for o in graph.get_operations() if o in needed] if graph else []
@@ -380,14 +375,10 @@ def _checked_feed(t: SymbolicTensor, value: Any) -> np.ndarray:
             f"Cannot feed value of dtype {np.asarray(value).dtype} for Tensor '{t.name}', "
             f"which has dtype {t.dtype}: {e}"
         ) from None
-    shape = t.shape
-    if shape is not None and (
-        array.ndim != len(shape)
-        or any(d is not None and d != n for d, n in zip(shape, array.shape, strict=True))
-    ):
+    if not compatible(t.shape, array.shape):
         raise ValueError(
-            f"Cannot feed value of shape {array.shape} for Tensor '{t.name}', "
-            f"which has shape {describe_shape(shape)}"
+            f"Cannot feed value of shape {format_shape(array.shape)} for Tensor '{t.name}', "
+            f"which has shape {format_shape(t.shape)}"
         )
     return array
 

@@ -36,7 +36,7 @@ import numpy as np
 from eagerflow.autodiff import Variable
 from eagerflow.nn.module import Layer
 from eagerflow.nn.optimizers import Optimizer
-from eagerflow.tensor.errors import EagerflowError
+from eagerflow.tensor.errors import EagerflowError, format_shape
 from eagerflow.tensor.execution import context
 
 MARKER = "__eagerflow_checkpoint__"  # an array every checkpoint has; its value is the format
@@ -311,8 +311,8 @@ def _check(
 ) -> None:
     if array.shape != tuple(shape) or array.dtype != dtype:
         raise CheckpointError(
-            f"checkpoint {path}: '{key}' is {array.dtype}{list(array.shape)} in the file but "
-            f"{np.dtype(dtype)}{list(shape)} here"
+            f"checkpoint {path}: '{key}' is {array.dtype} {format_shape(array.shape)} in the "
+            f"file but {np.dtype(dtype)} {format_shape(shape)} here"
         )
 
 

@@ -14,7 +14,7 @@ import eagerflow.tensor as ef
 from eagerflow.nn import activations, initializers
 from eagerflow.nn.module import Layer, Model, Shape
 from eagerflow.tensor import Tensor
-from eagerflow.tensor.errors import InvalidArgumentError, ShapeError
+from eagerflow.tensor.errors import InvalidArgumentError, ShapeError, format_shape
 
 
 class Dense(Layer):
@@ -47,7 +47,7 @@ class Dense(Layer):
         if input_shape is None or len(input_shape) != 2 or input_shape[-1] is None:
             raise ShapeError(
                 f"Dense '{self.name}': inputs must have shape (batch, features) with known "
-                f"features, got {input_shape}"
+                f"features, got {format_shape(input_shape)}"
             )
         self.kernel = self.add_weight("kernel", (input_shape[-1], self.units),
                                       self.kernel_initializer)  # fmt: skip
@@ -86,7 +86,9 @@ class Flatten(Layer):
     def _features(self, shape: Shape | None) -> int:
         """d1·d2·..., which must all be known."""
         if shape is None or len(shape) < 1 or None in shape[1:]:
-            raise ShapeError(f"Flatten '{self.name}': needs known non-batch dims, got {shape}")
+            raise ShapeError(
+                f"Flatten '{self.name}': needs known non-batch dims, got {format_shape(shape)}"
+            )
         return math.prod(shape[1:])  # type: ignore[arg-type]  # (no None: checked above)
 
 
@@ -117,7 +119,7 @@ class Dropout(Layer):
         if inputs.shape is None or None in inputs.shape:
             raise ShapeError(
                 f"Dropout '{self.name}': training needs a fully known input shape to draw its "
-                f"mask, got {inputs.shape} (give the placeholder a batch size)"
+                f"mask, got {format_shape(inputs.shape)} (give the placeholder a batch size)"
             )
         keep = ef.random_uniform(inputs.shape, 0.0, 1.0, inputs.dtype) >= self.rate
         return inputs * ef.cast(keep, inputs.dtype) / (1.0 - self.rate)

@@ -32,7 +32,8 @@ from eagerflow.autodiff import Variable
 from eagerflow.graph import name_scope
 from eagerflow.nn import initializers
 from eagerflow.tensor import DType, Tensor
-from eagerflow.tensor.errors import EagerflowError, ShapeError, describe
+from eagerflow.tensor.errors import EagerflowError, ShapeError, describe, format_shape
+from eagerflow.tensor.rules import compatible
 
 Shape = tuple[int | None, ...]
 
@@ -169,15 +170,11 @@ class Layer(metaclass=LayerType):
 
     def _check_input_shape(self, shape: Shape | None) -> None:
         expected = self.batch_input_shape
-        if shape is None or expected is None:
-            return  # an unknown rank may still fit: the ops check it when they run
-        fits = len(shape) == len(expected) and all(
-            a is None or b is None or a == b for a, b in zip(shape, expected, strict=True)
-        )
-        if not fits:
+        # (an unknown rank may still fit: the ops check it when they run)
+        if not compatible(shape, expected):
             raise ShapeError(
                 f"layer '{self.name}' ({type(self).__name__}) was built for inputs of shape "
-                f"{expected}, but is called on inputs of shape {shape}"
+                f"{format_shape(expected)}, but is called on inputs of shape {format_shape(shape)}"
             )
 
     def _convert(self, inputs: Any) -> Any:

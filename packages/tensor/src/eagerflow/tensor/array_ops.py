@@ -1,7 +1,7 @@
 """Array ops: making tensors, changing their shape, joining, splitting, indexing, selecting.
 
-As in ``math_ops``, each op's registered NumPy kernel (with its shape and dtype rules) sits
-right above the public function that calls ``execute``.
+As in ``math_ops``, each op's NumPy kernel (with its shape and dtype rules) sits right above
+the public function that calls ``execute``, whose ``@op`` registers the op.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from eagerflow.tensor.errors import (
     InvalidArgumentError,
     OutOfRangeError,
     ShapeError,
+    format_shape,
 )
 from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
@@ -29,7 +30,7 @@ from eagerflow.tensor.rules import (
     attr_dtype_rule,
     broadcast,
     broadcast_rule,
-    fmt,
+    compatible,
     normalize_axis,
     same_dtype,
     same_shape_rule,
@@ -72,12 +73,11 @@ def const_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [dtypes.from_numpy(attrs["value"].dtype)]  # type: ignore[list-item]
 
 
-@op("Const", shape=const_shape, dtype=const_dtype)
 def const_kernel(value: np.ndarray) -> np.ndarray:
-    """A constant: its value is stored in the op itself (in a graph: in the node)."""
     return value
 
 
+@op("Const", const_kernel, shape=const_shape, dtype=const_dtype)
 def constant(
     value: Any,
     dtype: DType | str | None = None,
@@ -100,23 +100,22 @@ def constant(
             array = array.reshape(target)
         else:
             raise ShapeError(
-                f"constant: {array.size} values cannot fill shape {fmt(target)} "
+                f"constant: {array.size} values cannot fill shape {format_shape(target)} "
                 f"({math.prod(target)} elements)"
             )
     return execute("Const", (), {"value": array}, name)[0]
 
 
-@op("Fill", shape=_no_inputs_shape, dtype=attr_dtype_rule)
 def fill_kernel(shape: tuple[int, ...], value: Any, dtype: DType) -> np.ndarray:
-    """A tensor of ``shape`` whose every element is ``value``."""
     return np.full(shape, value, dtype=dtype.np)
 
 
+@op("Fill", fill_kernel, shape=_no_inputs_shape, dtype=attr_dtype_rule)
 def fill(dims: ShapeLike, value: Any, name: str | None = None) -> Tensor:
     """A tensor of shape ``dims`` filled with ``value`` (its dtype is the value's)."""
     scalar = to_array(value)
     if scalar.ndim:
-        raise ShapeError(f"Fill: value must be a scalar, got shape {fmt(scalar.shape)}")
+        raise ShapeError(f"Fill: value must be a scalar, got shape {format_shape(scalar.shape)}")
     attrs = {
         "shape": check_dims(static_shape(dims, "fill")),
         "value": scalar.item(),
@@ -127,7 +126,7 @@ def fill(dims: ShapeLike, value: Any, name: str | None = None) -> Tensor:
 
 def check_dims(shape: tuple[int, ...]) -> tuple[int, ...]:
     if any(d < 0 for d in shape):
-        raise ShapeError(f"dimensions must be >= 0, got shape {fmt(shape)}")
+        raise ShapeError(f"dimensions must be >= 0, got shape {format_shape(shape)}")
     return shape
 
 
@@ -145,25 +144,23 @@ def ones(shape: ShapeLike, dtype: DType | str = dtypes.float32, name: str | None
     return execute("Fill", (), attrs, name)[0]
 
 
-@op("ZerosLike", shape=same_shape_rule, dtype=same_dtype(ANY))
 def zeros_like_kernel(x: np.ndarray) -> np.ndarray:
-    """Zeros of x's shape and dtype."""
     return np.zeros(x.shape, x.dtype)
 
 
+@op("ZerosLike", zeros_like_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
 def zeros_like(x: Any, name: str | None = None) -> Tensor:
     """Zeros of x's shape and dtype."""
     return execute("ZerosLike", (convert_to_tensor(x),), NO_ATTRS, name)[0]
 
 
-@op("OnesLike", shape=same_shape_rule, dtype=same_dtype(ANY))
 def ones_like_kernel(x: np.ndarray) -> np.ndarray:
-    """Ones of x's shape and dtype."""
     ones = np.empty(x.shape, x.dtype)  # and fill: twice as fast as np.ones on small arrays
     ones.fill(1)
     return ones
 
 
+@op("OnesLike", ones_like_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
 def ones_like(x: Any, name: str | None = None) -> Tensor:
     """Ones of x's shape and dtype."""
     return execute("OnesLike", (convert_to_tensor(x),), NO_ATTRS, name)[0]
@@ -177,13 +174,12 @@ def range_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [(builtins.max(0, math.ceil((limit - start) / delta)),)]
 
 
-@op("Range", shape=range_shape, dtype=attr_dtype_rule)
 def range_kernel(start: Any, limit: Any, delta: Any, dtype: DType) -> np.ndarray:
-    """[start, start + delta, ...] up to but excluding limit."""
     count = range_shape((), {"start": start, "limit": limit, "delta": delta})[0][0]
     return (start + delta * np.arange(count)).astype(dtype.np)  # type: ignore[arg-type]
 
 
+@op("Range", range_kernel, shape=range_shape, dtype=attr_dtype_rule)
 def range(  # TensorFlow's name; shadows the builtin in this module (see `builtins`)
     start: Any,
     limit: Any = None,
@@ -191,7 +187,8 @@ def range(  # TensorFlow's name; shadows the builtin in this module (see `builti
     dtype: DType | str | None = None,
     name: str | None = None,
 ) -> Tensor:
-    """Like Python's ``range`` (``range(5)``, ``range(1, 10, 2)``) but a tensor; floats allowed.
+    """Like Python's ``range`` (``range(5)``, ``range(1, 10, 2)``) but a tensor: [start,
+    start + delta, ...] up to but excluding ``limit``; floats allowed.
 
     The dtype defaults to int32 for int arguments and float32 otherwise.
     """
@@ -221,15 +218,14 @@ def linspace_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [attrs["dtype"]]
 
 
-@op("LinSpace", shape=linspace_shape, dtype=linspace_dtype)
 def linspace_kernel(start: float, stop: float, num: int, dtype: DType) -> np.ndarray:
-    """``num`` evenly spaced values from ``start`` to ``stop``, both included:
-    start + i (stop - start) / (num - 1) for i = 0 ... num - 1."""
     return np.linspace(start, stop, num, dtype=dtype.np)
 
 
+@op("LinSpace", linspace_kernel, shape=linspace_shape, dtype=linspace_dtype)
 def linspace(start: Any, stop: Any, num: int, name: str | None = None) -> Tensor:
-    """``num`` evenly spaced floats from ``start`` to ``stop``, both included.
+    """``num`` evenly spaced floats from ``start`` to ``stop``, both included:
+    start + i (stop - start) / (num - 1) for i = 0 ... num - 1.
 
     The dtype is that of a float ``start`` or ``stop`` (NumPy's float64 stays float64),
     float32 for Python numbers, as in TensorFlow's ``tf.linspace``.
@@ -261,23 +257,22 @@ def linspace(start: Any, stop: Any, num: int, name: str | None = None) -> Tensor
     return execute("LinSpace", (), attrs, name)[0]
 
 
-@op("Identity", shape=same_shape_rule, dtype=same_dtype(ANY))
 def identity_kernel(x: np.ndarray) -> np.ndarray:
-    """x itself (useful to name a value in a graph, or to give an op a node of its own)."""
     return x
 
 
+@op("Identity", identity_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
 def identity(x: Any, name: str | None = None) -> Tensor:
-    """x itself, as a new op's output."""
+    """x itself, as a new op's output (to name a value in a graph, or to give an op a node of
+    its own)."""
     return execute("Identity", (convert_to_tensor(x),), NO_ATTRS, name)[0]
 
 
-@op("StopGradient", shape=same_shape_rule, dtype=same_dtype(ANY))
 def stop_gradient_kernel(x: np.ndarray) -> np.ndarray:
-    """x itself; gradients do not flow back through it (the autodiff package says so)."""
     return x
 
 
+@op("StopGradient", stop_gradient_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
 def stop_gradient(x: Any, name: str | None = None) -> Tensor:
     """x, treated as a constant by every gradient computation."""
     return execute("StopGradient", (convert_to_tensor(x),), NO_ATTRS, name)[0]
@@ -288,14 +283,14 @@ def size_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [()]
 
 
-@op("Size", shape=size_shape, dtype=attr_dtype_rule)
 def size_kernel(x: np.ndarray, dtype: DType) -> np.ndarray:
-    """The number of elements of x (known only when a graph runs, if x's shape is not)."""
     return np.asarray(np.size(x), dtype=dtype.np)
 
 
+@op("Size", size_kernel, shape=size_shape, dtype=attr_dtype_rule)
 def size(x: Any, out_type: DType | str = dtypes.int32, name: str | None = None) -> Tensor:
-    """The number of elements of x, as a scalar tensor."""
+    """The number of elements of x, as a scalar tensor (in a graph, known only when it runs if
+    x's shape is not)."""
     attrs = {"dtype": dtypes.as_dtype(out_type)}
     return execute("Size", (convert_to_tensor(x),), attrs, name)[0]
 
@@ -305,30 +300,35 @@ def reshape_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """The new shape, with its one ``-1`` (if any) inferred from the number of elements."""
     old, new = shapes[0], attrs["shape"]
     if list(new).count(-1) > 1 or any(d < -1 for d in new):
-        raise ShapeError(f"new shape {fmt(new)} may have at most one -1 and no other negatives")
+        raise ShapeError(
+            f"new shape {format_shape(new)} may have at most one -1 and no other negatives"
+        )
     known_new = math.prod(d for d in new if d != -1)
     if any(d is None for d in old):
         return [tuple(None if d == -1 else d for d in new)]
     size = math.prod(old)  # type: ignore[arg-type]
     if -1 in new:
         if known_new == 0 or size % known_new:
-            raise ShapeError(f"cannot reshape {fmt(old)} ({size} elements) to {fmt(new)}")
+            raise ShapeError(
+                f"cannot reshape {format_shape(old)} ({size} elements) to {format_shape(new)}"
+            )
         return [tuple(size // known_new if d == -1 else d for d in new)]
     if size != known_new:
         raise ShapeError(
-            f"cannot reshape {fmt(old)} ({size} elements) to {fmt(new)} ({known_new} elements)"
+            f"cannot reshape {format_shape(old)} ({size} elements) to {format_shape(new)} "
+            f"({known_new} elements)"
         )
     return [tuple(new)]
 
 
-@op("Reshape", shape=reshape_shape, dtype=same_dtype(ANY))
 def reshape_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """The same elements in row-major order, in a new shape."""
     return np.reshape(x, shape)
 
 
+@op("Reshape", reshape_kernel, shape=reshape_shape, dtype=same_dtype(ANY))
 def reshape(x: Any, shape: ShapeLike, name: str | None = None) -> Tensor:
-    """The same elements in a new ``shape``; one dimension may be -1 (inferred)."""
+    """The same elements, in row-major order, in a new ``shape``; one dimension may be -1
+    (inferred)."""
     attrs = {"shape": static_shape(shape, "reshape")}
     return execute("Reshape", (convert_to_tensor(x),), attrs, name)[0]
 
@@ -337,16 +337,17 @@ def transpose_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """Dimension i of the output is dimension perm[i] of the input."""
     shape, perm = shapes[0], attrs["perm"]
     if sorted(perm) != list(builtins.range(len(shape))):
-        raise ShapeError(f"perm {perm} is not a permutation of the axes of shape {fmt(shape)}")
+        raise ShapeError(
+            f"perm {perm} is not a permutation of the axes of shape {format_shape(shape)}"
+        )
     return [tuple(shape[p] for p in perm)]
 
 
-@op("Transpose", shape=transpose_shape, dtype=same_dtype(ANY))
 def transpose_kernel(x: np.ndarray, perm: tuple[int, ...]) -> np.ndarray:
-    """The axes of x permuted by ``perm``."""
     return np.transpose(x, perm)
 
 
+@op("Transpose", transpose_kernel, shape=transpose_shape, dtype=same_dtype(ANY))
 def transpose(x: Any, perm: Sequence[int] | None = None, name: str | None = None) -> Tensor:
     """Permute the axes of x (by default reverse them: a matrix transpose)."""
     x = convert_to_tensor(x)
@@ -361,13 +362,12 @@ def expand_dims_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [(*shape[:axis], 1, *shape[axis:])]
 
 
-@op("ExpandDims", shape=expand_dims_shape, dtype=same_dtype(ANY))
 def expand_dims_kernel(x: np.ndarray, axis: int) -> np.ndarray:
-    """x with a new axis of size 1 at ``axis``."""
     # a reshape to the shape rule's answer: np.expand_dims does the same, more slowly
     return x.reshape(expand_dims_shape([x.shape], {"axis": axis})[0])  # type: ignore[arg-type]
 
 
+@op("ExpandDims", expand_dims_kernel, shape=expand_dims_shape, dtype=same_dtype(ANY))
 def expand_dims(x: Any, axis: int, name: str | None = None) -> Tensor:
     """x with a new axis of size 1 inserted at ``axis``."""
     return execute("ExpandDims", (convert_to_tensor(x),), {"axis": int(axis)}, name)[0]
@@ -378,21 +378,24 @@ def squeeze_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     shape, axis = shapes[0], attrs["axis"]
     if axis is None:
         if None in shape:
-            raise ShapeError(f"squeeze of shape {fmt(shape)} with unknown dimensions needs axis=")
+            raise ShapeError(
+                f"squeeze of shape {format_shape(shape)} with unknown dimensions needs axis="
+            )
         return [tuple(d for d in shape if d != 1)]
     axes = {normalize_axis(a, len(shape)) for a in axis}
     for a in axes:
         if shape[a] not in (1, None):
-            raise ShapeError(f"cannot squeeze axis {a} of shape {fmt(shape)}: its size is not 1")
+            raise ShapeError(
+                f"cannot squeeze axis {a} of shape {format_shape(shape)}: its size is not 1"
+            )
     return [tuple(d for i, d in enumerate(shape) if i not in axes)]
 
 
-@op("Squeeze", shape=squeeze_shape, dtype=same_dtype(ANY))
 def squeeze_kernel(x: np.ndarray, axis: tuple[int, ...] | None) -> np.ndarray:
-    """x without the size-1 axes in ``axis`` (None: all of them)."""
     return np.squeeze(x, axis=axis)
 
 
+@op("Squeeze", squeeze_kernel, shape=squeeze_shape, dtype=same_dtype(ANY))
 def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = None) -> Tensor:
     """x without its size-1 axes (only those in ``axis``, when given)."""
     if axis is not None:
@@ -404,13 +407,13 @@ def broadcast_to_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """x stretched to ``shape`` by broadcasting; the result must have exactly that shape."""
     target = attrs["shape"]
     if broadcast(shapes[0], target) != target:
-        raise ShapeError(f"shape {fmt(shapes[0])} cannot be broadcast to {fmt(target)}")
+        raise ShapeError(
+            f"shape {format_shape(shapes[0])} cannot be broadcast to {format_shape(target)}"
+        )
     return [target]
 
 
-@op("BroadcastTo", shape=broadcast_to_shape, dtype=same_dtype(ANY))
 def broadcast_to_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """x broadcast to ``shape``: copied into a new array, or a read-only view if it is big."""
     if x.ndim > len(shape):  # (an assignment would drop leading 1s; broadcasting never does)
         broadcast_to_shape([x.shape], {"shape": shape})
     if math.prod(shape) > 1 << 14:  # a view costs ~5 us to make, a copy ~1 us per 4096 values
@@ -420,6 +423,7 @@ def broadcast_to_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
+@op("BroadcastTo", broadcast_to_kernel, shape=broadcast_to_shape, dtype=same_dtype(ANY))
 def broadcast_to(x: Any, shape: ShapeLike, name: str | None = None) -> Tensor:
     """x stretched to ``shape`` by NumPy's broadcasting rules."""
     attrs = {"shape": check_dims(static_shape(shape, "broadcast_to"))}
@@ -431,18 +435,18 @@ def tile_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     shape, multiples = shapes[0], attrs["multiples"]
     if len(multiples) != len(shape) or any(m < 0 for m in multiples):
         raise ShapeError(
-            f"multiples {multiples} must be {len(shape)} non-negative ints for shape {fmt(shape)}"
+            f"multiples {multiples} must be {len(shape)} non-negative ints for shape "
+            f"{format_shape(shape)}"
         )
     return [tuple(None if d is None else d * m for d, m in zip(shape, multiples, strict=True))]
 
 
-@op("Tile", shape=tile_shape, dtype=same_dtype(ANY))
 def tile_kernel(x: np.ndarray, multiples: tuple[int, ...]) -> np.ndarray:
-    """x repeated ``multiples[i]`` times along each axis i."""
     tile_shape([x.shape], {"multiples": multiples})  # NumPy would pad short multiples
     return np.tile(x, multiples)
 
 
+@op("Tile", tile_kernel, shape=tile_shape, dtype=same_dtype(ANY))
 def tile(x: Any, multiples: Sequence[int], name: str | None = None) -> Tensor:
     """x repeated ``multiples[i]`` times along axis i."""
     attrs = {"multiples": static_shape(multiples, "tile")}
@@ -457,26 +461,27 @@ def concat_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     out = list(first)
     for s in shapes[1:]:
         if len(s) != len(first):
-            raise ShapeError(f"cannot concat shapes {fmt(first)} and {fmt(s)}: ranks differ")
+            raise ShapeError(
+                f"cannot concat shapes {format_shape(first)} and {format_shape(s)}: ranks differ"
+            )
         for i, (a, b) in enumerate(zip(out, s, strict=True)):
             if i == axis:
                 out[i] = None if a is None or b is None else a + b
             elif a is not None and b is not None and a != b:
                 raise ShapeError(
-                    f"cannot concat shapes {fmt(first)} and {fmt(s)} along axis {axis}: "
-                    f"dimension {i} differs"
+                    f"cannot concat shapes {format_shape(first)} and {format_shape(s)} along "
+                    f"axis {axis}: dimension {i} differs"
                 )
             elif a is None:
                 out[i] = b
     return [tuple(out)]
 
 
-@op("ConcatV2", shape=concat_shape, dtype=same_dtype(ANY))
 def concat_kernel(*xs: np.ndarray, axis: int) -> np.ndarray:
-    """The inputs joined end to end along an existing ``axis``."""
     return np.concatenate(xs, axis=axis)
 
 
+@op("ConcatV2", concat_kernel, shape=concat_shape, dtype=same_dtype(ANY))
 def concat(values: Sequence[Any], axis: int, name: str | None = None) -> Tensor:
     """Join tensors along an existing ``axis``."""
     if not values:
@@ -488,20 +493,19 @@ def stack_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """N equal shapes become one with a new axis of size N at ``axis``."""
     first = shapes[0]
     for s in shapes[1:]:
-        if len(s) != len(first) or any(
-            a is not None and b is not None and a != b for a, b in zip(first, s, strict=True)
-        ):
-            raise ShapeError(f"cannot stack shapes {fmt(first)} and {fmt(s)}: they differ")
+        if not compatible(first, s):
+            raise ShapeError(
+                f"cannot stack shapes {format_shape(first)} and {format_shape(s)}: they differ"
+            )
     axis = normalize_axis(attrs["axis"], len(first), extra=1)
     return [(*first[:axis], len(shapes), *first[axis:])]
 
 
-@op("Pack", shape=stack_shape, dtype=same_dtype(ANY))
 def stack_kernel(*xs: np.ndarray, axis: int) -> np.ndarray:
-    """The inputs (all of one shape) stacked along a new ``axis``."""
     return np.stack(xs, axis=axis)
 
 
+@op("Pack", stack_kernel, shape=stack_shape, dtype=same_dtype(ANY))
 def stack(values: Sequence[Any], axis: int = 0, name: str | None = None) -> Tensor:
     """Stack tensors of one shape along a new ``axis``."""
     if not values:
@@ -516,7 +520,7 @@ def split_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     if any(s < 0 for s in sizes) or (shape[axis] is not None and sum(sizes) != shape[axis]):
         raise ShapeError(
             f"split sizes {sizes} must be >= 0 and add up to {shape[axis]}, "
-            f"the size of axis {axis} of shape {fmt(shape)}"
+            f"the size of axis {axis} of shape {format_shape(shape)}"
         )
     return [(*shape[:axis], s, *shape[axis + 1 :]) for s in sizes]
 
@@ -525,13 +529,12 @@ def split_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [dts[0]] * len(attrs["sizes"])
 
 
-@op("SplitV", shape=split_shape, dtype=split_dtype, multi_output=True)
 def split_kernel(x: np.ndarray, sizes: tuple[int, ...], axis: int) -> tuple[np.ndarray, ...]:
-    """x cut along ``axis`` into consecutive pieces of the given ``sizes``."""
     split_shape([x.shape], {"sizes": sizes, "axis": axis})  # NumPy would add a last piece
     return tuple(np.split(x, np.cumsum(sizes[:-1]), axis=axis))
 
 
+@op("SplitV", split_kernel, shape=split_shape, dtype=split_dtype, multi_output=True)
 def split(
     value: Any, num_or_size_splits: int | Sequence[int], axis: int = 0, name: str | None = None
 ) -> list[Tensor]:
@@ -542,7 +545,8 @@ def split(
         dim = value.shape[normalize_axis(axis, value.ndim)] if value.ndim else None
         if n <= 0 or dim is None or dim % n:
             raise ShapeError(
-                f"cannot split axis {axis} of shape {fmt(value.shape)} into {n} equal parts"
+                f"cannot split axis {axis} of shape {format_shape(value.shape)} into {n} "
+                "equal parts"
             ).at_op("SplitV", (value,))
         sizes = (dim // n,) * n
     else:
@@ -564,9 +568,7 @@ def gather_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [dts[0]]
 
 
-@op("GatherV2", shape=gather_shape, dtype=gather_dtype)
 def gather_kernel(params: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
-    """The slices of ``params`` along ``axis`` at ``indices``; an index out of range is an error."""
     size = params.shape[axis]
     if indices.size and (indices.min() < 0 or indices.max() >= size):
         bad = indices[(indices < 0) | (indices >= size)].flat[0]
@@ -574,8 +576,10 @@ def gather_kernel(params: np.ndarray, indices: np.ndarray, axis: int) -> np.ndar
     return np.take(params, indices, axis=axis)
 
 
+@op("GatherV2", gather_kernel, shape=gather_shape, dtype=gather_dtype)
 def gather(params: Any, indices: Any, axis: int = 0, name: str | None = None) -> Tensor:
-    """Pick slices of ``params`` along ``axis`` at integer ``indices`` (any shape)."""
+    """Pick slices of ``params`` along ``axis`` at integer ``indices`` (any shape); an index
+    out of range is an error."""
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
     return execute("GatherV2", (params, indices), {"axis": int(axis)}, name)[0]
@@ -585,10 +589,11 @@ def segment_sum_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """data.shape with its leading ``segment_ids.shape`` replaced by ``num_segments``."""
     data, ids = shapes
     lead = len(ids)
-    if len(data) < lead or any(
-        a is not None and b is not None and a != b for a, b in zip(data, ids, strict=False)
-    ):
-        raise ShapeError(f"segment_ids shape {fmt(ids)} must be a prefix of data shape {fmt(data)}")
+    if not compatible(data[:lead], ids):  # (a shorter data shape has a shorter prefix)
+        raise ShapeError(
+            f"segment_ids shape {format_shape(ids)} must be a prefix of data shape "
+            f"{format_shape(data)}"
+        )
     return [(attrs["num_segments"], *data[lead:])]
 
 
@@ -600,9 +605,7 @@ def segment_sum_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [dts[0]]
 
 
-@op("UnsortedSegmentSum", shape=segment_sum_shape, dtype=segment_sum_dtype)
 def segment_sum_kernel(data: np.ndarray, segment_ids: np.ndarray, num_segments: int) -> np.ndarray:
-    """out[s] = Σ data[i] over every i with segment_ids[i] == s (the adjoint of gather)."""
     segment_sum_shape([data.shape, segment_ids.shape], {"num_segments": num_segments})
     if segment_ids.size and (segment_ids.min() < 0 or segment_ids.max() >= num_segments):
         raise OutOfRangeError(f"segment ids must be in [0, {num_segments})")
@@ -611,10 +614,12 @@ def segment_sum_kernel(data: np.ndarray, segment_ids: np.ndarray, num_segments: 
     return out
 
 
+@op("UnsortedSegmentSum", segment_sum_kernel, shape=segment_sum_shape, dtype=segment_sum_dtype)
 def unsorted_segment_sum(
     data: Any, segment_ids: Any, num_segments: int, name: str | None = None
 ) -> Tensor:
-    """Add up the slices of ``data`` that share a segment id (ids in [0, num_segments))."""
+    """Add up the slices of ``data`` that share a segment id: out[s] = Σ data[i] over every i
+    with segment_ids[i] == s, for ids in [0, num_segments) (the adjoint of ``gather``)."""
     inputs = (convert_to_tensor(data), convert_to_tensor(segment_ids))
     return execute("UnsortedSegmentSum", inputs, {"num_segments": int(num_segments)}, name)[0]
 
@@ -636,17 +641,15 @@ def one_hot_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [attrs["dtype"]]
 
 
-@op("OneHot", shape=one_hot_shape, dtype=one_hot_dtype)
 def one_hot_kernel(
     indices: np.ndarray, depth: int, on_value: Any, off_value: Any, axis: int, dtype: DType
 ) -> np.ndarray:
-    """``on_value`` where the new axis equals the index, ``off_value`` elsewhere (all off if
-    the index is out of range)."""
     hot = np.expand_dims(indices, -1) == np.arange(depth)
     out = np.where(hot, on_value, off_value).astype(dtype.np)
     return np.moveaxis(out, -1, axis)
 
 
+@op("OneHot", one_hot_kernel, shape=one_hot_shape, dtype=one_hot_dtype)
 def one_hot(
     indices: Any,
     depth: int,
@@ -656,7 +659,9 @@ def one_hot(
     dtype: DType | str | None = None,
     name: str | None = None,
 ) -> Tensor:
-    """Integer class indices as one-hot vectors of length ``depth`` (along ``axis``).
+    """Integer class indices as one-hot vectors of length ``depth`` (along ``axis``):
+    ``on_value`` where the new axis equals the index, ``off_value`` elsewhere (everywhere,
+    for an index out of range).
 
     As in TensorFlow, the dtype is ``dtype`` if given, else that of ``on_value`` or
     ``off_value`` (``on_value=5`` gives int32), else float32; the values default to 1 and 0.
@@ -697,12 +702,11 @@ def where_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [dts[1]]
 
 
-@op("SelectV2", shape=broadcast_rule, dtype=where_dtype)
 def where_kernel(condition: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x where ``condition`` is True, y elsewhere (all three broadcast together)."""
     return np.where(condition, x, y)
 
 
+@op("SelectV2", where_kernel, shape=broadcast_rule, dtype=where_dtype)
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
     """Elementwise choice: ``x`` where ``condition`` is True, else ``y`` (broadcasting).
 
@@ -751,7 +755,7 @@ def slice_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     if key.count(Ellipsis) > 1:
         raise InvalidArgumentError("an index can only have a single ellipsis ('...')")
     if consumed > len(shape):
-        raise OutOfRangeError(f"too many indices ({consumed}) for shape {fmt(shape)}")
+        raise OutOfRangeError(f"too many indices ({consumed}) for shape {format_shape(shape)}")
     if Ellipsis not in key:
         key = (*key, Ellipsis)
     out: list[int | None] = []
@@ -771,9 +775,7 @@ def slice_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [tuple(out)]
 
 
-@op("StridedSlice", shape=slice_shape, dtype=same_dtype(ANY))
 def slice_kernel(x: np.ndarray, key: tuple[Index, ...]) -> np.ndarray:
-    """x[key] for a basic index (ints, slices, ``None`` and ``...``): usually a view."""
     return x[key]
 
 
@@ -781,32 +783,34 @@ def slice_grad_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """The sliced tensor's original ``shape``; dy must have the shape of ``x[key]``."""
     expected = slice_shape([attrs["shape"]], attrs)[0]
     dy = shapes[0]
-    if len(dy) != len(expected) or any(
-        a is not None and b is not None and a != b for a, b in zip(dy, expected, strict=True)
-    ):
-        raise ShapeError(f"dy has shape {fmt(dy)}, but x[key] has shape {fmt(expected)}")
+    if not compatible(dy, expected):
+        raise ShapeError(
+            f"dy has shape {format_shape(dy)}, but x[key] has shape {format_shape(expected)}"
+        )
     return [attrs["shape"]]
 
 
-@op("StridedSliceGrad", shape=slice_grad_shape, dtype=same_dtype(ANY))
 def slice_grad_kernel(dy: np.ndarray, shape: tuple[int, ...], key: tuple[Index, ...]) -> np.ndarray:
-    """Zeros of ``shape`` with ``dy`` written at ``[key]``: the adjoint of ``x[key]``."""
     out = np.zeros(shape, dtype=dy.dtype)
     out[key] = dy
     return out
 
 
+@op("StridedSliceGrad", slice_grad_kernel, shape=slice_grad_shape, dtype=same_dtype(ANY))
 def strided_slice_grad(
     dy: Any, shape: Sequence[int], key: tuple[Index, ...], name: str | None = None
 ) -> Tensor:
-    """Scatter ``dy`` into zeros of ``shape`` at the basic index ``key`` (gradient of t[key])."""
+    """Scatter ``dy`` into zeros of ``shape`` at the basic index ``key``: the adjoint (the
+    gradient) of ``t[key]``."""
     attrs = {"shape": tuple(shape), "key": key}
     return execute("StridedSliceGrad", (convert_to_tensor(dy),), attrs, name)[0]
 
 
+@op("StridedSlice", slice_kernel, shape=slice_shape, dtype=same_dtype(ANY))
 def getitem(x: Tensor, key: Any) -> Tensor:
-    """``x[key]``: basic indexing is one ``StridedSlice`` op; an integer list, array or tensor
-    picks along the first axis with ``gather``."""
+    """``x[key]``: a basic index (ints, slices, ``None`` and ``...``) is one ``StridedSlice``
+    op, usually a view; an integer list, array or tensor picks along the first axis with
+    ``gather``."""
     if isinstance(key, list | np.ndarray) or (isinstance(key, Tensor) and key.ndim):
         return gather(x, key)
     items = key if isinstance(key, tuple) else (key,)

@@ -9,7 +9,7 @@ so every message reads like ``MatMul(float32[2,3], float32[4,5]): inner dimensio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
 
@@ -55,8 +55,20 @@ class UnknownOpError(EagerflowError, LookupError):
     """An op name with no registered definition."""
 
 
+def format_shape(shape: Iterable[int | None] | None) -> str:
+    """A shape as TensorFlow's Python side prints one: ``(None, 3)``, ``(3,)``, ``()``, and
+    ``<unknown>`` when not even the rank is known. Every message and picture that shows a
+    shape on its own uses this one function."""
+    if shape is None:
+        return "<unknown>"
+    dims = [str(d) for d in shape]  # str, not repr: a NumPy int prints as 3, not np.int64(3)
+    return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
+
+
 def describe(t: Any) -> str:
-    """``float32[2,3]`` for a tensor (``?`` for an unknown dimension), ``repr`` otherwise."""
+    """``float32[2,3]`` for a tensor, ``repr`` for anything else: the compact signature that
+    prefixes op errors, as TensorFlow's kernels print their inputs (``?``: an unknown
+    dimension). A shape on its own is written by ``format_shape``."""
     shape = getattr(t, "shape", None)
     dtype = getattr(t, "dtype", None)
     if dtype is None or shape is None:
@@ -75,4 +87,5 @@ __all__ = [
     "ShapeError",
     "UnknownOpError",
     "describe",
+    "format_shape",
 ]

@@ -1,9 +1,11 @@
 """Math ops: elementwise arithmetic, comparisons, logic, casts, matmul and reductions.
 
-Each op appears twice in this file, next to each other:
+Each op is two functions, next to each other:
 
-- its *definition*: a NumPy kernel registered with ``@op(name, shape=..., dtype=...)``;
-- its *public function*: converts the arguments and calls ``execute``, the seam.
+- its *kernel*: plain NumPy (for many ops NumPy's own function, such as ``np.add``);
+- its *public function*: converts the arguments and calls ``execute``, the seam. The
+  ``@op(name, kernel, shape=..., dtype=...)`` above it registers the op, and its docstring
+  says what the op does (the registry row's ``doc``).
 
 ``matmul`` is the example to follow: ``matmul()`` -> ``execute("MatMul", ...)`` -> the current
 context -> ``matmul_kernel`` (eager) or a graph node (graph mode), then the recorders.
@@ -21,14 +23,13 @@ import numpy as np
 
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import ANY, FLOATS, INTEGERS, NUMBERS, DType
-from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError
+from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
 from eagerflow.tensor.execution import NO_ATTRS, execute
-from eagerflow.tensor.registry import Attrs, Shape, op, register_op
+from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import (
     attr_dtype_rule,
     broadcast,
     broadcast_rule,
-    fmt,
     normalize_axis,
     reduce_rule,
     same_dtype,
@@ -66,57 +67,34 @@ warnings.filterwarnings(
     r"eagerflow\.",
 )
 
-register_op(
-    "AddV2",
-    np.add,
-    shape=broadcast_rule,
-    dtype=same_dtype(NUMBERS),
-    doc="x + y, elementwise with broadcasting.",
-)
 
-
+@op("AddV2", np.add, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
 def add(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x + y, elementwise with broadcasting."""
     return _binary("AddV2", x, y, name)
 
 
-register_op(
-    "Sub",
-    np.subtract,
-    shape=broadcast_rule,
-    dtype=same_dtype(NUMBERS),
-    doc="x - y, elementwise with broadcasting.",
-)
-
-
+@op("Sub", np.subtract, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
 def subtract(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x - y, elementwise with broadcasting."""
     return _binary("Sub", x, y, name)
 
 
-register_op(
-    "Mul",
-    np.multiply,
-    shape=broadcast_rule,
-    dtype=same_dtype(NUMBERS),
-    doc="x * y, elementwise with broadcasting.",
-)
-
-
+@op("Mul", np.multiply, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
 def multiply(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x * y, elementwise with broadcasting."""
     return _binary("Mul", x, y, name)
 
 
-@op("RealDiv", shape=broadcast_rule, dtype=same_dtype(FLOATS))
 @np.errstate(divide="ignore", invalid="ignore")  # (as a decorator it costs half a `with`)
 def real_div_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x / y for floats, elementwise with broadcasting (x/0 is ±inf or nan, as in IEEE 754)."""
     return np.true_divide(x, y)
 
 
+@op("RealDiv", real_div_kernel, shape=broadcast_rule, dtype=same_dtype(FLOATS))
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """x / y. Integers are first cast to float64, as TensorFlow's ``truediv`` does."""
+    """x / y, elementwise with broadcasting (x/0 is ±inf or nan, as in IEEE 754). Integers
+    are first cast to float64, as TensorFlow's ``truediv`` does."""
     x, y = convert_operands(x, y)
     if x.dtype.is_integer and y.dtype is x.dtype:
         x, y = cast(x, dtypes.float64), cast(y, dtypes.float64)
@@ -128,315 +106,200 @@ def _check_int_divisor(x: np.ndarray, y: np.ndarray) -> None:
         raise InvalidArgumentError("integer division by zero")
 
 
-@op("FloorDiv", shape=broadcast_rule, dtype=same_dtype(NUMBERS))
 @np.errstate(divide="ignore", invalid="ignore")
 def floordiv_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """floor(x / y), elementwise; integer division by zero is an error."""
     _check_int_divisor(x, y)
     return np.floor_divide(x, y)
 
 
+@op("FloorDiv", floordiv_kernel, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
 def floordiv(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """floor(x / y), elementwise (Python's ``//``)."""
+    """floor(x / y), elementwise (Python's ``//``); integer division by zero is an error."""
     return _binary("FloorDiv", x, y, name)
 
 
-@op("FloorMod", shape=broadcast_rule, dtype=same_dtype(NUMBERS))
 @np.errstate(divide="ignore", invalid="ignore")
 def floormod_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x - floor(x / y) * y: the remainder takes the divisor's sign, as Python's ``%``."""
     _check_int_divisor(x, y)
     return np.mod(x, y)
 
 
+@op("FloorMod", floormod_kernel, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
 def floormod(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """The remainder of floor division, elementwise (Python's ``%``)."""
+    """The remainder of floor division, x - floor(x / y) * y, elementwise (Python's ``%``):
+    it takes the divisor's sign."""
     return _binary("FloorMod", x, y, name)
 
 
-@op("Pow", shape=broadcast_rule, dtype=same_dtype(NUMBERS))
 @np.errstate(divide="ignore", invalid="ignore", over="ignore")
 def pow_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x ** y, elementwise; integers to negative powers are an error."""
     if y.dtype.kind == "i" and np.any(y < 0):
         raise InvalidArgumentError("integers to negative integer powers are not allowed")
     return np.power(x, y)
 
 
+@op("Pow", pow_kernel, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
 def pow(
     x: Any, y: Any, name: str | None = None
 ) -> Tensor:  # TensorFlow's name; shadows the builtin here
-    """x ** y, elementwise with broadcasting."""
+    """x ** y, elementwise with broadcasting; integers to negative powers are an error."""
     return _binary("Pow", x, y, name)
 
 
-register_op(
-    "Maximum",
-    np.maximum,
-    shape=broadcast_rule,
-    dtype=same_dtype(NUMBERS),
-    doc="max(x, y), elementwise with broadcasting (nan if either is nan).",
-)
-
-
+@op("Maximum", np.maximum, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
 def maximum(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """max(x, y), elementwise with broadcasting."""
+    """max(x, y), elementwise with broadcasting (nan if either is nan)."""
     return _binary("Maximum", x, y, name)
 
 
-register_op(
-    "Minimum",
-    np.minimum,
-    shape=broadcast_rule,
-    dtype=same_dtype(NUMBERS),
-    doc="min(x, y), elementwise with broadcasting (nan if either is nan).",
-)
-
-
+@op("Minimum", np.minimum, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
 def minimum(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """min(x, y), elementwise with broadcasting."""
+    """min(x, y), elementwise with broadcasting (nan if either is nan)."""
     return _binary("Minimum", x, y, name)
 
 
 # --- comparisons and logic: bool results ---------------------------------------------------
-register_op(
-    "Less",
-    np.less,
-    shape=broadcast_rule,
-    dtype=same_dtype(NUMBERS, dtypes.bool_),
-    doc="x < y, elementwise; a bool tensor.",
-)
+ORDERED = same_dtype(NUMBERS, dtypes.bool_)  # two numbers of one dtype in, bool out
 
 
+@op("Less", np.less, shape=broadcast_rule, dtype=ORDERED)
 def less(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x < y, elementwise; a bool tensor."""
     return _binary("Less", x, y, name)
 
 
-register_op(
-    "LessEqual",
-    np.less_equal,
-    shape=broadcast_rule,
-    dtype=same_dtype(NUMBERS, dtypes.bool_),
-    doc="x <= y, elementwise; a bool tensor.",
-)
-
-
+@op("LessEqual", np.less_equal, shape=broadcast_rule, dtype=ORDERED)
 def less_equal(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x <= y, elementwise; a bool tensor."""
     return _binary("LessEqual", x, y, name)
 
 
-register_op(
-    "Greater",
-    np.greater,
-    shape=broadcast_rule,
-    dtype=same_dtype(NUMBERS, dtypes.bool_),
-    doc="x > y, elementwise; a bool tensor.",
-)
-
-
+@op("Greater", np.greater, shape=broadcast_rule, dtype=ORDERED)
 def greater(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x > y, elementwise; a bool tensor."""
     return _binary("Greater", x, y, name)
 
 
-register_op(
-    "GreaterEqual",
-    np.greater_equal,
-    shape=broadcast_rule,
-    dtype=same_dtype(NUMBERS, dtypes.bool_),
-    doc="x >= y, elementwise; a bool tensor.",
-)
-
-
+@op("GreaterEqual", np.greater_equal, shape=broadcast_rule, dtype=ORDERED)
 def greater_equal(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x >= y, elementwise; a bool tensor."""
     return _binary("GreaterEqual", x, y, name)
 
 
-register_op(
-    "Equal",
-    np.equal,
-    shape=broadcast_rule,
-    dtype=same_dtype(ANY, dtypes.bool_),
-    doc="x == y, elementwise; a bool tensor.",
-)
-
-
+@op("Equal", np.equal, shape=broadcast_rule, dtype=same_dtype(ANY, dtypes.bool_))
 def equal(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x == y, elementwise; a bool tensor (also what ``==`` on tensors does)."""
     return _binary("Equal", x, y, name)
 
 
-register_op(
-    "NotEqual",
-    np.not_equal,
-    shape=broadcast_rule,
-    dtype=same_dtype(ANY, dtypes.bool_),
-    doc="x != y, elementwise; a bool tensor.",
-)
-
-
+@op("NotEqual", np.not_equal, shape=broadcast_rule, dtype=same_dtype(ANY, dtypes.bool_))
 def not_equal(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x != y, elementwise; a bool tensor."""
     return _binary("NotEqual", x, y, name)
 
 
-register_op(
-    "LogicalAnd",
-    np.logical_and,
-    shape=broadcast_rule,
-    dtype=same_dtype(BOOL),
-    doc="x and y, elementwise on bool tensors.",
-)
-
-
+@op("LogicalAnd", np.logical_and, shape=broadcast_rule, dtype=same_dtype(BOOL))
 def logical_and(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x and y, elementwise on bool tensors (``&``)."""
     return _binary("LogicalAnd", x, y, name)
 
 
-register_op(
-    "LogicalOr",
-    np.logical_or,
-    shape=broadcast_rule,
-    dtype=same_dtype(BOOL),
-    doc="x or y, elementwise on bool tensors.",
-)
-
-
+@op("LogicalOr", np.logical_or, shape=broadcast_rule, dtype=same_dtype(BOOL))
 def logical_or(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x or y, elementwise on bool tensors (``|``)."""
     return _binary("LogicalOr", x, y, name)
 
 
-register_op(
-    "LogicalNot",
-    np.logical_not,
-    shape=same_shape_rule,
-    dtype=same_dtype(BOOL),
-    doc="not x, elementwise on a bool tensor.",
-)
-
-
+@op("LogicalNot", np.logical_not, shape=same_shape_rule, dtype=same_dtype(BOOL))
 def logical_not(x: Any, name: str | None = None) -> Tensor:
     """not x, elementwise on a bool tensor (``~``)."""
     return _unary("LogicalNot", x, name)
 
 
 # --- unary math ------------------------------------------------------------------------------
-register_op(
-    "Neg", np.negative, shape=same_shape_rule, dtype=same_dtype(NUMBERS), doc="-x, elementwise."
-)
-
-
+@op("Neg", np.negative, shape=same_shape_rule, dtype=same_dtype(NUMBERS))
 def negative(x: Any, name: str | None = None) -> Tensor:
     """-x, elementwise."""
     return _unary("Neg", x, name)
 
 
-register_op(
-    "Abs", np.abs, shape=same_shape_rule, dtype=same_dtype(NUMBERS), doc="|x|, elementwise."
-)
-
-
+@op("Abs", np.abs, shape=same_shape_rule, dtype=same_dtype(NUMBERS))
 def abs(x: Any, name: str | None = None) -> Tensor:  # TensorFlow's name; shadows the builtin here
     """|x|, elementwise."""
     return _unary("Abs", x, name)
 
 
-register_op(
-    "Sign",
-    np.sign,
-    shape=same_shape_rule,
-    dtype=same_dtype(NUMBERS),
-    doc="-1, 0 or 1 by the sign of x, elementwise.",
-)
-
-
+@op("Sign", np.sign, shape=same_shape_rule, dtype=same_dtype(NUMBERS))
 def sign(x: Any, name: str | None = None) -> Tensor:
     """-1, 0 or 1 by the sign of x, elementwise."""
     return _unary("Sign", x, name)
 
 
-register_op(
-    "Square", np.square, shape=same_shape_rule, dtype=same_dtype(NUMBERS), doc="x², elementwise."
-)
-
-
+@op("Square", np.square, shape=same_shape_rule, dtype=same_dtype(NUMBERS))
 def square(x: Any, name: str | None = None) -> Tensor:
     """x², elementwise."""
     return _unary("Square", x, name)
 
 
-@op("Sqrt", shape=same_shape_rule, dtype=same_dtype(FLOATS))
 @np.errstate(invalid="ignore")
 def sqrt_kernel(x: np.ndarray) -> np.ndarray:
-    """√x, elementwise (nan below 0)."""
     return np.sqrt(x)
 
 
+@op("Sqrt", sqrt_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def sqrt(x: Any, name: str | None = None) -> Tensor:
-    """√x, elementwise."""
+    """√x, elementwise (nan below 0)."""
     return _unary("Sqrt", x, name)
 
 
-@op("Exp", shape=same_shape_rule, dtype=same_dtype(FLOATS))
 @np.errstate(over="ignore")
 def exp_kernel(x: np.ndarray) -> np.ndarray:
-    """eˣ, elementwise (inf on overflow)."""
     return np.exp(x)
 
 
+@op("Exp", exp_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def exp(x: Any, name: str | None = None) -> Tensor:
-    """eˣ, elementwise."""
+    """eˣ, elementwise (inf on overflow)."""
     return _unary("Exp", x, name)
 
 
-@op("Log", shape=same_shape_rule, dtype=same_dtype(FLOATS))
 @np.errstate(divide="ignore", invalid="ignore")
 def log_kernel(x: np.ndarray) -> np.ndarray:
-    """ln x, elementwise (-inf at 0, nan below 0)."""
     return np.log(x)
 
 
+@op("Log", log_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def log(x: Any, name: str | None = None) -> Tensor:
-    """ln x, elementwise."""
+    """ln x, elementwise (-inf at 0, nan below 0)."""
     return _unary("Log", x, name)
 
 
-register_op(
-    "Tanh", np.tanh, shape=same_shape_rule, dtype=same_dtype(FLOATS), doc="tanh x, elementwise."
-)
-
-
+@op("Tanh", np.tanh, shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def tanh(x: Any, name: str | None = None) -> Tensor:
     """tanh x, elementwise."""
     return _unary("Tanh", x, name)
 
 
-@op("Sigmoid", shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def sigmoid_kernel(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + e⁻ˣ), elementwise; computed as exp(-log(1 + e⁻ˣ)), which never overflows."""
-    return np.exp(-np.logaddexp(0, -x))
+    return np.exp(-np.logaddexp(0, -x))  # exp(-log(1 + e⁻ˣ)), which never overflows
 
 
+@op("Sigmoid", sigmoid_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def sigmoid(x: Any, name: str | None = None) -> Tensor:
     """1 / (1 + e⁻ˣ), elementwise."""
     return _unary("Sigmoid", x, name)
 
 
 # --- casts -----------------------------------------------------------------------------------
-@op("Cast", shape=same_shape_rule, dtype=attr_dtype_rule)
 @np.errstate(invalid="ignore")
 def cast_kernel(x: np.ndarray, dtype: DType) -> np.ndarray:
-    """x converted to ``dtype``: floats to ints truncate toward zero; nonzero is True."""
     return x.astype(dtype.np)
 
 
+@op("Cast", cast_kernel, shape=same_shape_rule, dtype=attr_dtype_rule)
 def cast(x: Any, dtype: DType | str, name: str | None = None) -> Tensor:
-    """x converted to ``dtype`` (the only way to change a tensor's dtype)."""
+    """x converted to ``dtype`` (the only way to change a tensor's dtype): floats to ints
+    truncate toward zero; to bool, nonzero is True."""
     x = convert_to_tensor(x)
     return execute("Cast", (x,), {"dtype": dtypes.as_dtype(dtype)}, name)[0]
 
@@ -446,25 +309,23 @@ def matmul_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """(..., m, k) @ (..., k, n) -> (..., m, n), the leading (batch) dimensions broadcast."""
     a, b = shapes
     if len(a) < 2 or len(b) < 2:
-        raise ShapeError(f"matmul needs tensors of rank >= 2, got shapes {fmt(a)} and {fmt(b)}")
+        raise ShapeError(
+            f"matmul needs tensors of rank >= 2, got shapes {format_shape(a)} and {format_shape(b)}"
+        )
     m, ka = (a[-1], a[-2]) if attrs["transpose_a"] else (a[-2], a[-1])
     kb, n = (b[-1], b[-2]) if attrs["transpose_b"] else (b[-2], b[-1])
     if ka is not None and kb is not None and ka != kb:
         raise ShapeError(
-            f"inner dimensions differ: {fmt(a)} @ {fmt(b)} needs {ka} == {kb}"
+            f"inner dimensions differ: {format_shape(a)} @ {format_shape(b)} needs {ka} == {kb}"
             + (" (after transposes)" if attrs["transpose_a"] or attrs["transpose_b"] else "")
         )
     batch = broadcast(a[:-2], b[:-2])
     return [(*batch, m, n)]
 
 
-@op("MatMul", shape=matmul_shape, dtype=same_dtype(NUMBERS))
 def matmul_kernel(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: bool) -> np.ndarray:
-    """a @ b over the last two axes (optionally transposed first), batched over the rest."""
-    if a.ndim < 2 or b.ndim < 2:  # NumPy would take a vector; TensorFlow refuses
-        raise ShapeError(
-            f"matmul needs tensors of rank >= 2, got shapes {fmt(a.shape)} and {fmt(b.shape)}"
-        )
+    if a.ndim < 2 or b.ndim < 2:  # NumPy would take a vector; TensorFlow refuses (the rule says)
+        matmul_shape([a.shape, b.shape], {"transpose_a": transpose_a, "transpose_b": transpose_b})
     if transpose_a:
         a = a.swapaxes(-1, -2)
     if transpose_b:
@@ -472,10 +333,12 @@ def matmul_kernel(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: 
     return np.matmul(a, b)
 
 
+@op("MatMul", matmul_kernel, shape=matmul_shape, dtype=same_dtype(NUMBERS))
 def matmul(
     a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False, name: str | None = None
 ) -> Tensor:
-    """The matrix product a @ b of two tensors of rank >= 2 (leading axes are a batch)."""
+    """The matrix product a @ b of two tensors of rank >= 2, over their last two axes (each
+    transposed first if asked), batched over the leading axes, which broadcast."""
     a, b = convert_operands(a, b)
     attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
     return execute("MatMul", (a, b), attrs, name)[0]
@@ -495,23 +358,20 @@ def _reduction(op_name: str, x: Any, axis: Axis, keepdims: bool, name: str | Non
     return execute(op_name, (x,), {"axis": axes, "keepdims": bool(keepdims)}, name)[0]
 
 
-@op("Sum", shape=reduce_rule, dtype=same_dtype(NUMBERS))
 def sum_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
-    """Σ x over ``axis`` (None: all axes)."""
     # np.add.reduce is what np.sum calls, without np.sum's Python wrapper (it shows on small x)
     return np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)  # type: ignore[call-overload]
 
 
+@op("Sum", sum_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS))
 def reduce_sum(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
-    """The sum over ``axis`` (an int, a list of ints, or None for all axes)."""
+    """Σ x over ``axis`` (an int, a list of ints, or None for all axes)."""
     return _reduction("Sum", x, axis, keepdims, name)
 
 
-@op("Mean", shape=reduce_rule, dtype=same_dtype(NUMBERS))
 def mean_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
-    """The mean over ``axis``; for integers the quotient truncates toward zero, as in TF."""
     if x.dtype.kind == "f":
         if not x.size:  # NaN, with NumPy's "mean of empty slice" warning
             return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
@@ -522,19 +382,20 @@ def mean_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     return (np.sign(total) * (np.abs(total) // count)).astype(x.dtype)
 
 
+@op("Mean", mean_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS))
 def reduce_mean(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
-    """The mean over ``axis`` (an int, a list of ints, or None for all axes)."""
+    """The mean over ``axis`` (an int, a list of ints, or None for all axes); for integers
+    the quotient truncates toward zero, as in TensorFlow."""
     return _reduction("Mean", x, axis, keepdims, name)
 
 
-@op("Max", shape=reduce_rule, dtype=same_dtype(NUMBERS))
 def max_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
-    """The largest element over ``axis``."""
     return np.max(x, axis=axis, keepdims=keepdims)
 
 
+@op("Max", max_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS))
 def reduce_max(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -542,12 +403,11 @@ def reduce_max(
     return _reduction("Max", x, axis, keepdims, name)
 
 
-@op("Min", shape=reduce_rule, dtype=same_dtype(NUMBERS))
 def min_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
-    """The smallest element over ``axis``."""
     return np.min(x, axis=axis, keepdims=keepdims)
 
 
+@op("Min", min_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS))
 def reduce_min(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -555,16 +415,15 @@ def reduce_min(
     return _reduction("Min", x, axis, keepdims, name)
 
 
-@op("Prod", shape=reduce_rule, dtype=same_dtype(NUMBERS))
 def prod_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
-    """Π x over ``axis``."""
     return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
 
 
+@op("Prod", prod_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS))
 def reduce_prod(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
-    """The product over ``axis`` (an int, a list of ints, or None for all axes)."""
+    """Π x over ``axis`` (an int, a list of ints, or None for all axes)."""
     return _reduction("Prod", x, axis, keepdims, name)
 
 
@@ -583,31 +442,31 @@ def arg_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [attrs["output_type"]]
 
 
-@op("ArgMax", shape=arg_shape, dtype=arg_dtype)
 def argmax_kernel(x: np.ndarray, axis: int, output_type: DType) -> np.ndarray:
-    """The index of the largest element along ``axis`` (the first one on ties)."""
     return np.argmax(x, axis=axis).astype(output_type.np)
 
 
+@op("ArgMax", argmax_kernel, shape=arg_shape, dtype=arg_dtype)
 def argmax(
     x: Any, axis: int = 0, output_type: DType = dtypes.int64, name: str | None = None
 ) -> Tensor:
-    """The index of the largest element along ``axis`` (TensorFlow's default axis is 0)."""
+    """The index of the largest element along ``axis``, the first one on ties (TensorFlow's
+    default axis is 0)."""
     x = convert_to_tensor(x)
     attrs = {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
     return execute("ArgMax", (x,), attrs, name)[0]
 
 
-@op("ArgMin", shape=arg_shape, dtype=arg_dtype)
 def argmin_kernel(x: np.ndarray, axis: int, output_type: DType) -> np.ndarray:
-    """The index of the smallest element along ``axis`` (the first one on ties)."""
     return np.argmin(x, axis=axis).astype(output_type.np)
 
 
+@op("ArgMin", argmin_kernel, shape=arg_shape, dtype=arg_dtype)
 def argmin(
     x: Any, axis: int = 0, output_type: DType = dtypes.int64, name: str | None = None
 ) -> Tensor:
-    """The index of the smallest element along ``axis`` (TensorFlow's default axis is 0)."""
+    """The index of the smallest element along ``axis``, the first one on ties (TensorFlow's
+    default axis is 0)."""
     x = convert_to_tensor(x)
     attrs = {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
     return execute("ArgMin", (x,), attrs, name)[0]

@@ -8,19 +8,24 @@ from typing import Any
 import numpy as np
 
 from eagerflow.tensor.dtypes import FLOATS, INTEGERS, NUMBERS, DType
-from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, OutOfRangeError, ShapeError
+from eagerflow.tensor.errors import (
+    DTypeError,
+    InvalidArgumentError,
+    OutOfRangeError,
+    ShapeError,
+    format_shape,
+)
 from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
-from eagerflow.tensor.rules import fmt, names, normalize_axis, same_dtype, same_shape_rule
+from eagerflow.tensor.rules import compatible, names, normalize_axis, same_dtype, same_shape_rule
 from eagerflow.tensor.tensor import Tensor, convert_to_tensor
 
 
-@op("Relu", shape=same_shape_rule, dtype=same_dtype(NUMBERS))
 def relu_kernel(x: np.ndarray) -> np.ndarray:
-    """max(x, 0), elementwise."""
     return np.maximum(x, 0).astype(x.dtype, copy=False)
 
 
+@op("Relu", relu_kernel, shape=same_shape_rule, dtype=same_dtype(NUMBERS))
 def relu(x: Any, name: str | None = None) -> Tensor:
     """max(x, 0), elementwise."""
     return execute("Relu", (convert_to_tensor(x),), NO_ATTRS, name)[0]
@@ -29,21 +34,21 @@ def relu(x: Any, name: str | None = None) -> Tensor:
 def equal_shapes_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """Two inputs of one shape (no broadcasting); the output has it too."""
     a, b = shapes
-    if len(a) != len(b) or any(x is not None and y is not None and x != y
-                               for x, y in zip(a, b, strict=True)):  # fmt: skip
-        raise ShapeError(f"needs two tensors of the same shape, got {fmt(a)} and {fmt(b)}")
+    if not compatible(a, b):
+        raise ShapeError(
+            f"needs two tensors of the same shape, got {format_shape(a)} and {format_shape(b)}"
+        )
     return [tuple(y if x is None else x for x, y in zip(a, b, strict=True))]
 
 
-@op("ReluGrad", shape=equal_shapes_rule, dtype=same_dtype(NUMBERS))
 def relu_grad_kernel(gradients: np.ndarray, outputs: np.ndarray) -> np.ndarray:
-    """``gradients`` where relu's output is positive, 0 elsewhere (a multiply by the mask:
-    NumPy's ``where`` on an unpredictable mask is several times slower)."""
+    # a multiply by the mask: NumPy's `where` on an unpredictable mask is several times slower
     if gradients.shape != outputs.shape:  # NumPy would broadcast them
         equal_shapes_rule([gradients.shape, outputs.shape], NO_ATTRS)
     return gradients * (outputs > 0)
 
 
+@op("ReluGrad", relu_grad_kernel, shape=equal_shapes_rule, dtype=same_dtype(NUMBERS))
 def relu_grad(gradients: Any, outputs: Any, name: str | None = None) -> Tensor:
     """The gradient of ``relu``: ``gradients`` masked by ``outputs > 0`` (one op, as in TF,
     rather than a compare, a cast and a multiply)."""
@@ -51,34 +56,33 @@ def relu_grad(gradients: Any, outputs: Any, name: str | None = None) -> Tensor:
     return execute("ReluGrad", inputs, NO_ATTRS, name)[0]
 
 
-@op("Softplus", shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def softplus_kernel(x: np.ndarray) -> np.ndarray:
-    """log(1 + eˣ), elementwise, computed as logaddexp(0, x) so large x never overflows."""
+    # logaddexp(0, x), so a large x never overflows
     return np.logaddexp(np.zeros((), x.dtype), x)
 
 
+@op("Softplus", softplus_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def softplus(x: Any, name: str | None = None) -> Tensor:
     """log(1 + eˣ), elementwise: a smooth relu."""
     return execute("Softplus", (convert_to_tensor(x),), NO_ATTRS, name)[0]
 
 
-@op("Elu", shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def elu_kernel(x: np.ndarray) -> np.ndarray:
-    """x where x > 0, eˣ - 1 elsewhere (expm1 of min(x, 0), so a large x never overflows)."""
+    # expm1 of min(x, 0), so a large x never overflows
     return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
 
 
+@op("Elu", elu_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def elu(features: Any, name: str | None = None) -> Tensor:
     """The exponential linear unit: x for x > 0, eˣ - 1 below (smooth at 0, unlike relu)."""
     return execute("Elu", (convert_to_tensor(features),), NO_ATTRS, name)[0]
 
 
-@op("LeakyRelu", shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def leaky_relu_kernel(x: np.ndarray, alpha: float) -> np.ndarray:
-    """x where x > 0, alpha·x elsewhere."""
     return np.where(x > 0, x, x * alpha).astype(x.dtype, copy=False)
 
 
+@op("LeakyRelu", leaky_relu_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
 def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Tensor:
     """x for x > 0, ``alpha``·x below: a relu whose negative side still has a gradient."""
     if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.number):
@@ -93,29 +97,29 @@ def axis_shape_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return same_shape_rule(shapes, attrs)
 
 
-@op("Softmax", shape=axis_shape_rule, dtype=same_dtype(FLOATS))
 def softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
-    """eˣ / Σ eˣ along ``axis``; the max is subtracted first, so eˣ cannot overflow."""
+    # the max is subtracted first, so eˣ cannot overflow
     if x.size == 0:  # nothing to normalize (and no max to subtract)
         return x.copy()
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
+@op("Softmax", softmax_kernel, shape=axis_shape_rule, dtype=same_dtype(FLOATS))
 def softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
-    """Turn ``logits`` into probabilities along ``axis`` (they sum to 1 there)."""
+    """Turn ``logits`` into probabilities along ``axis``: eˣ / Σ eˣ (they sum to 1 there)."""
     return execute("Softmax", (convert_to_tensor(logits),), {"axis": int(axis)}, name)[0]
 
 
-@op("LogSoftmax", shape=axis_shape_rule, dtype=same_dtype(FLOATS))
 def log_softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
-    """x - log Σ eˣ along ``axis``, shifted by the max so it is finite for any finite x."""
+    # x - log Σ eˣ, shifted by the max so it is finite for any finite x
     if x.size == 0:
         return x.copy()
     shifted = x - np.max(x, axis=axis, keepdims=True)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
+@op("LogSoftmax", log_softmax_kernel, shape=axis_shape_rule, dtype=same_dtype(FLOATS))
 def log_softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
     """log(softmax(logits)) along ``axis``, computed without overflow or log(0)."""
     return execute("LogSoftmax", (convert_to_tensor(logits),), {"axis": int(axis)}, name)[0]
@@ -124,16 +128,11 @@ def log_softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
 # --- the fused loss ------------------------------------------------------------------------------
 def _sparse_xent_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     logits, labels = shapes
-    if (
-        len(logits) < 1
-        or len(labels) != len(logits) - 1
-        or any(
-            a is not None and b is not None and a != b
-            for a, b in zip(labels, logits[:-1], strict=True)
+    if not logits or not compatible(labels, logits[:-1]):
+        raise ShapeError(
+            f"labels {format_shape(labels)} must have the shape of logits "
+            f"{format_shape(logits)} without its last axis"
         )
-    ):
-        raise ShapeError(f"labels {fmt(labels)} must have the shape of logits {fmt(logits)} "
-                         "without its last axis")  # fmt: skip
     if logits[-1] == 0:
         raise InvalidArgumentError("logits need at least one class (their last axis is empty)")
     return [tuple(logits[:-1]), tuple(logits)]
@@ -147,16 +146,9 @@ def _sparse_xent_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [logits, logits]
 
 
-@op("SparseSoftmaxCrossEntropyWithLogits", shape=_sparse_xent_shape, dtype=_sparse_xent_dtype,
-    multi_output=True)  # fmt: skip
 def sparse_softmax_cross_entropy_kernel(
     logits: np.ndarray, labels: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """loss = log Σ eᶻ - z[label] per example, and its gradient softmax(z) - onehot(label).
-
-    One pass computes both, as TensorFlow's fused kernel does: the gradient is a by-product
-    of the forward computation (the softmax), so the backward pass only scales it.
-    """
     if labels.shape != logits.shape[:-1]:  # the reshapes below would hide a mismatch
         _sparse_xent_shape([logits.shape, labels.shape], NO_ATTRS)
     depth = logits.shape[-1]
@@ -176,6 +168,8 @@ def sparse_softmax_cross_entropy_kernel(
     return loss.reshape(labels.shape), backprop.reshape(logits.shape)
 
 
+@op("SparseSoftmaxCrossEntropyWithLogits", sparse_softmax_cross_entropy_kernel,
+    shape=_sparse_xent_shape, dtype=_sparse_xent_dtype, multi_output=True)  # fmt: skip
 def sparse_softmax_cross_entropy_with_logits(
     *, labels: Any, logits: Any, name: str | None = None
 ) -> Tensor:
@@ -183,6 +177,9 @@ def sparse_softmax_cross_entropy_with_logits(
 
     ``labels`` are class indices with the shape of ``logits`` minus its last axis; a label
     outside ``[0, classes)`` is an ``OutOfRangeError`` (eagerly, or when a Session runs it).
+    The op's second output is the loss's gradient, softmax(logits) - onehot(label): one
+    pass computes both, as TensorFlow's fused kernel does, so the backward pass only scales
+    it.
     """
     inputs = (convert_to_tensor(logits), convert_to_tensor(labels))
     return execute("SparseSoftmaxCrossEntropyWithLogits", inputs, NO_ATTRS, name)[0]

@@ -48,14 +48,14 @@ def _random_dtype(allowed: frozenset[DType]) -> Any:
     return rule
 
 
-@op("RandomNormal", shape=_attr_shape, dtype=_random_dtype(FLOATS), stateful=True)
 def random_normal_kernel(
     shape: tuple[int, ...], mean: float, stddev: float, dtype: DType
 ) -> np.ndarray:
-    """Samples from the normal distribution N(mean, stddev²)."""
     return _generator.normal(mean, stddev, size=shape).astype(dtype.np)
 
 
+@op("RandomNormal", random_normal_kernel, shape=_attr_shape, dtype=_random_dtype(FLOATS),
+    stateful=True)  # fmt: skip
 def random_normal(
     shape: ShapeLike,
     mean: float = 0.0,
@@ -75,11 +75,9 @@ def random_normal(
     return execute("RandomNormal", (), attrs, name)[0]
 
 
-@op("RandomUniform", shape=_attr_shape, dtype=_random_dtype(NUMBERS), stateful=True)
 def random_uniform_kernel(
     shape: tuple[int, ...], minval: Any, maxval: Any, dtype: DType
 ) -> np.ndarray:
-    """Samples from the uniform distribution on [minval, maxval)."""
     if dtype.is_integer:
         return _generator.integers(minval, maxval, size=shape, dtype=dtype.np)
     out = _generator.uniform(minval, maxval, size=shape).astype(dtype.np)
@@ -88,6 +86,8 @@ def random_uniform_kernel(
     return np.minimum(out, below)
 
 
+@op("RandomUniform", random_uniform_kernel, shape=_attr_shape, dtype=_random_dtype(NUMBERS),
+    stateful=True)  # fmt: skip
 def random_uniform(
     shape: ShapeLike,
     minval: Any = 0,
@@ -113,14 +113,14 @@ def random_uniform(
     return execute("RandomUniform", (), attrs, name)[0]
 
 
-@op("RandomShuffle", shape=same_shape_rule, dtype=same_dtype(ANY), stateful=True)
 def random_shuffle_kernel(x: np.ndarray) -> np.ndarray:
-    """x with its slices along the first axis in a random order."""
     return _generator.permutation(x) if x.ndim else x
 
 
+@op("RandomShuffle", random_shuffle_kernel, shape=same_shape_rule, dtype=same_dtype(ANY),
+    stateful=True)  # fmt: skip
 def random_shuffle(value: Any, name: str | None = None) -> Tensor:
-    """``value`` shuffled along its first axis."""
+    """``value`` with its slices along the first axis in a random order."""
     return execute("RandomShuffle", (convert_to_tensor(value),), NO_ATTRS, name)[0]
 
 

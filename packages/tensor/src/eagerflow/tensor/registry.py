@@ -10,14 +10,20 @@ run:
 
 The eager context calls the kernel; the graph package calls the two rules to build a
 symbolic tensor and later the kernel inside a Session; the autodiff package looks gradient
-rules up by the same ``name``. Ops are registered with the ``op`` decorator on their kernel.
+rules up by the same ``name``.
+
+An op is registered by the ``op`` decorator on its public function, which names the kernel
+and the rules: ``@op("MatMul", matmul_kernel, shape=matmul_shape, dtype=...)`` above
+``def matmul``. The function's docstring is the row's ``doc``: what an op does is written
+once, where ``help(ef.matmul)`` finds it.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import UnknownOpError
@@ -27,6 +33,7 @@ Attrs = Mapping[str, Any]
 Kernel = Callable[..., Any]
 ShapeRule = Callable[[Sequence[Shape], Attrs], Sequence[Shape]]
 DTypeRule = Callable[[Sequence[DType], Attrs], Sequence[DType]]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,26 +73,39 @@ def register_op(
     """Add op ``name`` to the registry. ``doc`` defaults to the kernel's docstring."""
     if name in OPS:
         raise ValueError(f"op {name!r} is already registered")
-    text = (kernel.__doc__ or "").strip() if doc is None else doc
+    text = inspect.cleandoc(kernel.__doc__ or "") if doc is None else doc
     OPS[name] = OpDef(name, kernel, shape, dtype, text, multi_output, stateful)
     return OPS[name]
 
 
 def op(
     name: str,
+    kernel: Kernel | None = None,
     *,
     shape: ShapeRule,
     dtype: DTypeRule,
     multi_output: bool = False,
     stateful: bool = False,
-) -> Callable[[Kernel], Kernel]:
-    """Decorator form of ``register_op``: the decorated NumPy function is the kernel."""
+) -> Callable[[F], F]:
+    """Decorator form of ``register_op``, on the op's public function: ``kernel`` computes
+    the op, and the function's docstring becomes the op's ``doc`` (so the kernel has none of
+    its own). The function is returned unchanged.
 
-    def register(kernel: Kernel) -> Kernel:
+    An op that no public function stands for (a graph's ``NoOp``, a variable's
+    ``AssignVariableOp``) decorates its kernel instead, leaving ``kernel`` out.
+    """
+
+    def register(function: F) -> F:
         register_op(
-            name, kernel, shape=shape, dtype=dtype, multi_output=multi_output, stateful=stateful
+            name,
+            function if kernel is None else kernel,
+            shape=shape,
+            dtype=dtype,
+            doc=inspect.cleandoc(function.__doc__ or ""),
+            multi_output=multi_output,
+            stateful=stateful,
         )
-        return kernel
+        return function
 
     return register
 

@@ -11,20 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import AxisError, DTypeError, ShapeError
+from eagerflow.tensor.errors import AxisError, DTypeError, ShapeError, format_shape
 from eagerflow.tensor.registry import Attrs, DTypeRule, Shape
 
 
-def fmt(shape: Shape) -> str:
-    """``(2, ?)`` for a shape with an unknown dimension."""
-    inner = ", ".join("?" if d is None else str(d) for d in shape)
-    return f"({inner},)" if len(shape) == 1 else f"({inner})"
-
-
 # --- shapes ---------------------------------------------------------------------------------
-def compatible(a: Shape | None, b: Shape | None) -> bool:
-    """Could one tensor have both shapes? (None, a rank or a dimension not yet known, fits
-    anything.)"""
+def compatible(a: Sequence[int | None] | None, b: Sequence[int | None] | None) -> bool:
+    """Could one tensor have both shapes? Yes when the ranks are equal and each pair of
+    dimensions is equal, where an unknown (None) dimension fits any size and an unknown rank
+    (the shape None) fits any shape: ``(None, 3)`` fits ``(2, 3)`` but not ``(2, 4)`` or
+    ``(3,)``. Every "does this shape fit that one" check in eagerflow asks this function."""
     if a is None or b is None:
         return True
     return len(a) == len(b) and all(
@@ -44,7 +40,9 @@ def broadcast(*shapes: Shape) -> Shape:
         known = dims - {None}
         if len(known) > 1:
             raise ShapeError(
-                "shapes " + " and ".join(fmt(s) for s in shapes) + " cannot be broadcast together"
+                "shapes "
+                + " and ".join(format_shape(s) for s in shapes)
+                + " cannot be broadcast together"
             )
         out.append(known.pop() if known else (None if None in dims else 1))
     return tuple(out)
@@ -125,7 +123,6 @@ __all__ = [
     "broadcast",
     "broadcast_rule",
     "compatible",
-    "fmt",
     "names",
     "normalize_axis",
     "reduce_rule",

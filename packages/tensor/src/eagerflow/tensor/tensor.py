@@ -22,7 +22,7 @@ import numpy as np
 
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError, describe
+from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError, describe, format_shape
 
 _INT32 = np.iinfo(np.int32)
 
@@ -58,7 +58,7 @@ class TensorShape(tuple[int | None, ...]):
         return f"TensorShape({list(self)})"
 
     def __str__(self) -> str:
-        return tuple.__repr__(self)
+        return format_shape(None if self.rank is None else self)
 
 
 class _UnknownRank(TensorShape):
@@ -88,9 +88,6 @@ class _UnknownRank(TensorShape):
 
     def __repr__(self) -> str:
         return "TensorShape(None)"
-
-    def __str__(self) -> str:
-        return "<unknown>"
 
 
 class Tensor:
@@ -150,7 +147,7 @@ class Tensor:
         body = str(self._value)
         if "\n" in body:
             body = "\n" + body
-        return f"Tensor({body}, shape={self.shape}, dtype={self._dtype.name})"
+        return f"Tensor({body}, shape={format_shape(self.shape)}, dtype={self._dtype.name})"
 
     # --- Python protocols on one-element and first-axis views ---------------------------
     def __len__(self) -> int:
