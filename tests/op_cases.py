@@ -260,5 +260,5 @@ ELSEWHERE = {
     "CustomGradient": "tests/autodiff/test_tape.py",
     "If": "tests/graph/test_control_flow.py",  # gradients through cond, first and second order
     "PartitionedCall": "tests/graph/test_function.py",  # gradients through @function calls
-    "While": "tests/graph/test_control_flow.py",  # its rule raises a LookupError naming While
+    "While": "tests/graph/test_while_gradients.py",  # first and second order, graph and tape
 }

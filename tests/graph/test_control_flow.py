@@ -167,9 +167,6 @@ def test_errors() -> None:
             cond(x, lambda: 1.0, lambda: 2.0)
         with pytest.raises(ef.ShapeError, match="shape_invariants"):
             while_loop(lambda v: ef.reduce_sum(v) < 9, lambda v: ef.concat([v, v], 0), [ef.ones(1)])
-        _, y = while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * x), [0, x])
-        with pytest.raises(LookupError, match="While"):
-            gradients(y, [x])
 
 
 def _condition_without_return(i: ef.Tensor) -> None:

@@ -8,8 +8,11 @@ one ``If`` (or ``While``) node. A Session runs that node's kernel, which runs on
 branch it needs.
 
 The gradient of ``If`` is another ``If``: each branch's gradient is built inside that branch's
-graph, by the same ``gradients()``. Gradients through ``While`` are not supported (the
-rule raises an error naming the op).
+graph, by the same ``gradients()``. The gradient of ``While`` is two more ``While`` ops: the
+loop run again, keeping each iteration's loop variables on stacks, then a loop over the
+iterations backwards, applying the body's gradient (built inside the body's graph, by the
+same ``gradients()``) to one row of the stacks at a time. ``_while_grad`` says why stacks
+rather than recomputing. Both being While ops, gradients of gradients need nothing more.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, register_gradient
-from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
+from eagerflow.graph.auto_control_deps import READS, add_automatic_control_dependencies
 from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import DTypeError, ShapeError, format_shape
+from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
 from eagerflow.tensor.execution import execute, executing_eagerly
 from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
@@ -226,14 +229,6 @@ def _gradient_branch(
     return Subgraph(graph, [*inputs, *seeds], d_inputs)  # type: ignore[arg-type]
 
 
-@register_gradient("While")
-def _while_grad(op: OpRecord, *grads: Tensor) -> tuple[Tensor | None, ...]:
-    raise LookupError(
-        "gradients through while_loop (op 'While') are not supported in eagerflow: "
-        "differentiate the loop eagerly with a GradientTape, or unroll it"
-    )
-
-
 # --- while_loop ------------------------------------------------------------------------------
 def _check_condition(dtypes: Sequence[DType | None]) -> None:
     """The loop condition returns one bool (None: a Python value, as eager mode allows)."""
@@ -264,28 +259,98 @@ def _check_body(starts: Sequence[DType | None], ends: Sequence[DType | None]) ->
             raise DTypeError(f"loop variable {i} starts as {start} but the body returns {end}")
 
 
-def _while_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    _check_scalar(attrs["cond"].outputs[0].shape, "the loop condition")
-    return [t.shape for t in attrs["body"].outputs]
+def _while_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape | None]:
+    if attrs["cond"] is not None:
+        _check_scalar(attrs["cond"].outputs[0].shape, "the loop condition")
+    carried, emitted = _split_outputs(attrs)
+    stacked = [None if t.shape is None else (None, *t.shape) for t in emitted]
+    return [*(t.shape for t in carried), *stacked]
 
 
 def _while_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    _check_condition([t.dtype for t in attrs["cond"].outputs])
+    if attrs["cond"] is not None:
+        _check_condition([t.dtype for t in attrs["cond"].outputs])
+    elif not attrs["num_sequences"]:
+        raise InvalidArgumentError("a While without a condition needs sequences to run over")
     starts = dts[: attrs["num_vars"]]
-    _check_body(starts, [t.dtype for t in attrs["body"].outputs])
-    return list(starts)
+    carried, emitted = _split_outputs(attrs)
+    _check_body(starts, [t.dtype for t in carried])
+    return [*starts, *(t.dtype for t in emitted)]
+
+
+def _split_outputs(attrs: Attrs) -> tuple[list[SymbolicTensor], list[SymbolicTensor]]:
+    """The body's outputs: the loop variables' next values, then the emitted ones."""
+    outputs = attrs["body"].outputs
+    end = len(outputs) - attrs["num_emitted"]
+    return outputs[:end], outputs[end:]
 
 
 def while_kernel(
-    *inputs: np.ndarray, cond: Subgraph, body: Subgraph, num_vars: int
+    *inputs: np.ndarray,
+    cond: Subgraph | None,
+    body: Subgraph,
+    num_vars: int,
+    num_sequences: int,
+    num_emitted: int,
+    reverse: bool,
 ) -> tuple[Any, ...]:
-    values, captured = list(inputs[:num_vars]), list(inputs[num_vars:])
-    while bool(cond.call([*values, *captured])[0]):
-        values = body.call([*values, *captured])
-    return tuple(values)
+    """Run ``body`` on the loop variables while ``cond`` is true; returns their final values.
+
+    The inputs are the loop variables, then ``num_sequences`` *sequences*, then the captured
+    tensors. The body reads one row of each sequence per iteration; a loop without a
+    ``cond`` runs once per row (the last row first if ``reverse``). The body's outputs after
+    the loop variables are *emitted*: each is returned too, stacked over the iterations in
+    row order. ``while_loop`` uses neither; the While gradient uses both (see ``_while_grad``).
+    """
+    values = list(inputs[:num_vars])
+    sequences = inputs[num_vars : num_vars + num_sequences]
+    captured = list(inputs[num_vars + num_sequences :])
+    emitted: list[list[Any]] = [[] for _ in range(num_emitted)]
+
+    def run_body(rows: list[Any]) -> None:
+        nonlocal values
+        results = body.call([*values, *rows, *captured])
+        values = results[:num_vars]
+        for stack, result in zip(emitted, results[num_vars:], strict=True):
+            stack.append(result)
+
+    if cond is None:
+        rows = _row_count(sequences)
+        for k in reversed(range(rows)) if reverse else range(rows):
+            run_body([s[k] for s in sequences])
+        if reverse:  # row k's outputs go to row k
+            for stack in emitted:
+                stack.reverse()
+    else:
+        while bool(cond.call([*values, *captured])[0]):
+            run_body([])
+    like = body.outputs[num_vars:]
+    return (*values, *(_stack(e, t) for e, t in zip(emitted, like, strict=True)))
 
 
-@op("While", while_kernel, shape=_while_shape, dtype=_while_dtype, multi_output=True,
+def _row_count(sequences: Sequence[np.ndarray]) -> int:
+    """How many iterations a loop over ``sequences`` runs: their common length."""
+    counts = {len(s) for s in sequences}
+    if len(counts) != 1:
+        raise InvalidArgumentError(f"the sequences of a While must have one length, got {counts}")
+    return counts.pop()
+
+
+def _stack(values: list[Any], like: SymbolicTensor) -> np.ndarray:
+    """One emitted output's values, stacked along a new axis 0 (``like``: its tensor)."""
+    if not values:  # no iteration: an empty stack (unknown dimensions taken as 0)
+        shape = () if like.shape is None else tuple(d or 0 for d in like.shape)
+        return np.zeros((0, *shape), like.dtype.np)
+    shapes = {np.shape(v) for v in values}
+    if len(shapes) > 1:
+        raise ShapeError(
+            f"a While emitted values of different shapes {sorted(shapes)}: the gradient of a "
+            "loop keeps each iteration's loop variables stacked, so they must keep one shape"
+        )
+    return np.stack(values)
+
+
+@op("While", while_kernel, shape=_while_shape, dtype=_while_dtype, multi_output=True,  # type: ignore[arg-type]  # unknown ranks
     stateful=True)  # fmt: skip
 def while_loop(
     cond: Callable[..., Any],
@@ -332,8 +397,23 @@ def while_loop(
         inputs = [*graph.arguments, *(graph.captures.get(t) for t in captured)]
         return Subgraph(graph, inputs, graph.results, graph.effects)
 
-    attrs = {"cond": subgraph(cond_graph), "body": subgraph(body_graph), "num_vars": num_vars}
+    attrs = _loop_attrs(subgraph(cond_graph), subgraph(body_graph), num_vars)
     return list(execute("While", (*start, *captured), attrs, name or "while"))
+
+
+def _loop_attrs(
+    cond: Subgraph | None,
+    body: Subgraph,
+    num_vars: int,
+    num_sequences: int = 0,
+    num_emitted: int = 0,
+    reverse: bool = False,
+) -> Attrs:
+    """The attributes of a While op (see ``while_kernel``)."""
+    return {
+        "cond": cond, "body": body, "num_vars": num_vars, "num_sequences": num_sequences,
+        "num_emitted": num_emitted, "reverse": reverse,
+    }  # fmt: skip
 
 
 def _eager_while(
@@ -357,6 +437,229 @@ def _eager_while(
             values = results
     except (ShapeError, DTypeError) as e:
         raise e.at_op("While", values) from None
+
+
+# --- the While gradient ----------------------------------------------------------------------
+@register_gradient("While", accepts_none=True)
+def _while_grad(op: OpRecord, *grads: Tensor | None) -> tuple[Tensor | None, ...]:
+    """Reverse mode through a loop: run the loop again, keeping each iteration's loop
+    variables on stacks; then run a second loop over the iterations backwards, applying the
+    body's vector-Jacobian product to one row of the stacks at a time.
+
+    For ``v = body(v, c)`` repeated n times from ``v₀``, with the gradient ``ḡ`` of the final
+    ``v``: start from ``a = ḡ``; for k = n-1 down to 0, ``(a, dc) = vjp(body at vₖ, c)(a)``,
+    adding up the ``dc``. Then ``a`` is the gradient of ``v₀``, the sum that of ``c``.
+
+    Both loops are While ops: the first *emits* its loop variables, the second reads them as
+    *sequences* (see ``while_kernel``). The vector-Jacobian product is built by the same
+    ``gradients()``, inside the body's own graph, as ``_if_grad`` does for branches. So the
+    gradient of this gradient is this same rule, applied to those two loops.
+
+    Why stacks: the way without them recomputes each vₖ from v₀ during the backward loop,
+    n²/2 body runs instead of n. For a 1000-step loop of ``tanh(y) + x`` the forward loop
+    takes about 0.01 s, its gradient 0.04 s and the second order 0.08 s; the recomputing
+    alone would take 5 s. Stacks cost memory instead: n copies of each loop variable the
+    backward loop reads (only those: ``_BackwardBody.recorded``).
+
+    Why run the loop again: TensorFlow 2 makes the forward While itself keep the stacks,
+    once a gradient asks for them; here the forward op stays as it was built (under a tape it
+    has even run already), and the gradient runs its loop a second time. That is also why a
+    loop with effects (``assign``, random numbers) is refused: they would happen twice.
+    """
+    num_vars, num_sequences = op.attrs["num_vars"], op.attrs["num_sequences"]
+    _check_rerunnable(op.attrs["cond"], op.attrs["body"])
+    backward = _BackwardBody(op, grads)
+    if backward.subgraph is None:
+        return (None,) * len(op.inputs)  # nothing differentiable flows through this loop
+    sequences = op.inputs[num_vars : num_vars + num_sequences]
+    captured = op.inputs[num_vars + num_sequences :]
+    inputs = (
+        # carried: the loop variables' gradients, the sums of the captured tensors' gradients
+        *(_or_zeros(grads[i], op.outputs[i]) for i in backward.vars),
+        *(ef.zeros_like(captured[i]) for i in backward.captured),
+        # one row per iteration: a tick, the recorded loop variables, the loop's own rows,
+        # the gradients of what it emitted
+        *_history(op, backward.recorded),
+        *sequences,
+        *(grads[num_vars + i] for i in backward.emitted),
+        # the same at every iteration
+        *(captured[i] for i in backward.reads),
+    )
+    attrs = _loop_attrs(
+        cond=None,
+        body=backward.subgraph,
+        num_vars=len(backward.vars) + len(backward.captured),
+        num_sequences=1 + len(backward.recorded) + num_sequences + len(backward.emitted),
+        num_emitted=len(backward.rows),
+        reverse=not op.attrs["reverse"],
+    )
+    outputs = execute("While", inputs, attrs, "while_grad")
+    # each output back to the position of its input in the op
+    result: list[Tensor | None] = [None] * len(op.inputs)
+    positions = [
+        *backward.vars,
+        *(num_vars + num_sequences + i for i in backward.captured),
+        *(num_vars + i for i in backward.rows),
+    ]
+    for position, gradient in zip(positions, outputs, strict=True):
+        result[position] = gradient
+    return tuple(result)
+
+
+def _or_zeros(grad: Tensor | None, like: Tensor) -> Tensor:
+    return ef.zeros_like(like) if grad is None else grad
+
+
+def _history(op: OpRecord, recorded: Sequence[int]) -> list[Tensor]:
+    """The op's loop run again, emitting at each iteration a tick (so the backward loop has
+    one row per iteration, even if nothing else is recorded) and the loop variables at the
+    positions ``recorded``, as the iteration starts. Returns the stacks, ticks first."""
+    body: Subgraph = op.attrs["body"]
+    with body.graph.as_default():
+        tick = ef.constant(False, name="tick")
+    # (the recorded loop variables are the body's input placeholders: fetched as fed)
+    emitted: list[Any] = [tick, *(body.inputs[i] for i in recorded)]
+    recording = Subgraph(body.graph, body.inputs, [*body.outputs, *emitted], body.side_effects)
+    attrs = {**op.attrs, "body": recording, "num_emitted": op.attrs["num_emitted"] + len(emitted)}
+    return list(execute("While", op.inputs, attrs, "while_history")[-len(emitted) :])
+
+
+class _BackwardBody:
+    """One iteration of the backward loop, built in the forward body's graph.
+
+    What takes part, by position among the body's inputs and outputs:
+
+    - ``vars``: the loop variables that need a gradient: the floating ones whose final value
+      has a gradient, and those the body computes them from (again and again, until no new
+      one turns up);
+    - ``emitted``: the emitted outputs whose stacks have a gradient;
+    - ``rows`` and ``captured``: the floating sequences and captured tensors that the op's
+      caller wants gradients for;
+    - ``recorded`` and ``reads``: the loop variables and captured tensors that the
+      vector-Jacobian product reads (only those are stacked, or fed).
+
+    The backward body's inputs are, as a While feeds them: carried, the gradients ``a`` of the
+    ``vars`` and the sums so far of the ``captured`` ones' gradients; one row of each
+    sequence: a tick (unused), the ``recorded`` loop variables, the forward loop's own rows,
+    the gradients of the ``emitted`` rows; then the captured tensors the body ``reads``. It
+    returns the next ``a``, the sums plus this iteration's share, and emits the gradients of
+    the ``rows``. ``subgraph`` is None if nothing differentiable flows through the loop.
+    """
+
+    def __init__(self, op: OpRecord, grads: Sequence[Tensor | None]) -> None:
+        from eagerflow.graph.gradients import gradients
+
+        body: Subgraph = op.attrs["body"]
+        num_vars, num_sequences = op.attrs["num_vars"], op.attrs["num_sequences"]
+        var_inputs = body.inputs[:num_vars]
+        row_inputs = body.inputs[num_vars : num_vars + num_sequences]
+        captured_inputs = body.inputs[num_vars + num_sequences :]
+        next_values, emitted = body.outputs[:num_vars], body.outputs[num_vars:]
+
+        self.emitted = [i for i in _floating(emitted) if grads[num_vars + i] is not None]
+        seeded = [i for i in _floating(next_values) if grads[i] is not None]
+        seeded_emitted = [emitted[i] for i in self.emitted]
+        self.vars = _needing_gradients(var_inputs, next_values, seeded, seeded_emitted)
+        self.rows = [i for i in _floating(row_inputs) if op.needs(num_vars + i)]
+        self.captured = [
+            i for i in _floating(captured_inputs) if op.needs(num_vars + num_sequences + i)
+        ]
+        self.subgraph: Subgraph | None = None
+        self.recorded: list[int] = []
+        self.reads: list[int] = []
+        if not (self.vars or self.emitted):
+            return
+        graph = body.graph
+        with graph.as_default():
+            carried = [graph.input_like(var_inputs[i], "grad") for i in self.vars]
+            totals = [graph.input_like(captured_inputs[i], "total") for i in self.captured]
+            emitted_grads = [graph.input_like(emitted[i], "grad") for i in self.emitted]
+            ys = [*(next_values[i] for i in self.vars), *(emitted[i] for i in self.emitted)]
+            xs = [
+                *(var_inputs[i] for i in self.vars),
+                *(row_inputs[i] for i in self.rows),
+                *(captured_inputs[i] for i in self.captured),
+            ]
+            d = gradients(ys, xs, [*carried, *emitted_grads], unconnected_gradients="zero")
+            d_vars = d[: len(self.vars)]
+            d_rows = d[len(self.vars) : len(self.vars) + len(self.rows)]
+            d_captured = d[len(self.vars) + len(self.rows) :]
+            new_totals = [ef.add(t, g) for t, g in zip(totals, d_captured, strict=True)]
+        outputs = [*d_vars, *new_totals, *d_rows]
+        read = _placeholders_behind(outputs)  # type: ignore[arg-type]
+        self.recorded = [i for i, t in enumerate(var_inputs) if t in read]
+        self.reads = [i for i, t in enumerate(captured_inputs) if t in read]
+        inputs = [
+            *carried,
+            *totals,
+            None,  # the tick
+            *(var_inputs[i] for i in self.recorded),
+            *row_inputs,
+            *emitted_grads,
+            *(captured_inputs[i] for i in self.reads),
+        ]
+        self.subgraph = Subgraph(graph, inputs, outputs)  # type: ignore[arg-type]
+
+
+def _floating(tensors: Sequence[SymbolicTensor | None]) -> list[int]:
+    """The positions of the floating-point tensors: the only ones with gradients."""
+    return [i for i, t in enumerate(tensors) if t is not None and t.dtype.is_floating]
+
+
+def _needing_gradients(
+    var_inputs: Sequence[SymbolicTensor | None],
+    next_values: Sequence[SymbolicTensor],
+    seeded: Sequence[int],
+    emitted: Sequence[SymbolicTensor],
+) -> list[int]:
+    """The loop variables whose gradients the backward loop carries: those ``seeded`` (their
+    final value has a gradient), and every floating one the body computes a carried one, or
+    a seeded ``emitted`` output, from."""
+    floating = _floating(var_inputs)
+    needed = set(seeded)
+    new = list(seeded)
+    behind = _placeholders_behind([*(next_values[i] for i in new), *emitted])
+    while True:
+        new = [i for i in floating if i not in needed and var_inputs[i] in behind]
+        if not new:
+            return sorted(needed)
+        needed.update(new)
+        behind = _placeholders_behind([next_values[i] for i in new])
+
+
+def _placeholders_behind(tensors: Sequence[SymbolicTensor]) -> set[SymbolicTensor]:
+    """The placeholders that ``tensors`` are computed from (through data edges)."""
+    found: set[SymbolicTensor] = set()
+    seen: set[Operation] = set()
+    stack = [t.op for t in tensors]
+    while stack:
+        operation = stack.pop()
+        if operation in seen:
+            continue
+        seen.add(operation)
+        if operation.type == "Placeholder":
+            found.update(operation.outputs)
+        stack.extend(t.op for t in operation.inputs)
+    return found
+
+
+def _check_rerunnable(*subgraphs: Subgraph | None) -> None:
+    """Refuse a loop whose condition or body has an effect: the gradient runs them again.
+    Reads are fine, and so are ops that run subgraphs (If, While, calls) without effects."""
+    for subgraph in subgraphs:
+        if subgraph is None:
+            continue
+        for operation in subgraph.graph.get_operations():
+            if not operation.op_def.stateful or operation.type in READS:
+                continue
+            inner = [a for a in operation.attrs.values() if isinstance(a, Subgraph)]
+            if not inner:
+                raise InvalidArgumentError(
+                    f"cannot differentiate a while_loop whose body or condition has an effect "
+                    f"({operation.type} '{operation.name}'): the gradient runs the loop again, "
+                    "so the effect would happen twice; move it out of the loop"
+                )
+            _check_rerunnable(*inner)
 
 
 class _Spec:
