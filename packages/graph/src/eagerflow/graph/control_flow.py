@@ -294,14 +294,12 @@ def while_kernel(
     num_emitted: int,
     reverse: bool,
 ) -> tuple[Any, ...]:
-    """Run ``body`` on the loop variables while ``cond`` is true; returns their final values.
-
-    The inputs are the loop variables, then ``num_sequences`` *sequences*, then the captured
-    tensors. The body reads one row of each sequence per iteration; a loop without a
-    ``cond`` runs once per row (the last row first if ``reverse``). The body's outputs after
-    the loop variables are *emitted*: each is returned too, stacked over the iterations in
-    row order. ``while_loop`` uses neither; the While gradient uses both (see ``_while_grad``).
-    """
+    # Runs `body` on the loop variables while `cond` is true; returns their final values.
+    # The inputs are the loop variables, then `num_sequences` *sequences*, then the captured
+    # tensors. The body reads one row of each sequence per iteration; a loop without a
+    # `cond` runs once per row (the last row first if `reverse`). The body's outputs after
+    # the loop variables are *emitted*: each is returned too, stacked over the iterations in
+    # row order. `while_loop` uses neither; the While gradient uses both (see `_while_grad`).
     values = list(inputs[:num_vars])
     sequences = inputs[num_vars : num_vars + num_sequences]
     captured = list(inputs[num_vars + num_sequences :])
