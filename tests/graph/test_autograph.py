@@ -320,6 +320,27 @@ def test_a_loop_variable_read_before_any_value_is_an_error_naming_it() -> None:
         function(reads_before_assigning)(ef.constant(3))
 
 
+def one_branch_in_a_loop(n):
+    total = 0
+    for i in ef.range(n):
+        if i > 2:
+            last = i
+        total += last
+    return total
+
+
+def test_a_one_branch_variable_in_a_loop_names_the_users_function() -> None:
+    # eagerly, the first iteration fails (no `last` yet); a graph must say so while tracing
+    message = (
+        r"'last' is assigned in the if branch of the if on a tensor in "
+        r"one_branch_in_a_loop \(test_autograph.py:\d+\)"  # the user's function, not loop_body
+    )
+    with pytest.raises(UndefinedVariableError, match=message):
+        function(one_branch_in_a_loop)(ef.constant(5))
+    with pytest.raises(UnboundLocalError):
+        one_branch_in_a_loop(ef.constant(5))
+
+
 def changes_dtype(n):
     x = ef.constant(0)
     for _ in ef.range(n):
@@ -387,6 +408,23 @@ def test_framework_functions_and_builtins_are_not_converted() -> None:
     assert autograph.maybe_convert(np.mean) is np.mean
     converted = autograph.maybe_convert(sign)
     assert converted is not sign and converted.__name__ == "sign"
+
+
+@autograph.do_not_convert
+def kept_as_written(x):
+    if x > 0:
+        x = -x
+    return x
+
+
+def test_do_not_convert_keeps_a_function_as_written() -> None:
+    assert autograph.maybe_convert(kept_as_written) is kept_as_written
+
+    def caller(x):
+        return kept_as_written(x)
+
+    with pytest.raises(TypeError, match="bool"):
+        function(caller)(ef.constant(1.0))  # its if on a tensor is not converted
 
 
 def test_methods_are_converted_with_their_instance() -> None:

@@ -94,15 +94,21 @@ def _is_users(function: types.FunctionType) -> bool:
         return False
     if function.__code__.co_filename.startswith((*_INSTALLED, "<frozen ")):
         return False  # the standard library's, or an installed package's
-    if function.__dict__.get("autograph_do_not_convert") or function.__name__ == "<lambda>":
+    if function.__dict__.get("autograph_do_not_convert"):
         return False
+    if function.__name__ == "<lambda>" or _is_generator(function):
+        return False  # no statements to convert; a generator's run when it is iterated
     return _HELPERS not in function.__code__.co_freevars  # else made by converted code
+
+
+def _is_generator(function: types.FunctionType) -> bool:
+    return inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function)
 
 
 def maybe_convert(function: Any) -> Callable[..., Any]:
     """``function`` converted if it is the user's (see the module docs), else itself. One
-    that cannot be converted (no source, a generator) runs as written, with a warning;
-    a lambda silently (it holds no statement to convert)."""
+    that cannot be converted (no source) runs as written, with a warning; a lambda or a
+    generator silently."""
     return _target_of(function)
 
 
@@ -225,7 +231,7 @@ def _parse(function: types.FunctionType) -> ast.FunctionDef:
     """``function``'s definition as an AST with the positions of its source file."""
     if function.__name__ == "<lambda>":
         raise AutoGraphError("lambdas are not converted (their source is part of a line)")
-    if inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function):
+    if _is_generator(function):
         raise AutoGraphError("generators and coroutines are not converted")
     try:  # of the code object: a decorated function's source would be its wrapped one's
         source = inspect.getsource(function.__code__)

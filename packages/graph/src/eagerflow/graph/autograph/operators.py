@@ -24,9 +24,9 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -48,9 +48,10 @@ class UndefinedVariableError(EagerflowError, UnboundLocalError):
     """A variable used while it has no value: Python's ``UnboundLocalError``, found while
     tracing (also for a path Python would not have taken, since a graph has both)."""
 
-    def __init__(self, message: str, variable: str) -> None:
+    def __init__(self, message: str, variable: str, read: bool = False) -> None:
         super().__init__(message)
         self.variable = variable
+        self.read = read  # raised by reading the variable (not by a check of the helpers)
 
 
 # --- values that stand for "no value yet" ------------------------------------------------------
@@ -69,7 +70,7 @@ class Undefined:
 
     def _used(self, *args: Any, **kwargs: Any) -> Any:
         raise UndefinedVariableError(
-            f"local variable '{self.name}' is used before it has a value", self.name
+            f"local variable '{self.name}' is used before it has a value", self.name, read=True
         )
 
     def __getattr__(self, attribute: str) -> Any:
@@ -119,7 +120,24 @@ def _caller() -> Where:
         frame = frame.f_back if frame else None
     if frame is None:  # pragma: no cover - Pythons without frames
         return Where("?", "?", 0)
-    return Where(frame.f_code.co_name, frame.f_code.co_filename, frame.f_lineno)
+    code = frame.f_code
+    return Where(_users_function(code.co_qualname), code.co_filename, frame.f_lineno)
+
+
+_GENERATED = re.compile(r"(if_body|else_body|loop_body)(_\d+)?")
+
+
+def _users_function(qualname: str) -> str:
+    """The user's function in a converted frame's qualified name: without the converter's
+    factory around it and the block functions inside it.
+    ``autograph_factory.<locals>.autograph_make.<locals>.Model.apply.<locals>.if_body``
+    is ``Model.apply``."""
+    parts = qualname.split(".<locals>.")
+    while len(parts) > 1 and _GENERATED.fullmatch(parts[-1]):
+        parts.pop()
+    while parts and parts[0] in ("autograph_factory", "autograph_make"):
+        parts.pop(0)
+    return ".<locals>.".join(parts) or qualname
 
 
 def _no_state() -> State:
@@ -163,10 +181,7 @@ def _same_python_value(a: Any, b: Any) -> bool:
     return type(a) is type(b) and isinstance(a, simple) and bool(a == b)
 
 
-# --- staging: one iteration traced for the types of its variables -----------------------------
-_staging: ContextVar[bool] = ContextVar("autograph_staging", default=False)
-
-
+# --- a graph to try things in ---------------------------------------------------------------------
 class _ScratchGraph(FunctionGraph):
     """A graph to trace code into and throw away. A tensor of any enclosing graph becomes a
     placeholder here, and the enclosing graphs never hear of it (a real branch graph would
@@ -210,10 +225,7 @@ def if_stmt(
     if isinstance(condition, SymbolicTensor):
         where = _caller()
         orelse = orelse or _nothing
-        if _staging.get():
-            _staged_if(body, orelse, get_state, set_state, nouts)
-        else:
-            _graph_if(condition, body, orelse, get_state, set_state, names[:nouts], where)
+        _graph_if(condition, body, orelse, get_state, set_state, names[:nouts], where)
     elif condition:
         body()
     elif orelse is not None:
@@ -345,25 +357,6 @@ class _IfOutputs:
         return tensor
 
 
-def _staged_if(
-    body: Callable[[], None],
-    orelse: Callable[[], None],
-    get_state: Callable[[], State],
-    set_state: Callable[[State], None],
-    nouts: int,
-) -> None:
-    """While staging a loop iteration (see ``_LoopVariables``), only the kinds of values
-    matter: run both branches in line, and keep for each variable a value either gave it."""
-    before = tuple(get_state())
-    body()
-    first = tuple(get_state())
-    set_state(before)
-    orelse()
-    other = tuple(get_state())
-    merged = [b if _no_value(a) else a for a, b in zip(first[:nouts], other[:nouts], strict=True)]
-    set_state([*merged, *before[nouts:]])
-
-
 def if_exp(condition: Any, body: Callable[[], Any], orelse: Callable[[], Any]) -> Any:
     """``body() if condition else orelse()``: a ``cond`` for a symbolic tensor condition."""
     if isinstance(condition, SymbolicTensor):
@@ -411,8 +404,6 @@ def while_stmt(
     first = _try(test)
     if not isinstance(first, SymbolicTensor):
         _python_while(first, test, body, where)
-    elif _staging.get():
-        body()  # one iteration is all staging needs
     else:
         variables = _LoopVariables(get_state, set_state, names, where, body)
 
@@ -457,12 +448,9 @@ def for_stmt(
     items (over the numbers themselves, for a ``range``); anything else is a Python loop."""
     where = _caller()
     if not isinstance(iterated, SymbolicTensor):
-        _python_for(iterated, extra_test, body, get_state, set_state, names)
+        _python_for(iterated, extra_test, body, get_state, set_state, names, where)
         return
     items = _Items(iterated, where)
-    if _staging.get():
-        body(items.sample())
-        return
     variables = _LoopVariables(get_state, set_state, names, where, lambda: body(items.sample()))
 
     def condition(index: Tensor, *values: Tensor) -> Any:
@@ -488,6 +476,7 @@ def _python_for(
     get_state: Callable[[], State],
     set_state: Callable[[State], None],
     names: Sequence[str],
+    where: Where,
 ) -> None:
     """Python's ``for``. If the extra test becomes a tensor (a ``return`` or ``break`` under
     an ``if`` on a tensor), each later iteration runs under an ``if`` on it."""
@@ -501,8 +490,8 @@ def _python_for(
         except StopIteration:
             return
         if isinstance(go_on, SymbolicTensor):
-            if_stmt(go_on, functools.partial(body, item), None, get_state, set_state, names,
-                    len(names))  # fmt: skip
+            iteration = functools.partial(body, item)
+            _graph_if(go_on, iteration, _nothing, get_state, set_state, names, where)
         else:
             body(item)
 
@@ -615,13 +604,17 @@ class _LoopVariables:
                 )
 
     def _stage(self, one_iteration: Callable[[], None]) -> list[Any]:
-        token = _staging.set(True)
+        """Trace one iteration into a scratch graph, from the values before the loop (with
+        the same helpers: an ``if`` in there is a ``cond`` in the scratch graph); the kinds
+        of values it leaves, a tensor's as a ``_Spec``."""
         try:
             with _scratch():
                 self.set_state(self.before)
                 one_iteration()
                 return [_spec(v) for v in self.get_state()]
         except UndefinedVariableError as e:
+            if not (e.read and e.variable in self.names):
+                raise
             raise UndefinedVariableError(
                 f"'{e.variable}' is read in the loop on a tensor in {self.where} before it "
                 "has a value: a graph loop needs a value for each variable it changes (give "
@@ -629,7 +622,6 @@ class _LoopVariables:
                 e.variable,
             ) from e
         finally:
-            _staging.reset(token)
             self.set_state(self.before)
 
     def _start_as_zeros(self, like: _Spec) -> None:
