@@ -3,6 +3,7 @@ what its kernel actually produces (also when some input dimensions are unknown).
 
 from __future__ import annotations
 
+import io
 import itertools
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 import eagerflow.tensor as ef
 from eagerflow.tensor.execution import execute
+from eagerflow.tensor.logging_ops import TENSOR_SLOT
 from eagerflow.tensor.registry import OPS, OpDef
 
 rng = np.random.default_rng(0)
@@ -86,7 +88,10 @@ EXAMPLES: dict[str, list[tuple[tuple[ef.Tensor, ...], dict[str, Any]]]] = {
     "Fill": [((), {"shape": (2, 0, 3), "value": 1.5, "dtype": ef.float64})],
     "ZerosLike": [((i32(2, 3),), {})],
     "OnesLike": [((b(4),), {})],
-    "Range": [((), {"start": 1, "limit": 10, "delta": 3, "dtype": ef.int32})],
+    "Range": [
+        ((), {"start": 1, "limit": 10, "delta": 3, "dtype": ef.int32}),
+        ((ef.constant(9.0), ef.constant(1.0), ef.constant(-2.5)), {"dtype": ef.float32}),
+    ],
     "LinSpace": [((), {"start": -1.0, "stop": 1.0, "num": 5, "dtype": ef.float16})],
     "Identity": [((f32(2),), {})],
     "StopGradient": [((f32(2, 1),), {})],
@@ -136,11 +141,28 @@ EXAMPLES: dict[str, list[tuple[tuple[ef.Tensor, ...], dict[str, Any]]]] = {
     "RandomNormal": [((), {"shape": (2, 3), "mean": 0.0, "stddev": 1.0, "dtype": ef.float64})],
     "RandomUniform": [((), {"shape": (4,), "minval": 0, "maxval": 5, "dtype": ef.int32})],
     "RandomShuffle": [((f32(5, 2),), {})],
+    "PrintV2": [
+        (
+            (f32(2, 3), i32()),
+            {
+                "template": ["x:", TENSOR_SLOT, {"n": TENSOR_SLOT}],
+                "output_stream": io.StringIO(),
+                "summarize": 3,
+                "sep": " ",
+                "end": "\n",
+            },
+        )
+    ],
 }
 
 
 # Ops whose output shape depends on the input's values, not only on its shape.
 DATA_DEPENDENT = {"Where"}
+
+
+def data_dependent(name: str, inputs: tuple[ef.Tensor, ...]) -> bool:
+    """Where, and Range given its bounds as tensors (as attributes, its length is known)."""
+    return name in DATA_DEPENDENT or (name == "Range" and bool(inputs))
 
 
 def test_every_registered_op_has_examples() -> None:
@@ -175,7 +197,7 @@ def test_rules_agree_with_kernel(name: str, inputs: tuple[ef.Tensor, ...], attrs
     known = [tuple(None if d is None else n for d, n in zip(s, t.shape, strict=True))
              for s, t in zip(shapes, outputs, strict=True)]  # fmt: skip
     assert [tuple(s) for s in shapes] == known
-    assert None not in itertools.chain(*shapes) or name in DATA_DEPENDENT
+    assert None not in itertools.chain(*shapes) or data_dependent(name, inputs)
     assert list(dts) == [t.dtype for t in outputs]
     for t in outputs:  # the wrapped array really has the dtype the tensor claims
         assert np.asarray(t).dtype == t.dtype.np

@@ -140,7 +140,7 @@ def _where_grad(op: OpRecord, grad: Tensor) -> Grads:
 
 not_differentiable(
     "Const", "Fill", "Size", "ZerosLike", "OnesLike", "Range", "OneHot", "StopGradient", "Where",
-    "RandomNormal", "RandomUniform", "RandomShuffle", "LinSpace",
+    "RandomNormal", "RandomUniform", "RandomShuffle", "LinSpace", "PrintV2",
 )  # fmt: skip
 
 

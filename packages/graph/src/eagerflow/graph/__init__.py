@@ -7,13 +7,16 @@ Read it in this order:
 3. ``session.py``   ``Session``: compiles fetches and feeds into a plan of kernel calls;
 4. ``gradients.py`` ``gradients()``: the autodiff package's rules, adding graph nodes;
 5. ``control_flow.py`` ``cond``/``while_loop``; ``function.py`` ``@function`` tracing;
-6. ``draw.py``      pictures (``to_mermaid``/``to_dot``).
+6. ``autograph/``   Python ``if``/``while``/``for`` on tensors turned into ``cond``/``while_loop``
+   before ``@function`` traces (its ``__init__`` says where to start);
+7. ``draw.py``      pictures (``to_mermaid``/``to_dot``).
 """
 
 from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-graph")  # from the repository's VERSION file
 
+from eagerflow.graph import autograph
 from eagerflow.graph.control_flow import cond, while_loop
 from eagerflow.graph.function import ConcreteFunction, Function, function
 from eagerflow.graph.gradients import gradients
@@ -44,6 +47,7 @@ __all__ = [
     "Operation",
     "Session",
     "SymbolicTensor",
+    "autograph",
     "cond",
     "control_dependencies",
     "function",

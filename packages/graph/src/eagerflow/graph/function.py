@@ -11,6 +11,11 @@ built by ``gradients()`` from the same graph.
 
 Stateful ops keep eager meaning: a variable is read where the Python code read it, every
 ``assign`` runs, and they run in the order the code ran them (``auto_control_deps``).
+
+Before the first trace, AutoGraph converts the function's source (``autograph/``), so that
+an ``if``, ``while`` or ``for`` on a tensor becomes ``cond`` or ``while_loop`` instead of
+failing on ``bool()`` of a symbolic tensor. ``function(f, autograph=False)`` traces ``f`` as
+it is written.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import functools
 import types
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -186,8 +191,10 @@ class Function:
     that captured ``m``'s variables never runs for another instance.
     """
 
-    def __init__(self, python_function: Callable[..., Any]) -> None:
+    def __init__(self, python_function: Callable[..., Any], autograph: bool = True) -> None:
         self.python_function = python_function
+        self.autograph = autograph
+        self._traced_function: Callable[..., Any] | None = None  # converted, on first trace
         self._cache: dict[Any, ConcreteFunction] = {}
         self.trace_count = 0
         self._owner: type | None = None  # the class, if this is a method
@@ -212,7 +219,7 @@ class Function:
             ) from None
         bound = bound_functions.get(self._attribute)
         if not isinstance(bound, Function):
-            bound = Function(types.MethodType(self.python_function, instance))
+            bound = Function(types.MethodType(self.python_function, instance), self.autograph)
             bound_functions[self._attribute] = bound
         return bound
 
@@ -250,7 +257,7 @@ class Function:
             it = iter(inputs)
             traced = [next(it) if isinstance(x, Tensor) else x for x in leaves]
             args, kwargs = pack_sequence_as(structure, traced)
-            result = self.python_function(*args, **kwargs)
+            result = self._function_to_trace()(*args, **kwargs)
             returned = [] if result is None else flatten(result)
             outputs = [graph._as_graph_tensor(ef.convert_to_tensor(r), OPS["Identity"])
                        for r in returned]  # fmt: skip
@@ -263,15 +270,38 @@ class Function:
         effects = add_automatic_control_dependencies(graph)
         return ConcreteFunction(graph, inputs, outputs, list(graph.variables), effects, result)
 
+    def _function_to_trace(self) -> Callable[..., Any]:
+        """The Python function, converted by AutoGraph unless ``autograph=False`` (one that
+        cannot be converted is traced as written, with an ``AutoGraphWarning``)."""
+        if self._traced_function is None:
+            from eagerflow.graph.autograph import maybe_convert  # it imports this package
+
+            function = self.python_function
+            self._traced_function = maybe_convert(function) if self.autograph else function
+        return self._traced_function
+
     def __repr__(self) -> str:
         name = self.python_function.__name__
         return f"<eagerflow.graph.function {name} ({self.trace_count} traces)>"
 
 
-def function(python_function: Callable[..., Any]) -> Function:
+@overload
+def function(python_function: Callable[..., Any], *, autograph: bool = True) -> Function: ...
+@overload
+def function(
+    python_function: None = None, *, autograph: bool = True
+) -> Callable[[Callable[..., Any]], Function]: ...
+def function(
+    python_function: Callable[..., Any] | None = None, *, autograph: bool = True
+) -> Function | Callable[[Callable[..., Any]], Function]:
     """Decorator: trace ``python_function`` into a graph on the first call for each input
-    signature, and run the cached graph afterwards."""
-    return Function(python_function)
+    signature, and run the cached graph afterwards. With ``autograph`` (the default), its
+    Python control flow on tensors becomes graph control flow first (see ``autograph``).
+
+    ``@function`` and ``@function(autograph=False)`` both work, as in TensorFlow."""
+    if python_function is None:
+        return lambda f: Function(f, autograph)
+    return Function(python_function, autograph)
 
 
 __all__ = ["ConcreteFunction", "Function", "function"]

@@ -6,8 +6,9 @@ Read it in this order:
 2. ``tensor.py``    the ``Tensor`` value and how Python values become tensors;
 3. ``registry.py``  one ``OpDef`` row per op: kernel, shape rule, dtype rule;
 4. ``execution.py`` the seam: ``execute()``, contexts (eager here) and recorders;
-5. ``math_ops.py``, ``array_ops.py``, ``nn_ops.py``, ``random_ops.py``: the ops themselves,
-   each kernel right above the public function that calls ``execute``;
+5. ``math_ops.py``, ``array_ops.py``, ``nn_ops.py``, ``random_ops.py``, ``logging_ops.py``
+   (``print``): the ops themselves, each kernel right above the public function that calls
+   ``execute``;
 6. ``nest.py``      nested structures (TensorFlow's ``tf.nest``), used by every package.
 """
 
@@ -66,6 +67,7 @@ from eagerflow.tensor.errors import (
     UnknownOpError,
 )
 from eagerflow.tensor.execution import execute, executing_eagerly
+from eagerflow.tensor.logging_ops import print
 from eagerflow.tensor.math_ops import (
     abs,
     add,
@@ -120,6 +122,8 @@ from eagerflow.tensor import nn  # isort: skip  (`ef.nn.relu`: TensorFlow's `tf.
 
 # TensorFlow spells it `tf.bool`. Not in __all__, so `import *` never shadows the builtin.
 bool = bool_
+# `ef.print` and `ef.range` are in __all__ (TensorFlow's names), but `from eagerflow.tensor
+# import *` would shadow the builtins `print` and `range`: import the module as `ef` instead.
 
 __all__ = [
     "AxisError",
@@ -189,6 +193,7 @@ __all__ = [
     "ones",
     "ones_like",
     "pow",
+    "print",
     "random_normal",
     "random_shuffle",
     "random_uniform",

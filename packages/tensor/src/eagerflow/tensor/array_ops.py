@@ -167,19 +167,38 @@ def ones_like(x: Any, name: str | None = None) -> Tensor:
 
 
 def range_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """The number of steps from start toward limit: max(0, ceil((limit - start) / delta))."""
+    """The number of steps from start toward limit: max(0, ceil((limit - start) / delta)).
+
+    With tensor bounds (the op's three inputs) the number is known only when the op runs."""
+    if "start" not in attrs:
+        for what, shape in zip(("start", "limit", "delta"), shapes, strict=True):
+            if shape not in ((), None):
+                raise ShapeError(f"range: {what} must be a scalar, got shape {format_shape(shape)}")
+        return [(None,)]
     start, limit, delta = attrs["start"], attrs["limit"], attrs["delta"]
     if delta == 0:
         raise InvalidArgumentError("range: delta must not be 0")
     return [(builtins.max(0, math.ceil((limit - start) / delta)),)]
 
 
-def range_kernel(start: Any, limit: Any, delta: Any, dtype: DType) -> np.ndarray:
-    count = range_shape((), {"start": start, "limit": limit, "delta": delta})[0][0]
-    return (start + delta * np.arange(count)).astype(dtype.np)  # type: ignore[arg-type]
+def range_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
+    """The ``dtype`` attribute, which tensor bounds must already have."""
+    if any(d is not attrs["dtype"] for d in dts):
+        names = ", ".join(str(d) for d in dts)
+        raise DTypeError(f"range: bounds of dtypes {names} for a range of {attrs['dtype']}")
+    return [attrs["dtype"]]
 
 
-@op("Range", range_kernel, shape=range_shape, dtype=attr_dtype_rule)
+def range_kernel(*bounds: np.ndarray, dtype: DType, **static: Any) -> np.ndarray:
+    # the bounds are the op's attributes `start`, `limit`, `delta`, or else its three inputs
+    if bounds:
+        static = dict(zip(("start", "limit", "delta"), (b.item() for b in bounds), strict=True))
+    (count,) = range_shape((), static)[0]
+    assert count is not None  # known once the bounds are
+    return (static["start"] + static["delta"] * np.arange(count)).astype(dtype.np)
+
+
+@op("Range", range_kernel, shape=range_shape, dtype=range_dtype)
 def range(  # TensorFlow's name; shadows the builtin in this module (see `builtins`)
     start: Any,
     limit: Any = None,
@@ -190,20 +209,65 @@ def range(  # TensorFlow's name; shadows the builtin in this module (see `builti
     """Like Python's ``range`` (``range(5)``, ``range(1, 10, 2)``) but a tensor: [start,
     start + delta, ...] up to but excluding ``limit``; floats allowed.
 
-    The dtype defaults to int32 for int arguments and float32 otherwise.
+    The dtype defaults to int32 for int arguments and float32 otherwise (with tensor
+    arguments: the widest of their dtypes, as in TensorFlow; the others are cast to it).
+
+    Numbers (and eager tensors, whose values are known) become attributes of the op, so a
+    graph knows the range's length. A symbolic tensor bound, as in ``range(1, n + 1)``
+    inside a traced function, makes the bounds the op's inputs: the length is then known
+    only when the graph runs.
     """
     if limit is None:
         start, limit = 0, start
-    values = [to_array(v).item() for v in (start, limit, delta)]
+    bounds = (start, limit, delta)
+    if builtins.all(_value_known(b) for b in bounds):
+        return _static_range(bounds, dtype, name)
+    tensors = [b for b in bounds if isinstance(b, Tensor)]
     if dtype is None:
-        if all(isinstance(v, int) for v in values):
-            fits = all(-(2**31) <= v < 2**31 for v in values)
+        floats = builtins.any(isinstance(b, float) for b in bounds)
+        dtype = _widest([t.dtype for t in tensors] + ([dtypes.float32] if floats else []))
+    dtype = dtypes.as_dtype(dtype)
+    inputs = tuple(_bound_as(b, dtype) for b in bounds)
+    return execute("Range", inputs, {"dtype": dtype}, name)[0]
+
+
+def _value_known(bound: Any) -> bool:
+    """A Python number, or an eager tensor (a symbolic one has no ``_value`` until run)."""
+    return not isinstance(bound, Tensor) or bound._value is not None
+
+
+def _bound_as(bound: Any, dtype: DType) -> Tensor:
+    """A bound as a tensor of the range's dtype (a tensor of another dtype is cast, as
+    TensorFlow's ``range`` does)."""
+    if not isinstance(bound, Tensor):
+        return convert_to_tensor(bound, dtype)
+    if bound.dtype is dtype:
+        return bound
+    return execute("Cast", (bound,), {"dtype": dtype})[0]
+
+
+def _static_range(bounds: tuple[Any, Any, Any], dtype: Any, name: str | None) -> Tensor:
+    values = [to_array(v).item() for v in bounds]
+    if dtype is None:
+        if builtins.all(isinstance(v, int) for v in values):
+            fits = builtins.all(-(2**31) <= v < 2**31 for v in values)
             dtype = dtypes.int32 if fits else dtypes.int64  # as convert_to_tensor does
         else:
             dtype = dtypes.float32
     attrs = dict(zip(("start", "limit", "delta"), values, strict=True))
     attrs["dtype"] = dtypes.as_dtype(dtype)
     return execute("Range", (), attrs, name)[0]
+
+
+_RANGE_DTYPES = (dtypes.int32, dtypes.int64, dtypes.float16, dtypes.float32, dtypes.float64)
+
+
+def _widest(found: list[DType]) -> DType:
+    """TensorFlow's order for ``range``'s inferred dtype: int32 < int64 < float16 < ..."""
+    for d in found:
+        if d not in _RANGE_DTYPES:
+            raise DTypeError(f"range: bounds must be numbers, got a {d} tensor")
+    return builtins.max(found, key=_RANGE_DTYPES.index)
 
 
 def linspace_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:

@@ -1,0 +1,54 @@
+"""``a and b``, ``a or b`` and ``not a`` become ``ag__.and_``, ``ag__.or_`` and ``ag__.not_``.
+
+Python's ``and`` asks ``bool(a)``, which a symbolic tensor cannot answer while the graph is
+built. The helpers answer at run time: Python values keep Python's meaning exactly (``a or
+b`` is ``a`` if ``a`` is true, else ``b``), tensors get logical ops. ``b`` is passed as a
+``lambda`` so that it is evaluated only when Python would evaluate it::
+
+    if x > 0 and y > 0:     ->     if ag__.and_(lambda: x > 0, lambda: y > 0):
+
+(``a and b and c`` nests: ``and_(lambda: a, lambda: and_(lambda: b, lambda: c))``.)
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from eagerflow.graph.autograph import templates
+
+
+class LogicalTransformer(ast.NodeTransformer):
+    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
+        self.generic_visit(node)
+        helper = "ag__.and_" if isinstance(node.op, ast.And) else "ag__.or_"
+        result = node.values[-1]
+        for value in reversed(node.values[:-1]):
+            result = templates.replace_as_expression(
+                f"{helper}(lambda: left, lambda: right)", left=value, right=result
+            )
+        templates.locate([result], node)
+        return result
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Not):
+            return node
+        result = templates.replace_as_expression("ag__.not_(operand)", operand=node.operand)
+        templates.locate([result], node)
+        return result
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        return node
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> Any:
+        return node
+
+
+def transform(node: ast.FunctionDef) -> ast.FunctionDef:
+    """``node`` with ``and``, ``or`` and ``not`` going through the helpers."""
+    node.body = [LogicalTransformer().visit(statement) for statement in node.body]
+    return node
+
+
+__all__ = ["LogicalTransformer", "transform"]
