@@ -6,7 +6,8 @@ Read it in this order:
 2. ``ops.py``       placeholders, groups, variable initializers, name scopes;
 3. ``session.py``   ``Session``: compiles fetches and feeds into a plan of kernel calls;
 4. ``gradients.py`` ``gradients()``: the autodiff package's rules, adding graph nodes;
-5. ``control_flow.py`` ``cond``/``while_loop``; ``function.py`` ``@function`` tracing;
+5. ``control_flow.py`` ``cond``/``while_loop``; ``function.py`` ``@function`` tracing, with
+   ``tensor_spec.py`` (``TensorSpec``) and ``signatures.py`` (when a call reuses a trace);
 6. ``autograph/``   Python ``if``/``while``/``for`` on tensors turned into ``cond``/``while_loop``
    before ``@function`` traces (its ``__init__`` says where to start);
 7. ``draw.py``      pictures (``to_mermaid``/``to_dot``).
@@ -18,7 +19,13 @@ __version__ = _metadata.version("eagerflow-graph")  # from the repository's VERS
 
 from eagerflow.graph import autograph
 from eagerflow.graph.control_flow import cond, while_loop
-from eagerflow.graph.function import ConcreteFunction, Function, function
+from eagerflow.graph.function import (
+    ConcreteFunction,
+    Function,
+    function,
+    functions_run_eagerly,
+    run_functions_eagerly,
+)
 from eagerflow.graph.gradients import gradients
 from eagerflow.graph.graph import (
     Graph,
@@ -39,18 +46,23 @@ from eagerflow.graph.ops import (
     variables_initializer,
 )
 from eagerflow.graph.session import Session, get_default_session
+from eagerflow.graph.signatures import RetracingWarning
+from eagerflow.graph.tensor_spec import TensorSpec
 
 __all__ = [
     "ConcreteFunction",
     "Function",
     "Graph",
     "Operation",
+    "RetracingWarning",
     "Session",
     "SymbolicTensor",
+    "TensorSpec",
     "autograph",
     "cond",
     "control_dependencies",
     "function",
+    "functions_run_eagerly",
     "get_default_graph",
     "get_default_session",
     "global_variables",
@@ -61,6 +73,7 @@ __all__ = [
     "no_op",
     "placeholder",
     "reset_default_graph",
+    "run_functions_eagerly",
     "trainable_variables",
     "variables_initializer",
     "while_loop",

@@ -16,14 +16,24 @@ Before the first trace, AutoGraph converts the function's source (``autograph/``
 an ``if``, ``while`` or ``for`` on a tensor becomes ``cond`` or ``while_loop`` instead of
 failing on ``bool()`` of a symbolic tensor. ``function(f, autograph=False)`` traces ``f`` as
 it is written.
+
+``function(f, input_signature=[TensorSpec((None, 3))])`` fixes the signature instead: ``f``
+is traced once, with ``None`` sizes left open in the graph, and every call is checked
+against the specs (``signatures.py``). A function traced more than 5 times warns
+(``RetracingWarning``), naming the argument that keeps changing. And
+``run_functions_eagerly(True)`` turns all of this off: every ``function`` runs as plain
+Python, for a debugger.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+import os
 import types
+import warnings
 from collections.abc import Callable, Sequence
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 
@@ -32,11 +42,26 @@ from eagerflow.autodiff import OpRecord, Variable, register_gradient
 from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
 from eagerflow.graph.control_flow import FunctionGraph, Subgraph
 from eagerflow.graph.graph import Graph, Operation, SymbolicTensor
+from eagerflow.graph.signatures import (
+    RETRACING_THRESHOLD,
+    RetracingWarning,
+    Signature,
+    argument_signatures,
+    bind_to_signature,
+    check_input_signature,
+    generalizes,
+    retracing_message,
+    signature_of,
+    signature_parameters,
+)
+from eagerflow.graph.tensor_spec import TensorSpec
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
+from eagerflow.tensor.errors import EagerflowError, ShapeError, format_shape
 from eagerflow.tensor.execution import active_recorders, execute, executing_eagerly
 from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import OPS, Attrs, OpDef, Shape, op
+from eagerflow.tensor.rules import compatible
 
 
 class TraceGraph(FunctionGraph):
@@ -96,7 +121,7 @@ class ConcreteFunction(Subgraph):
         return [t for t in self.inputs if t is not None]
 
     def __call__(self, *tensors: Any) -> Any:
-        inputs = [ef.convert_to_tensor(t) for t in tensors]
+        inputs = self._converted(tensors)
         function = self
         if active_recorders() or not executing_eagerly():
             function = self.forward()
@@ -105,6 +130,32 @@ class ConcreteFunction(Subgraph):
         if self.structure is None:
             return None
         return pack_sequence_as(self.structure, outputs[: len(self.outputs)])
+
+    def _converted(self, values: Sequence[Any]) -> list[Tensor]:
+        """The call's values as tensors that fit the graph's inputs: a Python number or
+        NumPy array takes its input's dtype; a wrong count, dtype or shape is an error that
+        names the input (a ``None`` size of the graph fits any)."""
+        arguments = self.arguments
+        if len(values) != len(arguments):
+            names = ", ".join(t.op.name for t in arguments)
+            raise TypeError(
+                f"this concrete function takes {len(arguments)} tensor(s) ({names}), got "
+                f"{len(values)}"
+            )
+        tensors = []
+        for value, graph_input in zip(values, arguments, strict=True):
+            expected = (
+                f"input {graph_input.op.name} was traced for a {graph_input.dtype} tensor of "
+                f"shape {format_shape(graph_input.shape)}"
+            )
+            try:
+                tensor = ef.convert_to_tensor(value, graph_input.dtype)
+            except EagerflowError as e:
+                raise type(e)(f"{expected}: {e}") from None
+            if not compatible(graph_input.shape, tensor.shape):
+                raise ShapeError(f"{expected}, got shape {format_shape(tensor.shape)}")
+            tensors.append(tensor)
+        return tensors
 
     def forward(self) -> ConcreteFunction:
         """This function as a tape needs it: each variable it reads is an extra input (its
@@ -171,32 +222,55 @@ def _call_grad(op: OpRecord, *grads: Tensor) -> tuple[Tensor | None, ...]:
     return execute("PartitionedCall", inputs, {"function": function.gradient_function()})
 
 
-def _signature_of(leaf: Any) -> Any:
-    if isinstance(leaf, Tensor):
-        return ("tensor", leaf.dtype, None if leaf.shape is None else tuple(leaf.shape))
-    if isinstance(leaf, Variable):
-        return ("variable", id(leaf))
-    try:
-        hash(leaf)
-    except TypeError:
-        return ("value", type(leaf), repr(leaf))
-    return ("value", type(leaf), leaf)
+# --- run_functions_eagerly -------------------------------------------------------------------
+# One switch for the whole process, as TensorFlow's ``tf.config.run_functions_eagerly``: a
+# debugging session wants every function plain, including those called by library code.
+_run_eagerly = False
 
 
+def run_functions_eagerly(run_eagerly: bool) -> None:
+    """``True``: every ``function`` runs its Python function as plain Python at each call
+    (no trace, no AutoGraph), so ``print`` and ``breakpoint()`` inside run every time and a
+    debugger steps through your own lines. ``False`` (the default) traces again; traces made
+    before are kept. TensorFlow's ``tf.config.run_functions_eagerly``."""
+    if not isinstance(run_eagerly, bool):
+        raise TypeError(f"run_functions_eagerly takes True or False, got {run_eagerly!r}")
+    global _run_eagerly
+    _run_eagerly = run_eagerly
+
+
+def functions_run_eagerly() -> bool:
+    """Whether ``run_functions_eagerly(True)`` is in force (``tf.config.functions_run_eagerly``)."""
+    return _run_eagerly
+
+
+# --- Function ----------------------------------------------------------------------------------
 class Function:
     """A Python function traced into a graph per input signature (see the module docs).
 
     On a method (``class M: @function def f(self, x)``) each instance gets a Function of its
     own, as in TensorFlow: ``m.f`` is ``f`` bound to ``m``, with its own traces, so a trace
-    that captured ``m``'s variables never runs for another instance.
+    that captured ``m``'s variables never runs for another instance. An ``input_signature``
+    describes the arguments after ``self``.
     """
 
-    def __init__(self, python_function: Callable[..., Any], autograph: bool = True) -> None:
+    def __init__(
+        self,
+        python_function: Callable[..., Any],
+        autograph: bool = True,
+        input_signature: Sequence[Any] | None = None,
+    ) -> None:
         self.python_function = python_function
         self.autograph = autograph
+        self.input_signature = (
+            None if input_signature is None else check_input_signature(input_signature)
+        )
+        self._parameters: list[str] | None = None  # the names input_signature describes
         self._traced_function: Callable[..., Any] | None = None  # converted, on first trace
-        self._cache: dict[Any, ConcreteFunction] = {}
+        self._cache: dict[tuple[Signature, ...], ConcreteFunction] = {}
         self.trace_count = 0
+        self._traced_signatures: list[dict[str, tuple[Signature, ...]]] = []  # for the warning
+        self._warned_retracing = False
         self._owner: type | None = None  # the class, if this is a method
         self._attribute = getattr(python_function, "__name__", "function")
         functools.update_wrapper(self, python_function)
@@ -209,7 +283,7 @@ class Function:
         kept in the instance's ``__dict__`` under the method's name (as ``cached_property``
         does), so later lookups find it there and it lives as long as the instance."""
         if instance is None:
-            return self  # ``M.f``: calls pass the instance first, see ``_concrete``
+            return self  # ``M.f``: calls pass the instance first, see ``_called_on_instance``
         try:
             bound_functions = vars(instance)
         except TypeError:
@@ -219,43 +293,99 @@ class Function:
             ) from None
         bound = bound_functions.get(self._attribute)
         if not isinstance(bound, Function):
-            bound = Function(types.MethodType(self.python_function, instance), self.autograph)
+            method = types.MethodType(self.python_function, instance)
+            bound = Function(method, self.autograph, self.input_signature)
             bound_functions[self._attribute] = bound
         return bound
 
+    def _called_on_instance(self, args: Sequence[Any]) -> bool:
+        """``M.f(m, x)``: a method called through its class, the instance first."""
+        return self._owner is not None and bool(args) and isinstance(args[0], self._owner)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._called_on_instance(args):
+            return self.__get__(args[0])(*args[1:], **kwargs)
+        if _run_eagerly:
+            return self._run_as_python(args, kwargs)
         concrete, leaves = self._concrete(args, kwargs)
+        _refuse_specs(self._name(), leaves)
         return concrete(*[x for x in leaves if isinstance(x, Tensor)])
 
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
-        """The traced graph for these arguments (tracing it now if needed)."""
+        """The traced graph for these arguments, tracing it now if it is new: example
+        tensors and Python values as in a call, or ``TensorSpec`` objects in place of tensors (a
+        ``None`` size stays open, so the trace serves calls of any size there). With an
+        ``input_signature`` and no arguments: the signature's one trace.
+
+        The result is called with the tensors alone (Python values are part of its graph);
+        ``.graph`` is the graph itself, to inspect (``get_operations()``, ``to_mermaid()``)."""
+        if self._called_on_instance(args):
+            return self.__get__(args[0]).get_concrete_function(*args[1:], **kwargs)
+        if self.input_signature is not None and not args and not kwargs:
+            args = self.input_signature
         return self._concrete(args, kwargs)[0]
 
+    def experimental_get_tracing_count(self) -> int:
+        """How many times the Python function has been traced (TensorFlow's name; also
+        ``trace_count``)."""
+        return self.trace_count
+
+    def _run_as_python(self, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+        """The Python function as written, run now (``run_functions_eagerly(True)``). An
+        input_signature still checks the arguments and makes them tensors, so the function
+        gets what a trace would give it and a wrong input is the same error in both modes."""
+        if self.input_signature is not None:
+            args, kwargs = self._bind(args, kwargs), {}
+            _refuse_specs(self._name(), flatten(list(args)))
+        return self.python_function(*args, **kwargs)
+
+    def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        """The arguments checked against the input_signature, as tensors (see ``signatures``)."""
+        assert self.input_signature is not None
+        if self._parameters is None:
+            self._parameters = signature_parameters(
+                self._name(), self.python_function, len(self.input_signature)
+            )
+        return bind_to_signature(self._name(), self._parameters, self.input_signature, args, kwargs)
+
     def _concrete(self, args: Any, kwargs: Any) -> tuple[ConcreteFunction, list[Any]]:
-        """The cached trace for the arguments' signature (traced now if new), and the
-        flattened arguments (NumPy arrays become tensors)."""
-        if self._owner is not None and args and isinstance(args[0], self._owner):
-            return self.__get__(args[0])._concrete(args[1:], kwargs)  # ``M.f(m, x)``
-        structure = [list(args), dict(sorted(kwargs.items()))]
-        leaves = [
-            ef.convert_to_tensor(x) if isinstance(x, np.ndarray) else x for x in flatten(structure)
-        ]
-        key = tuple(_signature_of(x) for x in leaves)
-        if key not in self._cache:
-            self._cache[key] = self._trace(structure, leaves)
-        return self._cache[key], leaves
+        """The trace for the arguments' signature (traced now if new), and the flattened
+        arguments (NumPy arrays become tensors; with an input_signature, all of them do)."""
+        if self.input_signature is None:
+            structure = [list(args), dict(sorted(kwargs.items()))]
+            leaves = [ef.convert_to_tensor(x) if isinstance(x, np.ndarray) else x
+                      for x in flatten(structure)]  # fmt: skip
+            trace_as = leaves  # a trace made for the arguments themselves
+        else:
+            structure = [self._bind(args, kwargs), {}]
+            leaves = flatten(structure)
+            trace_as = flatten(list(self.input_signature))  # one trace, for the specs
+        key = tuple(map(signature_of, trace_as))
+        concrete = self._cache.get(key)
+        if concrete is None:
+            concrete = self._general_trace(key)
+            if concrete is None:
+                concrete = self._trace(structure, trace_as)
+                self._note_trace(structure, trace_as)
+            self._cache[key] = concrete
+        return concrete, leaves
+
+    def _general_trace(self, key: tuple[Signature, ...]) -> ConcreteFunction | None:
+        """A trace made for more general signatures than ``key``'s (``None`` sizes, from a
+        TensorSpec or a placeholder), which can run this call too, as TensorFlow reuses it."""
+        return next((c for k, c in self._cache.items() if generalizes(k, key)), None)
 
     def _trace(self, structure: Any, leaves: list[Any]) -> ConcreteFunction:
         outer = ef.execution.current_context()
         graph = TraceGraph(outer if isinstance(outer, Graph) else None)
         with graph.as_default():
             inputs = [
-                graph.input_like(x, f"arg{i}")
+                _graph_input(graph, x, f"arg{i}")
                 for i, x in enumerate(leaves)
-                if isinstance(x, Tensor)
+                if isinstance(x, Tensor | TensorSpec)
             ]
             it = iter(inputs)
-            traced = [next(it) if isinstance(x, Tensor) else x for x in leaves]
+            traced = [next(it) if isinstance(x, Tensor | TensorSpec) else x for x in leaves]
             args, kwargs = pack_sequence_as(structure, traced)
             result = self._function_to_trace()(*args, **kwargs)
             returned = [] if result is None else flatten(result)
@@ -263,12 +393,25 @@ class Function:
                        for r in returned]  # fmt: skip
         if graph.created and self.trace_count:
             raise ValueError(
-                f"{self.python_function.__name__} created variables on a retrace: a function "
-                "may create variables only the first time it is traced"
+                f"{self._name()} created variables on a retrace: a function may create "
+                "variables only the first time it is traced"
             )
         self.trace_count += 1
         effects = add_automatic_control_dependencies(graph)
         return ConcreteFunction(graph, inputs, outputs, list(graph.variables), effects, result)
+
+    def _note_trace(self, structure: Any, leaves: list[Any]) -> None:
+        """Remember each argument's signature in this trace; past the threshold, warn once
+        (TensorFlow's heuristic), naming the arguments that kept changing."""
+        if self._warned_retracing:
+            return
+        args, kwargs = pack_sequence_as(structure, leaves)
+        self._traced_signatures.append(argument_signatures(self.python_function, args, kwargs))
+        if self.trace_count > RETRACING_THRESHOLD:
+            self._warned_retracing = True
+            message = retracing_message(self._name(), self._traced_signatures)
+            warnings.warn(message, RetracingWarning, stacklevel=_stacklevel_of_caller())
+            self._traced_signatures.clear()  # no longer needed
 
     def _function_to_trace(self) -> Callable[..., Any]:
         """The Python function, converted by AutoGraph unless ``autograph=False`` (one that
@@ -280,28 +423,96 @@ class Function:
             self._traced_function = maybe_convert(function) if self.autograph else function
         return self._traced_function
 
+    def _name(self) -> str:
+        """How messages name the function: ``Model.apply``, not ``test.<locals>.Model.apply``."""
+        qualified = getattr(self.python_function, "__qualname__", self._attribute)
+        return qualified.rpartition("<locals>.")[2]
+
     def __repr__(self) -> str:
         name = self.python_function.__name__
         return f"<eagerflow.graph.function {name} ({self.trace_count} traces)>"
 
 
-@overload
-def function(python_function: Callable[..., Any], *, autograph: bool = True) -> Function: ...
+class _Described(NamedTuple):
+    """What ``input_like`` reads of a tensor, for a TensorSpec: its shape as a graph writes
+    it (a spec's own ``shape`` is a ``TensorShape``) and its dtype."""
+
+    shape: Shape | None  # None: not even the rank is known
+    dtype: DType
+
+
+def _graph_input(graph: TraceGraph, leaf: Tensor | TensorSpec, name: str) -> SymbolicTensor:
+    """The trace's placeholder for a tensor argument, or for the tensors a TensorSpec
+    describes (its ``None`` sizes stay unknown in the graph; its name, if any, names it)."""
+    if isinstance(leaf, TensorSpec):
+        return graph.input_like(_Described(leaf.static_shape, leaf.dtype), leaf.name or name)
+    return graph.input_like(leaf, name)
+
+
+def _refuse_specs(function_name: str, leaves: Sequence[Any]) -> None:
+    """A TensorSpec describes tensors; a call needs the tensors themselves."""
+    for leaf in leaves:
+        if isinstance(leaf, TensorSpec):
+            raise TypeError(
+                f"{function_name}() was called with {leaf!r}: a TensorSpec describes an input, "
+                "for get_concrete_function or input_signature; call the function with tensors"
+            )
+
+
+_PACKAGE_DIRECTORY = os.path.dirname(__file__) + os.sep
+
+
+def _stacklevel_of_caller() -> int:
+    """``warnings.warn``'s stacklevel for the nearest frame outside this package, so that a
+    warning names the user's line that called the function (however deep the call came in:
+    a method through its class, converted code calling another function)."""
+    here = inspect.currentframe()
+    frame, level = here and here.f_back, 1  # the frame that calls warnings.warn is level 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRECTORY):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 @overload
 def function(
-    python_function: None = None, *, autograph: bool = True
+    python_function: Callable[..., Any],
+    *,
+    input_signature: Sequence[Any] | None = None,
+    autograph: bool = True,
+) -> Function: ...
+@overload
+def function(
+    python_function: None = None,
+    *,
+    input_signature: Sequence[Any] | None = None,
+    autograph: bool = True,
 ) -> Callable[[Callable[..., Any]], Function]: ...
 def function(
-    python_function: Callable[..., Any] | None = None, *, autograph: bool = True
+    python_function: Callable[..., Any] | None = None,
+    *,
+    input_signature: Sequence[Any] | None = None,
+    autograph: bool = True,
 ) -> Function | Callable[[Callable[..., Any]], Function]:
     """Decorator: trace ``python_function`` into a graph on the first call for each input
     signature, and run the cached graph afterwards. With ``autograph`` (the default), its
     Python control flow on tensors becomes graph control flow first (see ``autograph``).
 
-    ``@function`` and ``@function(autograph=False)`` both work, as in TensorFlow."""
+    ``input_signature``, a list of ``TensorSpec`` (one per argument, ``None`` for sizes that
+    may vary), traces it once for every call that fits, and makes a call that does not fit
+    an error naming the argument: a ``DTypeError`` (a ``TypeError``) for a dtype, a
+    ``ShapeError`` (a ``ValueError``) for a shape. Python numbers are converted to tensors.
+
+    ``@function`` and ``@function(input_signature=..., autograph=False)`` both work, as in
+    TensorFlow."""
     if python_function is None:
-        return lambda f: Function(f, autograph)
-    return Function(python_function, autograph)
+        return lambda f: Function(f, autograph, input_signature)
+    return Function(python_function, autograph, input_signature)
 
 
-__all__ = ["ConcreteFunction", "Function", "function"]
+__all__ = [
+    "ConcreteFunction",
+    "Function",
+    "function",
+    "functions_run_eagerly",
+    "run_functions_eagerly",
+]
