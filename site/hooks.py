@@ -1,6 +1,6 @@
 """MkDocs hooks of the eagerflow tutorial site (registered under ``hooks:`` in mkdocs.yml).
 
-Two jobs:
+Three jobs:
 
 1. **Local mermaid.** Material for MkDocs draws ```` ```mermaid ```` fences with mermaid.js,
    which its bundle fetches from unpkg.com *only if* ``window.mermaid`` is undefined. When
@@ -10,14 +10,23 @@ Two jobs:
 2. **Notebooks.** Every chapter page is also converted (with jupytext) into a Jupyter
    notebook written next to it (``chapters/03-autodiff.md`` -> ``chapters/03-autodiff.ipynb``),
    and the page gets a download link at its top.
+3. **Source for AutoGraph.** ``@function`` converts a function from its source, which it
+   reads with ``inspect.getsource``. markdown-exec compiles each code block it runs under a
+   made-up file name (``<code block: session ch08; n3>``) and keeps the text to itself, so
+   a function defined on a page would have no source, and run unconverted (with an
+   ``AutoGraphWarning``). We put each block's text in ``linecache`` under that name, as
+   IPython and Jupyter do for their cells, and ``inspect`` finds it there.
 """
 
 from __future__ import annotations
 
 import json
+import linecache
 import logging
 import re
+import sys
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import jupytext
 from mkdocs.config.defaults import MkDocsConfig
@@ -48,6 +57,8 @@ HIDE_MARKER = re.compile(r"[ \t]*#[ \t]*markdown-exec:[ \t]*hide[ \t]*$", re.MUL
 AUTODOC = re.compile(r"^:::[ \t]+(?P<identifier>\S+)[^\n]*(?:\n[ \t]+\S[^\n]*)*", re.MULTILINE)
 # jupytext turns a fence in another language (```bash) into a code cell with a cell magic.
 CELL_MAGIC = re.compile(r"\A%%(?P<language>[\w.+-]+)[^\n]*\n?")
+# How the file names markdown-exec compiles its code blocks under begin.
+CODE_BLOCK_FILENAME = "<code block: "
 
 
 # --- 1. local mermaid ---------------------------------------------------------------------------
@@ -72,12 +83,14 @@ def mermaid_version(script: Path) -> str:
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """Load the local mermaid copy, if any, as an extra script of every page.
+    """Load the local mermaid copy, if any, as an extra script of every page (and keep
+    the source of every code block run from now on: part 3).
 
     Material's page template puts ``extra_javascript`` after its own bundle, but the bundle
     looks for ``window.mermaid`` only on ``DOMContentLoaded``, after every (synchronous)
     script of the page has run: by then our copy is defined and the CDN is never asked.
     """
+    register_code_block_sources()
     script = local_mermaid(repository_root(config))
     if script is None:
         log.info(
@@ -192,3 +205,43 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
         rest = lines[1] if len(lines) > 1 else ""
         return f"{lines[0]}\n\n{note}\n{rest}"
     return f"{note}\n{markdown}"
+
+
+# --- 3. source for AutoGraph -------------------------------------------------------------------
+def keep_source(filename: str, source: str) -> None:
+    """Put ``source`` in ``linecache`` as the text of ``filename``, where ``inspect`` looks.
+
+    The entry is what IPython makes for a cell: no modification time, so that
+    ``linecache.checkcache`` leaves it alone (there is no file to compare it with).
+    """
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
+
+
+def _on_audit_event(event: str, args: tuple[Any, ...]) -> None:
+    """Python's audit hook: at each ``compile`` of a markdown-exec code block, keep its text.
+
+    Audit events are how Python tells tools what a program does; ``compile`` comes with the
+    source (bytes of UTF-8 text, or a string) and the file name, before the code runs.
+    """
+    if event != "compile" or len(args) != 2:
+        return
+    source, filename = args
+    if not isinstance(filename, str) or not filename.startswith(CODE_BLOCK_FILENAME):
+        return
+    if isinstance(source, bytes):
+        source = source.decode("utf-8", errors="replace")
+    if isinstance(source, str):  # not an AST: that has no text to show
+        keep_source(filename, source)
+
+
+_REGISTERED = "eagerflow_site_keeps_code_block_sources"
+
+
+def register_code_block_sources() -> None:
+    """From now on, keep the text of every code block markdown-exec compiles (once per
+    process: an audit hook cannot be removed, and ``mkdocs serve`` loads these hooks again)."""
+    if getattr(sys, _REGISTERED, False):
+        return
+    sys.addaudithook(_on_audit_event)
+    setattr(sys, _REGISTERED, True)

@@ -6,6 +6,7 @@ the chapter's test is run against it and must fail. The set grows with the exerc
 
 from __future__ import annotations
 
+import ast
 from types import SimpleNamespace
 
 import pytest
@@ -13,7 +14,7 @@ import test_ch08  # a module, not its names: pytest would collect an imported te
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Function, function
+from eagerflow.graph import Function, cond, function
 
 
 def _train_step_returning_the_loss_after_the_update(
@@ -36,3 +37,129 @@ def test_ch08_train_step_rejects_a_loss_computed_after_the_update() -> None:
     chapter = SimpleNamespace(train_step_function=_train_step_returning_the_loss_after_the_update)
     with pytest.raises(AssertionError, match="before the update"):
         test_ch08.test_train_step_function_traces_once_and_learns(chapter)
+
+
+# --- chapter 8: AutoGraph by hand -----------------------------------------------------------------
+def _bounce_damping_every_step(position, velocity, floor):  # type: ignore[no-untyped-def]
+    position = position + velocity
+    position, bounces = cond(
+        position < floor, lambda: (2 * floor - position, 1), lambda: (position, 0)
+    )
+    return position, -velocity * 0.8, bounces  # the velocity changes without a bounce too
+
+
+def _bounce_testing_before_moving(position, velocity, floor):  # type: ignore[no-untyped-def]
+    moved = position + velocity
+    return cond(
+        position < floor,  # where the ball was, not where it went
+        lambda: (2 * floor - moved, -velocity * 0.8, 1),
+        lambda: (moved, velocity, 0),
+    )
+
+
+def _bounce_with_where(position, velocity, floor):  # type: ignore[no-untyped-def]
+    position = position + velocity
+    below = position < floor
+    return (
+        ef.where(below, 2 * floor - position, position),
+        ef.where(below, -velocity * 0.8, velocity),
+        ef.cast(below, ef.int32),
+    )  # the right numbers, but both sides computed: no If node
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (_bounce_damping_every_step, "gives_bounces_results_in_a_graph", "expected velocity"),
+        (_bounce_testing_before_moving, "gives_bounces_results_in_a_graph", "expected"),
+        (_bounce_with_where, "builds_an_if_node", "If node"),
+    ],
+    ids=["damping_every_step", "testing_before_moving", "where_instead_of_cond"],
+)
+def test_ch08_bounce_with_cond_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(bounce_with_cond=mistake)
+    with pytest.raises(AssertionError, match=message):
+        getattr(test_ch08, f"test_bounce_with_cond_{test}")(chapter)
+
+
+def _lambda(values: list[ast.expr]) -> ast.Lambda:
+    no_arguments = ast.arguments(
+        posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]
+    )
+    return ast.Lambda(args=no_arguments, body=ast.Tuple(values, ast.Load()))
+
+
+def _only_assigns(node: ast.If) -> bool:
+    statements = [*node.body, *node.orelse]
+    return all(
+        isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+        for s in statements
+    )
+
+
+def _ag_if_call(node: ast.If, names: list[str]) -> ast.Assign:
+    """The rewrite of a convertible if, as the solution makes it, for the names given."""
+    branches = []
+    for statements in (node.body, node.orelse):
+        assigned = {s.targets[0].id: s.value for s in statements}  # type: ignore[attr-defined]
+        branches.append(_lambda([assigned.get(n, ast.Name(n, ast.Load())) for n in names]))
+    call = ast.Call(
+        ast.Name("ag_if", ast.Load()),
+        [node.test, *branches, ast.Tuple([ast.Constant(n) for n in names], ast.Load())],
+        [],
+    )
+    targets = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
+    return ast.copy_location(ast.Assign([targets], call), node)
+
+
+def _if_to_ag_if_with_the_if_branchs_names_only(tree: ast.AST) -> ast.AST:
+    class Mistake(ast.NodeTransformer):
+        def visit_If(self, node: ast.If) -> ast.stmt:
+            self.generic_visit(node)
+            if not _only_assigns(node):
+                return node
+            names = sorted({s.targets[0].id for s in node.body})  # type: ignore[attr-defined]
+            return _ag_if_call(node, names)  # what only the else assigns is lost
+
+    return Mistake().visit(tree)
+
+
+def _if_to_ag_if_at_the_top_only(tree: ast.AST) -> ast.AST:
+    (definition,) = tree.body  # type: ignore[attr-defined]
+    for i, statement in enumerate(definition.body):  # not into loops: no generic_visit
+        if isinstance(statement, ast.If) and _only_assigns(statement):
+            names = sorted({s.targets[0].id for s in [*statement.body, *statement.orelse]})
+            definition.body[i] = _ag_if_call(statement, names)
+    return tree
+
+
+def _if_to_ag_if_computing_both_branches_first(tree: ast.AST) -> ast.AST:
+    class Mistake(ast.NodeTransformer):
+        def visit_If(self, node: ast.If) -> ast.stmt:
+            self.generic_visit(node)
+            if not _only_assigns(node):
+                return node
+            names = sorted({s.targets[0].id for s in [*node.body, *node.orelse]})
+            new = _ag_if_call(node, names)
+            call = new.value
+            assert isinstance(call, ast.Call)
+            call.args[1:3] = [lam.body for lam in call.args[1:3]]  # tuples, not lambdas
+            return new
+
+    return Mistake().visit(tree)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "fn", "message"),
+    [
+        (_if_to_ag_if_with_the_if_branchs_names_only, "piecewise", "traced: expected"),
+        (_if_to_ag_if_at_the_top_only, "in_a_loop", r"bool\(\) of the symbolic tensor"),
+        (_if_to_ag_if_computing_both_branches_first, "clip_and_count", "not callable"),
+    ],
+    ids=["if_branchs_names_only", "top_level_ifs_only", "branches_not_lambdas"],
+)
+def test_ch08_if_to_ag_if_rejects(mistake, fn, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(if_to_ag_if=mistake)
+    case = test_ch08.HIDDEN[test_ch08.HIDDEN_IDS.index(fn)]
+    with pytest.raises(AssertionError, match=message):
+        test_ch08.test_if_to_ag_if_gives_the_eager_results_in_a_graph(chapter, *case)

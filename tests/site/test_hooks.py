@@ -1,13 +1,18 @@
-"""Unit tests of site/hooks.py: chapter pages to notebooks, the download link, local mermaid."""
+"""Unit tests of site/hooks.py: chapter pages to notebooks, the download link, local mermaid,
+and the source of code blocks for AutoGraph."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import linecache
+import warnings
 from pathlib import Path
 from types import ModuleType
 
+import markdown_exec
 import pytest
+from markdown import Markdown
 from sitetools import ROOT
 
 
@@ -107,3 +112,70 @@ def test_no_local_mermaid_means_none(hooks: ModuleType, tmp_path: Path) -> None:
     (script.parent.parent / "package.json").write_text('{"version": "11.0.0"}')
     assert hooks.local_mermaid(tmp_path) == script
     assert hooks.mermaid_version(script) == "11.0.0"
+
+
+# --- source for AutoGraph ------------------------------------------------------------------------
+BLOCK = """
+```python exec="on" session="hooks-test" result="text"
+import eagerflow.tensor as ef
+from eagerflow.graph import autograph, function
+
+
+def absolute(x):
+    if x > 0:
+        y = x
+    else:
+        y = -x
+    return y
+
+
+absolute_graph = function(absolute)
+print(float(absolute_graph(ef.constant(-3.0))))
+graph = absolute_graph.get_concrete_function(ef.constant(-3.0)).graph
+print([op.type for op in graph.get_operations()])
+print(autograph.to_code(absolute))
+```
+"""
+
+
+def run_with_markdown_exec(page: str) -> str:
+    """``page`` rendered by markdown-exec as the site's build does: its Python blocks run."""
+    fence = {"name": "python", "class": "python", "validator": markdown_exec.validator,
+             "format": markdown_exec.formatter}  # fmt: skip
+    converter = Markdown(
+        extensions=["pymdownx.superfences"],
+        extension_configs={"pymdownx.superfences": {"custom_fences": [fence]}},
+    )
+    return converter.convert(page)
+
+
+def test_a_function_defined_in_a_code_block_is_converted(hooks: ModuleType) -> None:
+    hooks.register_code_block_sources()
+    hooks.register_code_block_sources()  # once is enough: the second call changes nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an AutoGraphWarning would say it ran unconverted
+        html = run_with_markdown_exec(BLOCK)
+    assert "<code>3.0\n" in html  # it ran, without a warning
+    assert "'If'" in html  # the if on a tensor became a cond: an If node
+    assert "ag__.if_stmt(x &gt; 0, if_body, else_body" in html  # to_code read the source
+    sources = [name for name in linecache.cache if name.startswith(hooks.CODE_BLOCK_FILENAME)]
+    assert any("session hooks-test" in name for name in sources)
+
+
+def test_source_in_linecache_is_enough_as_in_jupyter(hooks: ModuleType) -> None:
+    # IPython keeps each cell's text in linecache under a made-up file name; `keep_source`
+    # does the same for a code block. That is all inspect, and so AutoGraph, needs.
+    import eagerflow.tensor as ef
+    from eagerflow.graph import autograph, function
+
+    filename = "<cell: test_source_in_linecache_is_enough_as_in_jupyter>"
+    source = "def clip(x):\n    while x > 10:\n        x = x - 10\n    return x\n"
+    hooks.keep_source(filename, source)
+    namespace: dict[str, object] = {}
+    exec(compile(source, filename, "exec"), namespace)
+    clip = namespace["clip"]
+    assert "ag__.while_stmt" in autograph.to_code(clip)
+    traced = function(clip)
+    assert int(traced(ef.constant(37))) == 7
+    graph = traced.get_concrete_function(ef.constant(37)).graph
+    assert "While" in [op.type for op in graph.get_operations()]
