@@ -125,3 +125,15 @@ def test_calling_a_function_inside_a_graph() -> None:
     assert "PartitionedCall" in {o.type for o in g.get_operations()}
     with Session(g) as s:
         assert s.run(y, {p: [1.0, 2.0, 3.0]}) == 15.0
+
+
+def test_a_functions_repr_counts_its_traces_in_english() -> None:
+    @function
+    def double(x: ef.Tensor) -> ef.Tensor:
+        return x * 2.0
+
+    assert repr(double).endswith("(0 traces)>")
+    double(ef.constant(1.0))
+    assert repr(double).endswith("(1 trace)>")
+    double(ef.constant([1.0, 2.0]))
+    assert repr(double).endswith("(2 traces)>")

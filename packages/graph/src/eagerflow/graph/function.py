@@ -430,7 +430,8 @@ class Function:
 
     def __repr__(self) -> str:
         name = self.python_function.__name__
-        return f"<eagerflow.graph.function {name} ({self.trace_count} traces)>"
+        traces = f"{self.trace_count} trace" + ("" if self.trace_count == 1 else "s")
+        return f"<eagerflow.graph.function {name} ({traces})>"
 
 
 class _Described(NamedTuple):
