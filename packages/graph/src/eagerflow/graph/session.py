@@ -26,10 +26,8 @@ from eagerflow.graph.graph import (
     describe_shape,
     get_default_graph,
 )
-from eagerflow.tensor import Tensor
-from eagerflow.tensor.dtypes import from_numpy
 from eagerflow.tensor.errors import DTypeError, EagerflowError, InvalidArgumentError
-from eagerflow.tensor.execution import explain_failure
+from eagerflow.tensor.execution import run_kernel
 from eagerflow.tensor.tensor import to_array
 
 Fetch = SymbolicTensor | Operation
@@ -113,12 +111,12 @@ class Plan:
         for t, value in feeds.items():
             values[self.slot[t]] = value
         for operation, ins, outs, free in self.steps:
-            args = [values[s] for s in ins]
             op = operation.op_def
             try:
-                result = op.kernel(*args, **operation.attrs)
-            except Exception as e:
-                raise _runtime_error(operation, args, e) from e
+                result = run_kernel(op, [values[s] for s in ins], operation.attrs, operation.inputs)
+            except EagerflowError as e:
+                _name_node(e, operation)
+                raise
             if op.multi_output:
                 for s, r in zip(outs, result, strict=True):
                     values[s] = r
@@ -173,9 +171,10 @@ def _fold_and_merge(
         if pure and all(t in constants for t in inputs):
             args = [constants[t] for t in inputs]
             try:
-                result = o.op_def.kernel(*args, **o.attrs)
-            except Exception as e:  # the same error the run would have raised
-                raise _runtime_error(o, args, e) from e
+                result = run_kernel(o.op_def, args, o.attrs, o.inputs)
+            except EagerflowError as e:  # the same error the run would have raised
+                _name_node(e, o)
+                raise
             results = result if o.op_def.multi_output else (result,)
             for t, value in zip(o.outputs, results, strict=True):
                 # equal constants are one constant, so ops using them can be merged
@@ -219,14 +218,10 @@ def _fetched(value: Any) -> Any:
     return value
 
 
-def _runtime_error(operation: Operation, args: list[Any], error: Exception) -> EagerflowError:
-    inputs = [Tensor(a, from_numpy(np.asarray(a).dtype)) for a in args]  # type: ignore[arg-type]
-    if isinstance(error, EagerflowError):
-        error.at_op(operation.type, inputs)
-    else:
-        error = explain_failure(operation.op_def, inputs, operation.attrs, error)
-    error.args = (f"{error.args[0]} [node '{operation.name}']",)
-    return error
+def _name_node(error: EagerflowError, operation: Operation) -> None:
+    """Name the graph node whose kernel failed, in a note under the traceback: the error
+    itself is the one ``run_kernel`` raises, the same as in eager mode."""
+    error.add_note(f"(in graph node '{operation.name}')")
 
 
 class Session:
