@@ -60,6 +60,9 @@ def _sub_grad(op: OpRecord, grad: Tensor) -> Grads:
 def _mul_grad(op: OpRecord, grad: Tensor) -> Grads:
     # d(x y) = y dx + x dy
     x, y = op.inputs
+    if x is y:  # x * x: both terms are grad * x, computed once (their sum is the same)
+        term = sum_to_shape(grad * x, x)
+        return term, term
     return (
         sum_to_shape(grad * y, x) if op.needs(0) else None,
         sum_to_shape(grad * x, y) if op.needs(1) else None,

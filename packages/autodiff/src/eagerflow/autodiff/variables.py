@@ -246,6 +246,8 @@ class Variable:
         name: str | None = None,
         dtype: DType | str | None = None,
     ) -> None:
+        # the attributes of this variable's ops, made once: a read is the commonest op there is
+        self._op_attrs: Attrs = {"variable": self}
         ctx = current_context()
         lift = getattr(ctx, "creates_eager_variables", False)
         if lift:  # e.g. tracing a function: the variable outlives the trace, so it is eager
@@ -269,7 +271,7 @@ class Variable:
             raise ShapeError(f"a graph variable needs a fully known shape, got {value.shape}")
         self._array = None
         self._shape = cast(tuple[int, ...], value.shape)  # (every dimension known)
-        (node,) = execute("VariableV2", (), {"variable": self}, name or "Variable")
+        (node,) = execute("VariableV2", (), self._op_attrs, name or "Variable")
         self._name = node.name  # type: ignore[attr-defined]  # a graph's tensors have names
         self.initializer = self.assign(value, read_value=False).op
 
@@ -291,7 +293,7 @@ class Variable:
 
     def read_value(self) -> Tensor:
         """The current value, as a tensor (an op: tapes see it)."""
-        return execute("ReadVariableOp", (), {"variable": self})[0]
+        return execute("ReadVariableOp", (), self._op_attrs)[0]
 
     value = read_value
 
@@ -318,11 +320,13 @@ class Variable:
 
     def _update(self, op_name: str, value: Any, read_value: bool) -> Any:
         tensor = value if isinstance(value, Tensor) else convert_to_tensor(value, self._dtype)
-        (result,) = execute(op_name, (tensor,), {"variable": self})
+        (result,) = execute(op_name, (tensor,), self._op_attrs)
+        if not read_value:
+            return result
         # Eagerly and in a traced function: the variable itself, read again where it is used
         # (TF 2); in a graph built for a Session: the assign node's output (TF 1)
-        tracing = getattr(current_context(), "creates_eager_variables", False)
-        return self if read_value and (executing_eagerly() or tracing) else result
+        ctx = current_context()
+        return self if ctx is None or getattr(ctx, "creates_eager_variables", False) else result
 
     # --- so that a variable works where a tensor does -------------------------------------
     def __eagerflow_tensor__(self, dtype: DType | None = None) -> Tensor:

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from operator import attrgetter
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -65,7 +65,7 @@ def run_kernel(op: OpDef, args: Sequence[Any], attrs: Attrs, inputs: Sequence[Te
     try:
         if attrs:
             return op.kernel(*args, **attrs)
-        return op.kernel(*args)  # (an empty **attrs costs ~40 ns: a tenth of a small add)
+        return op.kernel(*args)  # (an empty **attrs would cost ~30 ns per op)
     except EagerflowError as e:  # the kernel's own check, e.g. an integer division by zero
         raise e.at_op(op.name, _as_run(args, inputs)) from None
     except Exception as e:
@@ -103,11 +103,17 @@ def explain_failure(
 _value_of, _dtype_of = attrgetter("_value"), attrgetter("_dtype")
 
 
-class State(NamedTuple):
-    """What decides how an op runs, in one thread: one record, so ``execute`` looks up once."""
+class State:
+    """What decides how an op runs, in one thread: one record, so ``execute`` looks up once.
 
-    context: Context | None  # None: eager execution
-    recorders: tuple[Recorder, ...]  # replaced, never mutated, so loops need no copy
+    (A class with slots: unpacking a NamedTuple, a tuple subclass, costs ~25 ns more per op.)
+    """
+
+    __slots__ = ("context", "recorders")
+
+    def __init__(self, context: Context | None, recorders: tuple[Recorder, ...]) -> None:
+        self.context = context  # None: eager execution
+        self.recorders = recorders  # replaced, never mutated, so loops need no copy
 
 
 _EAGER = State(None, ())
@@ -126,22 +132,31 @@ def execute(
     except KeyError:
         raise UnknownOpError(f"no op named {op_name!r} is registered") from None
 
-    context, recorders = _state.get()
-    if context is not None:  # e.g. a graph is being built: the context decides
-        outputs = context.run_op(op, inputs, attrs, name)
+    state = _state.get()
+    if state.context is not None:  # e.g. a graph is being built: the context decides
+        outputs = state.context.run_op(op, inputs, attrs, name)
     else:  # eager mode: run the kernel now; `name` is ignored, as in TensorFlow
+        # The inputs' dtypes and values, by hand for the usual two, one or no inputs: `map`
+        # and `tuple` cost ~150 ns each, on an op of 1-2 us
+        n = len(inputs)
+        if n == 2:
+            x, y = inputs
+            dts: tuple[DType, ...] = (x._dtype, y._dtype)
+            args: tuple[Any, ...] = (x._value, y._value)
+        elif n == 1:
+            (x,) = inputs
+            dts = (x._dtype,)
+            args = (x._value,)
+        elif n == 0:  # a variable's read, a constant
+            dts = args = ()
+        else:
+            dts = tuple(map(_dtype_of, inputs))
+            args = tuple(map(_value_of, inputs))
         try:
-            if not attrs and len(inputs) == 2:
-                # `a + b`, the commonest op, by hand: its dtype rule's answer remembered per
-                # pair of dtypes (see OpDef.known_dtypes) and its two values unpacked without
-                # `map` save ~250 ns of a 1 us add
-                x, y = inputs
-                pair = (x._dtype, y._dtype)
-                out_dtypes = op.known_dtypes.get(pair) or _remember_dtypes(op, pair)
-                args: tuple[Any, ...] = (x._value, y._value)
-            else:
-                out_dtypes = op.dtype_rule(tuple(map(_dtype_of, inputs)), attrs)
-                args = tuple(map(_value_of, inputs))
+            if attrs:
+                out_dtypes = op.dtype_rule(dts, attrs)
+            else:  # a rule always gives the same answer: asked once (see OpDef.known_dtypes)
+                out_dtypes = op.known_dtypes.get(dts) or _remember_dtypes(op, dts)
         except EagerflowError as e:  # the dtype rule refused the inputs
             raise e.at_op(op.name, inputs) from None
         result = run_kernel(op, args, attrs, inputs)
@@ -150,14 +165,15 @@ def execute(
         else:
             outputs = (Tensor(result, out_dtypes[0]),)
 
-    for recorder in recorders:
-        recorder.record(op, inputs, attrs, outputs)
+    if state.recorders:  # (most ops have none to tell: an empty loop costs ~30 ns)
+        for recorder in state.recorders:
+            recorder.record(op, inputs, attrs, outputs)
     return outputs
 
 
-def _remember_dtypes(op: OpDef, pair: tuple[DType, DType]) -> Sequence[DType]:
-    """The dtype rule's answer for a pair of input dtypes, kept for the next time."""
-    known = op.known_dtypes[pair] = op.dtype_rule(pair, NO_ATTRS)
+def _remember_dtypes(op: OpDef, dts: tuple[DType, ...]) -> Sequence[DType]:
+    """The dtype rule's answer for these input dtypes (no attributes), kept for next time."""
+    known = op.known_dtypes[dts] = op.dtype_rule(dts, NO_ATTRS)
     return known
 
 

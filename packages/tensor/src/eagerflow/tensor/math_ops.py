@@ -117,8 +117,9 @@ def real_div_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x / y. Integers are first cast to float64, as TensorFlow's ``truediv`` does."""
-    x, y = convert_operands(x, y)
-    if x.dtype.is_integer and y.dtype is x.dtype:
+    if type(x) is not Tensor or type(y) is not Tensor:
+        x, y = convert_operands(x, y)
+    if x._dtype.is_integer and y._dtype is x._dtype:
         x, y = cast(x, dtypes.float64), cast(y, dtypes.float64)
     return execute("RealDiv", (x, y), NO_ATTRS, name)[0]
 
@@ -483,7 +484,8 @@ def matmul(
 
 # --- reductions ------------------------------------------------------------------------------
 def _reduction(op_name: str, x: Any, axis: Axis, keepdims: bool, name: str | None) -> Tensor:
-    x = convert_to_tensor(x)
+    if type(x) is not Tensor:
+        x = convert_to_tensor(x)
     axes: Axes = None
     if type(axis) is tuple:  # (tested first: raising and catching TypeError costs more)
         axes = tuple(map(operator.index, axis))
