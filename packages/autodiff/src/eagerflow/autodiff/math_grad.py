@@ -295,7 +295,8 @@ def _sum_grad(op: OpRecord, grad: Tensor) -> Grads:
 def _mean_grad(op: OpRecord, grad: Tensor) -> Grads:
     # every averaged element contributes with weight 1/n
     x = op.inputs[0]
-    dims = [x.shape[axis] for axis in reduced_axes(op.attrs["axis"], x.ndim)]
+    shape = x.shape
+    dims = [shape[axis] for axis in reduced_axes(op.attrs["axis"], len(shape))]
     count: Tensor | float
     if None in dims:  # a graph with unknown dimensions: count the elements when it runs
         count = ef.cast(ef.size(x), grad.dtype)

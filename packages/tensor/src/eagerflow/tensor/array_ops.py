@@ -153,7 +153,8 @@ def zeros_like_kernel(x: np.ndarray) -> np.ndarray:
 
 def zeros_like(x: Any, name: str | None = None) -> Tensor:
     """Zeros of x's shape and dtype."""
-    return execute("ZerosLike", (convert_to_tensor(x),), NO_ATTRS, name)[0]
+    x = x if type(x) is Tensor else convert_to_tensor(x)
+    return execute("ZerosLike", (x,), NO_ATTRS, name)[0]
 
 
 @op("OnesLike", shape=same_shape_rule, dtype=same_dtype(ANY))
@@ -166,7 +167,8 @@ def ones_like_kernel(x: np.ndarray) -> np.ndarray:
 
 def ones_like(x: Any, name: str | None = None) -> Tensor:
     """Ones of x's shape and dtype."""
-    return execute("OnesLike", (convert_to_tensor(x),), NO_ATTRS, name)[0]
+    x = x if type(x) is Tensor else convert_to_tensor(x)
+    return execute("OnesLike", (x,), NO_ATTRS, name)[0]
 
 
 def range_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:

@@ -25,7 +25,6 @@ from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError, describe
 
 _INT32 = np.iinfo(np.int32)
-_NUMPY_VALUES = (np.ndarray, np.generic)  # (a tuple: isinstance is faster than with a `|`)
 _Binary = Callable[["Tensor", Any], "Tensor"]  # the type of `tensor + x` and its kin
 _Unary = Callable[["Tensor"], "Tensor"]
 
@@ -296,7 +295,7 @@ def convert_to_tensor(value: Any, dtype: DType | str | None = None) -> Tensor:
     if type(value) is float and (target is None or target.is_floating):
         target = target or dtypes.float32
         return Tensor(np.array(value, target.np), target)
-    if isinstance(value, _NUMPY_VALUES):
+    if isinstance(value, np.ndarray | np.generic):
         own = dtypes.from_numpy(value.dtype)
         if own is not None and (target is None or target is own):
             return Tensor(np.array(value), own)
