@@ -81,6 +81,11 @@ class Plan:
         self.steps = [
             Step(o, ins, outs, tuple(frees.get(i, ()))) for i, (o, ins, outs) in enumerate(raw)
         ]
+        # what `run` loops over: each step with its operation's fields looked up once, here
+        # (looking them up in every run cost W6g's ~23 steps ~1.5 us of ~40)
+        self._calls = [
+            (o.op_def, ins, o.attrs, o.inputs, outs, free, o) for o, ins, outs, free in self.steps
+        ]
         self.fetch_slots = [
             self.slot[f] if isinstance(f, SymbolicTensor) else None for f in fetches
         ]
@@ -110,10 +115,9 @@ class Plan:
             values[s] = value
         for t, value in feeds.items():
             values[self.slot[t]] = value
-        for operation, ins, outs, free in self.steps:
-            op = operation.op_def
+        for op, ins, attrs, inputs, outs, free, operation in self._calls:
             try:
-                result = run_kernel(op, [values[s] for s in ins], operation.attrs, operation.inputs)
+                result = run_kernel(op, [values[s] for s in ins], attrs, inputs)
             except EagerflowError as e:
                 _name_node(e, operation)
                 raise
