@@ -192,15 +192,9 @@ def _backprop(
                 continue
             out_grads = several
         inputs = entry[INPUTS:end]
-        # usually every input leads to a source: asking that first spares building `needed`
-        # (~180 ns an op)
-        if inputs and depends.issuperset(inputs):
-            skip = _NO_SKIP
-        else:
-            needed = tuple(map(depends.__contains__, inputs))
-            if True not in needed:
-                continue  # no input leads to a source (or there is no input)
-            skip = _skipped(needed)
+        needed = tuple(map(depends.__contains__, inputs))
+        if True not in needed:
+            continue  # no input leads to a source (or there is no input)
         rule = GRADIENTS.get(op.name, _MISSING)
         if rule is None:  # declared not differentiable: the path stops here
             continue
@@ -208,9 +202,9 @@ def _backprop(
             get_gradient(op.name)  # raises the LookupError that names the op
         # OpRecord(op, inputs, attrs, outputs, skip), made by tuple.__new__: NamedTuple's own
         # constructor is Python code and costs twice as much, once per rule call
-        record = _new_tuple(OpRecord, (op, inputs, entry[ATTRS], outputs, skip))
-        for t, g in zip(inputs, rule(record, *out_grads), strict=True):
-            if g is not None and t in depends and t._dtype.is_floating:
+        record = _new_tuple(OpRecord, (op, inputs, entry[ATTRS], outputs, _skipped(needed)))
+        for t, g, need in zip(inputs, rule(record, *out_grads), needed, strict=True):
+            if need and g is not None and t._dtype.is_floating:
                 previous = grads.get(t)
                 grads[t] = g if previous is None else ef.add(previous, g)
     return grads
@@ -230,9 +224,6 @@ def _output_gradients(
         return out_grads
     # outputs nobody used get zeros
     return [ef.zeros_like(o) if g is None else g for o, g in zip(outputs, out_grads, strict=True)]
-
-
-_NO_SKIP: frozenset[int] = frozenset()
 
 
 @cache
