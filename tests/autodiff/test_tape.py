@@ -26,6 +26,7 @@ from eagerflow.autodiff import (
     register_gradient,
     stop_gradient,
 )
+from eagerflow.autodiff.tape import inputs_end, pack, unpack
 from eagerflow.tensor import dtypes, execution, registry, rules
 
 
@@ -55,6 +56,18 @@ def new_op() -> Iterator[str]:
     finally:
         registry.OPS.pop(name, None)
         GRADIENTS.pop(name, None)
+
+
+def test_an_entry_unpacks_to_the_record_it_was_packed_from() -> None:
+    # one flat tuple per op (see `pack`); several inputs and outputs must not run together
+    x, y = ef.constant([1.0, 2.0]), ef.constant([3.0, 4.0])
+    outputs = ef.split(ef.concat([x, y], 0), 2)
+    op, attrs = registry.get_op("SplitV"), {"axis": 0}
+    entry = pack(op, (x, y), attrs, tuple(outputs))
+    assert entry[inputs_end(entry) :] == tuple(outputs)
+    record = unpack(entry)
+    assert (record.op, record.inputs, record.attrs) == (op, (x, y), attrs)
+    assert record.outputs == tuple(outputs) and record.skip == frozenset()
 
 
 # --- what a tape watches -------------------------------------------------------------------

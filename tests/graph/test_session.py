@@ -500,11 +500,13 @@ def test_runtime_kernel_error_names_the_op_type_and_the_node() -> None:
     with Session(g) as sess:
         with pytest.raises(ef.EagerflowError) as info:
             sess.run(d, {p: 7, q: 0})
-        message = str(info.value)
-        assert "FloorDiv" in message and "quotient" in message
+        # the message is the eager one; the node is named in a note under the traceback
+        assert str(info.value) == "FloorDiv(int32[], int32[]): integer division by zero"
+        assert info.value.__notes__ == ["(in graph node 'quotient')"]
         assert isinstance(info.value, ef.InvalidArgumentError)
-        with pytest.raises(ef.EagerflowError, match="floordiv"):
+        with pytest.raises(ef.EagerflowError) as info:
             sess.run(dd, {p: 7, q: 0})
+        assert info.value.__notes__ == ["(in graph node 'floordiv')"]
         assert sess.run(d, {p: 7, q: 2}) == 3  # the session is still usable
 
 
@@ -517,7 +519,8 @@ def test_runtime_shape_error_with_unknown_dimensions_names_the_node() -> None:
     with Session(g) as sess:
         with pytest.raises(ef.ShapeError) as info:
             sess.run(s, {a: np.ones(2), b: np.ones(3)})
-        assert "AddV2" in str(info.value) and "total" in str(info.value)
+        assert str(info.value).startswith("AddV2(float32[2], float32[3]): shapes (2,) and (3,)")
+        assert info.value.__notes__ == ["(in graph node 'total')"]
         np.testing.assert_array_equal(sess.run(s, {a: np.ones(3), b: np.ones(3)}), [2, 2, 2])
 
 

@@ -60,6 +60,9 @@ def _sub_grad(op: OpRecord, grad: Tensor) -> Grads:
 def _mul_grad(op: OpRecord, grad: Tensor) -> Grads:
     # d(x y) = y dx + x dy
     x, y = op.inputs
+    if x is y:  # x * x: both terms are grad * x, computed once (their sum is the same)
+        term = sum_to_shape(grad * x, x)
+        return term, term
     return (
         sum_to_shape(grad * y, x) if op.needs(0) else None,
         sum_to_shape(grad * x, y) if op.needs(1) else None,
@@ -292,7 +295,8 @@ def _sum_grad(op: OpRecord, grad: Tensor) -> Grads:
 def _mean_grad(op: OpRecord, grad: Tensor) -> Grads:
     # every averaged element contributes with weight 1/n
     x = op.inputs[0]
-    dims = [x.shape[axis] for axis in reduced_axes(op.attrs["axis"], x.ndim)]
+    shape = x.shape
+    dims = [shape[axis] for axis in reduced_axes(op.attrs["axis"], len(shape))]
     count: Tensor | float
     if None in dims:  # a graph with unknown dimensions: count the elements when it runs
         count = ef.cast(ef.size(x), grad.dtype)

@@ -35,7 +35,8 @@ _MISSING: Any = object()  # no rule registered (as opposed to None: not differen
 
 
 # --- how the tape stores an op -------------------------------------------------------------
-Entry = tuple[Any, ...]  # (op, attrs, number of inputs, *inputs, *outputs)
+Entry = tuple[Any, ...]  # (op, attrs, number of inputs, *inputs, *outputs): see `pack`
+OP, ATTRS, N_INPUTS, INPUTS = range(4)  # an entry's fields; its inputs start at INPUTS
 
 
 def pack(op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, outputs: tuple[Tensor, ...]) -> Entry:
@@ -49,10 +50,15 @@ def pack(op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, outputs: tuple[Ten
     return (op, attrs, len(inputs), *inputs, *outputs)
 
 
+def inputs_end(entry: Entry) -> int:
+    """Where an entry's inputs end and its outputs begin."""
+    return INPUTS + entry[N_INPUTS]
+
+
 def unpack(entry: Entry) -> OpRecord:
-    """An entry as an ``OpRecord``: op, inputs, attrs, outputs (``backprop`` does this inline)."""
-    end = 3 + entry[2]
-    return OpRecord(entry[0], entry[3:end], entry[1], entry[end:])
+    """An entry as an ``OpRecord``: op, inputs, attrs, outputs."""
+    end = inputs_end(entry)
+    return OpRecord(entry[OP], entry[INPUTS:end], entry[ATTRS], entry[end:])
 
 
 # --- backpropagation ------------------------------------------------------------------------
@@ -109,8 +115,8 @@ def _dependents(entries: Sequence[Entry], sources: set[Tensor]) -> set[Tensor]:
     """The tensors that depend on a source: only their gradients are worth computing."""
     depends = set(sources)
     for entry in entries:  # forward: an op's outputs depend on a source if an input does
-        end = 3 + entry[2]
-        if not depends.isdisjoint(entry[3:end]):
+        end = inputs_end(entry)
+        if not depends.isdisjoint(entry[INPUTS:end]):
             depends.update(entry[end:])
     return depends
 
@@ -129,31 +135,24 @@ def _backprop(
         grads[target] = seed if previous is None else ef.add(previous, seed)
 
     for entry in reversed(entries):
-        op, attrs, end = entry[0], entry[1], 3 + entry[2]
+        op, end = entry[OP], inputs_end(entry)
         outputs = entry[end:]
+        # every use of the outputs is behind us: take (and free) their gradients
         if len(outputs) == 1:
-            # this output's every use is behind us: take (free) its gradient
             out = outputs[0]
             g = grads.get(out) if out in sources else grads.pop(out, None)
             if g is None:
-                continue
-            out_grads: list[Tensor | None] = [g]
+                continue  # nothing flows back through this op
+            out_grads: Sequence[Tensor | None] = (g,)
         else:
-            out_grads = [grads.get(o) for o in outputs]
-            for o in outputs:
-                if o not in sources:
-                    grads.pop(o, None)
-            if all(g is None for g in out_grads):
+            several = _output_gradients(op, outputs, grads, sources)
+            if several is None:
                 continue
-            if op.name not in ACCEPTS_NONE:  # outputs nobody used get zeros
-                out_grads = [
-                    ef.zeros_like(o) if g is None else g
-                    for o, g in zip(outputs, out_grads, strict=True)
-                ]
-        inputs = entry[3:end]
+            out_grads = several
+        inputs = entry[INPUTS:end]
         needed = tuple(map(depends.__contains__, inputs))
         if True not in needed:
-            continue  # no input leads to a source
+            continue  # no input leads to a source (or there is no input)
         rule = GRADIENTS.get(op.name, _MISSING)
         if rule is None:  # declared not differentiable: the path stops here
             continue
@@ -161,12 +160,28 @@ def _backprop(
             get_gradient(op.name)  # raises the LookupError that names the op
         # OpRecord(op, inputs, attrs, outputs, skip), made by tuple.__new__: NamedTuple's own
         # constructor is Python code and costs twice as much, once per rule call
-        record = _new_tuple(OpRecord, (op, inputs, attrs, outputs, _skipped(needed)))
+        record = _new_tuple(OpRecord, (op, inputs, entry[ATTRS], outputs, _skipped(needed)))
         for t, g, need in zip(inputs, rule(record, *out_grads), needed, strict=True):
             if need and g is not None and t._dtype.is_floating:
                 previous = grads.get(t)
                 grads[t] = g if previous is None else ef.add(previous, g)
     return grads
+
+
+def _output_gradients(
+    op: OpDef, outputs: Entry, grads: dict[Tensor, Tensor], sources: set[Tensor]
+) -> list[Tensor | None] | None:
+    """Take the gradients of an op's several outputs; None if none has one."""
+    out_grads = [grads.get(o) for o in outputs]
+    for o in outputs:
+        if o not in sources:
+            grads.pop(o, None)
+    if all(g is None for g in out_grads):
+        return None
+    if op.name in ACCEPTS_NONE:
+        return out_grads
+    # outputs nobody used get zeros
+    return [ef.zeros_like(o) if g is None else g for o, g in zip(outputs, out_grads, strict=True)]
 
 
 @cache
@@ -291,7 +306,7 @@ class GradientTape:
             return
         if self._tracked.isdisjoint(inputs):
             return  # no input is tracked: the op cannot be on a gradient path
-        self._entries.append((op, attrs, len(inputs), *inputs, *outputs))  # `pack`, inlined
+        self._entries.append(pack(op, inputs, attrs, outputs))
         self._tracked.update(outputs)
 
     def _variable_read(self, variable: Variable, value: Tensor) -> None:

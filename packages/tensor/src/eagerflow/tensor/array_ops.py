@@ -151,7 +151,8 @@ def zeros_like_kernel(x: np.ndarray) -> np.ndarray:
 @op("ZerosLike", zeros_like_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
 def zeros_like(x: Any, name: str | None = None) -> Tensor:
     """Zeros of x's shape and dtype."""
-    return execute("ZerosLike", (convert_to_tensor(x),), NO_ATTRS, name)[0]
+    x = x if type(x) is Tensor else convert_to_tensor(x)
+    return execute("ZerosLike", (x,), NO_ATTRS, name)[0]
 
 
 def ones_like_kernel(x: np.ndarray) -> np.ndarray:
@@ -163,7 +164,8 @@ def ones_like_kernel(x: np.ndarray) -> np.ndarray:
 @op("OnesLike", ones_like_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
 def ones_like(x: Any, name: str | None = None) -> Tensor:
     """Ones of x's shape and dtype."""
-    return execute("OnesLike", (convert_to_tensor(x),), NO_ATTRS, name)[0]
+    x = x if type(x) is Tensor else convert_to_tensor(x)
+    return execute("OnesLike", (x,), NO_ATTRS, name)[0]
 
 
 def range_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:

@@ -4,7 +4,8 @@
 
 1. with no context installed (eager mode) it runs the op's NumPy kernel now and returns
    eager tensors. The graph package installs a *context* of its own, whose ``run_op`` adds
-   a node to a graph and returns symbolic tensors instead;
+   a node to a graph and returns symbolic tensors instead; a Session runs that node's kernel
+   later, through the same ``run_kernel`` as eager execution, so it fails the same way;
 2. it tells every registered *recorder* what happened (op, inputs, attrs, outputs). The
    autodiff package's GradientTape is such a recorder.
 
@@ -24,8 +25,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from operator import attrgetter
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
+import numpy as np
+
+from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError, InvalidArgumentError, UnknownOpError
 from eagerflow.tensor.registry import OPS, Attrs, OpDef
 from eagerflow.tensor.tensor import Tensor
@@ -63,12 +67,38 @@ class Recorder(Protocol):
     ) -> None: ...
 
 
+def run_kernel(op: OpDef, args: Sequence[Any], attrs: Attrs, inputs: Sequence[Tensor]) -> Any:
+    """Call ``op``'s kernel on the NumPy values ``args``: the one place a kernel runs, for an
+    eager op (``execute``), a step of a Session's plan and constant folding alike.
+
+    ``inputs`` are the tensors ``args`` are the values of (eager tensors, or a graph's symbolic
+    ones): an error names their dtypes. A failing kernel raises the same error everywhere: an
+    eagerflow error as the kernel raised it, any other (NumPy's) as ``explain_failure`` says
+    it; either prefixed with the op and its inputs, such as ``MatMul(float32[2,3], ...)``.
+    """
+    try:
+        if attrs:
+            return op.kernel(*args, **attrs)
+        return op.kernel(*args)  # (an empty **attrs would cost ~30 ns per op)
+    except EagerflowError as e:  # the kernel's own check, e.g. an integer division by zero
+        raise e.at_op(op.name, _as_run(args, inputs)) from None
+    except Exception as e:
+        raise explain_failure(op, _as_run(args, inputs), attrs, e) from e
+
+
+def _as_run(args: Sequence[Any], inputs: Sequence[Tensor]) -> list[Tensor]:
+    """The inputs as the kernel got them: each input's dtype, the shape of its value (a
+    graph's tensor may not know its shape before it runs). Made only for an error message."""
+    pairs = zip(args, inputs, strict=True)
+    return [t if a is None else Tensor(np.asarray(a), t.dtype) for a, t in pairs]
+
+
 def explain_failure(
     op: OpDef, inputs: Sequence[Tensor], attrs: Attrs, error: Exception
 ) -> EagerflowError:
     """Turn a NumPy error into ours: the op's shape rule says what is wrong with the shapes.
 
-    Runs only after a kernel failed, so eager execution never pays for the shape rule.
+    Runs only after a kernel failed, so running a kernel never pays for the shape rule.
     """
     if any(getattr(t, "_value", None) is None for t in inputs):
         return InvalidArgumentError(
@@ -87,11 +117,17 @@ def explain_failure(
 _value_of, _dtype_of = attrgetter("_value"), attrgetter("_dtype")
 
 
-class State(NamedTuple):
-    """What decides how an op runs, in one thread: one record, so ``execute`` looks up once."""
+class State:
+    """What decides how an op runs, in one thread: one record, so ``execute`` looks up once.
 
-    context: Context | None  # None: eager execution
-    recorders: tuple[Recorder, ...]  # replaced, never mutated, so loops need no copy
+    (A class with slots: unpacking a NamedTuple, a tuple subclass, costs ~25 ns more per op.)
+    """
+
+    __slots__ = ("context", "recorders")
+
+    def __init__(self, context: Context | None, recorders: tuple[Recorder, ...]) -> None:
+        self.context = context  # None: eager execution
+        self.recorders = recorders  # replaced, never mutated, so loops need no copy
 
 
 _EAGER = State(None, ())
@@ -110,40 +146,49 @@ def execute(
     except KeyError:
         raise UnknownOpError(f"no op named {op_name!r} is registered") from None
 
-    context, recorders = _state.get()
-    if context is not None:  # e.g. a graph is being built: the context decides
-        outputs = context.run_op(op, inputs, attrs, name)
+    state = _state.get()
+    if state.context is not None:  # e.g. a graph is being built: the context decides
+        outputs = state.context.run_op(op, inputs, attrs, name)
     else:  # eager mode: run the kernel now; `name` is ignored, as in TensorFlow
-        # Inline, with a path of its own for binary ops without attributes: this is the
-        # hottest code in the framework, and in Python 3.11 building an argument tuple or
-        # passing an empty **attrs costs a good part of a small NumPy add.
+        # The inputs' dtypes and values, by hand for the usual two, one or no inputs: `map`
+        # and `tuple` cost ~150 ns each, on an op of 1-2 us
+        n = len(inputs)
+        if n == 2:
+            x, y = inputs
+            dts: tuple[DType, ...] = (x._dtype, y._dtype)
+            args: tuple[Any, ...] = (x._value, y._value)
+        elif n == 1:
+            (x,) = inputs
+            dts = (x._dtype,)
+            args = (x._value,)
+        elif n == 0:  # a variable's read, a constant
+            dts = args = ()
+        else:
+            dts = tuple(map(_dtype_of, inputs))
+            args = tuple(map(_value_of, inputs))
         try:
             if attrs:
-                out_dtypes = op.dtype_rule(tuple(map(_dtype_of, inputs)), attrs)
-                result = op.kernel(*map(_value_of, inputs), **attrs)
-            elif len(inputs) == 2:
-                x, y = inputs
-                pair = (x._dtype, y._dtype)
-                known = op.known_dtypes.get(pair)  # (see OpDef.known_dtypes)
-                if known is None:
-                    known = op.known_dtypes[pair] = op.dtype_rule(pair, attrs)
-                out_dtypes = known
-                result = op.kernel(x._value, y._value)
-            else:
-                out_dtypes = op.dtype_rule(tuple(map(_dtype_of, inputs)), attrs)
-                result = op.kernel(*map(_value_of, inputs))
-        except EagerflowError as e:
+                out_dtypes = op.dtype_rule(dts, attrs)
+            else:  # a rule always gives the same answer: asked once (see OpDef.known_dtypes)
+                out_dtypes = op.known_dtypes.get(dts) or _remember_dtypes(op, dts)
+        except EagerflowError as e:  # the dtype rule refused the inputs
             raise e.at_op(op.name, inputs) from None
-        except Exception as e:
-            raise explain_failure(op, inputs, attrs, e) from e
+        result = run_kernel(op, args, attrs, inputs)
         if op.multi_output:
             outputs = tuple(map(Tensor, result, out_dtypes))
         else:
             outputs = (Tensor(result, out_dtypes[0]),)
 
-    for recorder in recorders:
-        recorder.record(op, inputs, attrs, outputs)
+    if state.recorders:  # (most ops have none to tell: an empty loop costs ~30 ns)
+        for recorder in state.recorders:
+            recorder.record(op, inputs, attrs, outputs)
     return outputs
+
+
+def _remember_dtypes(op: OpDef, dts: tuple[DType, ...]) -> Sequence[DType]:
+    """The dtype rule's answer for these input dtypes (no attributes), kept for next time."""
+    known = op.known_dtypes[dts] = op.dtype_rule(dts, NO_ATTRS)
+    return known
 
 
 # --- the small public interface upper layers plug into ------------------------------------
@@ -231,4 +276,5 @@ __all__ = [
     "no_recording",
     "recording",
     "remove_recorder",
+    "run_kernel",
 ]

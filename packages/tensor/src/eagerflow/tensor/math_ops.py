@@ -95,7 +95,8 @@ def real_div_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x / y, elementwise with broadcasting (x/0 is ±inf or nan, as in IEEE 754). Integers
     are first cast to float64, as TensorFlow's ``truediv`` does."""
-    x, y = convert_operands(x, y)
+    if type(x) is not Tensor or type(y) is not Tensor:
+        x, y = convert_operands(x, y)
     if x.dtype.is_integer and y.dtype is x.dtype:
         x, y = cast(x, dtypes.float64), cast(y, dtypes.float64)
     return execute("RealDiv", (x, y), NO_ATTRS, name)[0]
@@ -339,14 +340,16 @@ def matmul(
 ) -> Tensor:
     """The matrix product a @ b of two tensors of rank >= 2, over their last two axes (each
     transposed first if asked), batched over the leading axes, which broadcast."""
-    a, b = convert_operands(a, b)
+    if type(a) is not Tensor or type(b) is not Tensor:
+        a, b = convert_operands(a, b)
     attrs = {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
     return execute("MatMul", (a, b), attrs, name)[0]
 
 
 # --- reductions ------------------------------------------------------------------------------
 def _reduction(op_name: str, x: Any, axis: Axis, keepdims: bool, name: str | None) -> Tensor:
-    x = convert_to_tensor(x)
+    if type(x) is not Tensor:
+        x = convert_to_tensor(x)
     axes: Axes = None
     if type(axis) is tuple:  # (tested first: raising and catching TypeError costs more)
         axes = tuple(map(operator.index, axis))
