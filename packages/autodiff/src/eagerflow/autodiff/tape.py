@@ -134,6 +134,9 @@ def _backprop(
         previous = grads.get(target)  # the same target twice: its seeds add up
         grads[target] = seed if previous is None else ef.add(previous, seed)
 
+    # (bound once, and no cache lookup when every input needs a gradient: ~150 ns less an op
+    # where every input does, as in W2)
+    leads_to_source = depends.__contains__
     for entry in reversed(entries):
         op, end = entry[OP], inputs_end(entry)
         outputs = entry[end:]
@@ -150,9 +153,10 @@ def _backprop(
                 continue
             out_grads = several
         inputs = entry[INPUTS:end]
-        needed = tuple(map(depends.__contains__, inputs))
+        needed = tuple(map(leads_to_source, inputs))
         if True not in needed:
             continue  # no input leads to a source (or there is no input)
+        skip = _NO_SKIP if False not in needed else _skipped(needed)
         rule = GRADIENTS.get(op.name, _MISSING)
         if rule is None:  # declared not differentiable: the path stops here
             continue
@@ -160,7 +164,7 @@ def _backprop(
             get_gradient(op.name)  # raises the LookupError that names the op
         # OpRecord(op, inputs, attrs, outputs, skip), made by tuple.__new__: NamedTuple's own
         # constructor is Python code and costs twice as much, once per rule call
-        record = _new_tuple(OpRecord, (op, inputs, entry[ATTRS], outputs, _skipped(needed)))
+        record = _new_tuple(OpRecord, (op, inputs, entry[ATTRS], outputs, skip))
         for t, g, need in zip(inputs, rule(record, *out_grads), needed, strict=True):
             if need and g is not None and t._dtype.is_floating:
                 previous = grads.get(t)
@@ -182,6 +186,9 @@ def _output_gradients(
         return out_grads
     # outputs nobody used get zeros
     return [ef.zeros_like(o) if g is None else g for o, g in zip(outputs, out_grads, strict=True)]
+
+
+_NO_SKIP: frozenset[int] = frozenset()
 
 
 @cache
