@@ -29,16 +29,9 @@ class BreakConverter(JumpConverter):
     jump = ast.Break
 
     def visit_Break(self, node: ast.Break) -> Any:
-        assert self.flag is not None  # Python allows `break` only inside a loop
-        return flag_is(self.flag, True, node)
+        return self.jump_to_flag(node)
 
-    def visit_While(self, node: ast.While) -> Any:
-        return self._loop(node)
-
-    def visit_For(self, node: ast.For) -> Any:
-        return self._loop(node)
-
-    def _loop(self, node: ast.While | ast.For) -> Any:
+    def loop(self, node: ast.While | ast.For) -> Any:
         if not contains_in(node.body, ast.Break):
             node.body = self.with_flag(None, node.body)  # breaks in there are inner loops'
             node.orelse = self.visit_block(node.orelse)

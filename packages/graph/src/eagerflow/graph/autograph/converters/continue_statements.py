@@ -24,16 +24,9 @@ class ContinueConverter(JumpConverter):
     jump = ast.Continue
 
     def visit_Continue(self, node: ast.Continue) -> Any:
-        assert self.flag is not None  # Python allows `continue` only inside a loop
-        return flag_is(self.flag, True, node)
+        return self.jump_to_flag(node)
 
-    def visit_While(self, node: ast.While) -> Any:
-        return self._loop(node)
-
-    def visit_For(self, node: ast.For) -> Any:
-        return self._loop(node)
-
-    def _loop(self, node: ast.While | ast.For) -> Any:
+    def loop(self, node: ast.While | ast.For) -> Any:
         if not contains_in(node.body, ast.Continue):
             node.body = self.with_flag(None, node.body)
         else:

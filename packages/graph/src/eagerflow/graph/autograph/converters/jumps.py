@@ -75,6 +75,21 @@ class JumpConverter(ast.NodeTransformer):
         templates.locate(guard, rest[0])
         return converted + guard
 
+    def jump_to_flag(self, node: ast.stmt) -> list[ast.stmt]:
+        """The jump itself (``break`` or ``continue``) becomes ``flag = True``."""
+        assert self.flag is not None  # Python allows a jump only inside a loop
+        return flag_is(self.flag, True, node)
+
+    def visit_While(self, node: ast.While) -> Any:
+        return self.loop(node)
+
+    def visit_For(self, node: ast.For) -> Any:
+        return self.loop(node)
+
+    def loop(self, node: ast.While | ast.For) -> Any:
+        """A loop, converted (each jump's own rule)."""
+        raise NotImplementedError  # (abstract: BreakConverter and ContinueConverter say)
+
     def with_flag(self, flag: str | None, statements: Sequence[ast.stmt]) -> list[ast.stmt]:
         """``visit_block(statements)`` with ``flag`` as the flag of the jumps found there."""
         outer, self.flag = self.flag, flag
