@@ -18,4 +18,21 @@ cannot ``break`` out of a loop around it. TensorFlow's AutoGraph has converters 
 names, run in the same order.
 """
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+
+class FunctionBodyTransformer(ast.NodeTransformer):
+    """A converter of one function's statements. A class or an async function defined
+    inside it runs as written: AutoGraph converts functions, not what they define."""
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        return node
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> Any:
+        return node
+
+
+__all__ = ["FunctionBodyTransformer"]

@@ -17,11 +17,12 @@ import ast
 from typing import Any
 
 from eagerflow.graph.autograph import templates
+from eagerflow.graph.autograph.converters import FunctionBodyTransformer
 
 _FRAME_READERS = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "dir"})
 
 
-class CallTreeTransformer(ast.NodeTransformer):
+class CallTreeTransformer(FunctionBodyTransformer):
     def __init__(self, instance: str | None) -> None:
         self.instance = instance  # the method's first parameter (`self`), if any
 
@@ -56,12 +57,6 @@ class CallTreeTransformer(ast.NodeTransformer):
             return self.generic_visit(node)
         finally:
             self.instance = outer
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
-        return node  # a class defined inside a function runs as written
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> Any:
-        return node
 
 
 def _is_zero_argument_super(node: ast.Call) -> bool:

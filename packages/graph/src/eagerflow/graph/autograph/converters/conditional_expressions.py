@@ -11,9 +11,10 @@ import ast
 from typing import Any
 
 from eagerflow.graph.autograph import templates
+from eagerflow.graph.autograph.converters import FunctionBodyTransformer
 
 
-class ConditionalExpressionTransformer(ast.NodeTransformer):
+class ConditionalExpressionTransformer(FunctionBodyTransformer):
     def visit_IfExp(self, node: ast.IfExp) -> Any:
         self.generic_visit(node)
         result = templates.replace_as_expression(
@@ -22,12 +23,6 @@ class ConditionalExpressionTransformer(ast.NodeTransformer):
         )  # fmt: skip
         templates.locate([result], node)
         return result
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
-        return node
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> Any:
-        return node
 
 
 def transform(node: ast.FunctionDef) -> ast.FunctionDef:

@@ -16,9 +16,10 @@ import ast
 from typing import Any
 
 from eagerflow.graph.autograph import templates
+from eagerflow.graph.autograph.converters import FunctionBodyTransformer
 
 
-class LogicalTransformer(ast.NodeTransformer):
+class LogicalTransformer(FunctionBodyTransformer):
     def visit_BoolOp(self, node: ast.BoolOp) -> Any:
         self.generic_visit(node)
         helper = "ag__.and_" if isinstance(node.op, ast.And) else "ag__.or_"
@@ -37,12 +38,6 @@ class LogicalTransformer(ast.NodeTransformer):
         result = templates.replace_as_expression("ag__.not_(operand)", operand=node.operand)
         templates.locate([result], node)
         return result
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
-        return node
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> Any:
-        return node
 
 
 def transform(node: ast.FunctionDef) -> ast.FunctionDef:
