@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import OpRecord, register_gradient
+from eagerflow.autodiff import OpRecord, Variable, register_gradient
 from eagerflow.graph.auto_control_deps import READS, add_automatic_control_dependencies
 from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import Tensor
@@ -31,11 +31,19 @@ from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
 from eagerflow.tensor.execution import execute, executing_eagerly
 from eagerflow.tensor.nest import flatten, pack_sequence_as
-from eagerflow.tensor.registry import OPS, Attrs, Shape, op
+from eagerflow.tensor.registry import OPS, Attrs, OpDef, Shape, op
 
 
 class FunctionGraph(Graph):
-    """The graph of a branch or loop body: outer tensors it uses become its inputs."""
+    """The graph of a branch or loop body: outer tensors it uses become its inputs.
+
+    A variable it reads is read right here, when it runs (an ``assign`` before the read in
+    the same branch must count), yet a gradient for the variable must reach the outer graph.
+    So the op that runs this graph also gets a read of the variable from the outer graph as
+    an input (``capture_variables``), whose value nobody uses: inside, that input is the
+    variable's *handle*, and ``gradients()`` takes d/d(handle) to mean d/d(variable), the sum
+    over the variable's reads in here. Outside, its gradient flows to that outer read, so
+    to the variable, like any other read's."""
 
     def __init__(self, outer: Graph) -> None:
         super().__init__()
@@ -44,6 +52,21 @@ class FunctionGraph(Graph):
         self.arguments: list[SymbolicTensor] = []  # the function's own inputs
         self.results: list[SymbolicTensor] = []  # what the function returned
         self.effects: list[Operation] = []  # the stateful ops that must run (not reads)
+        self.variables: dict[Variable, None] = {}  # read inside, in order of first read
+        self.handles: dict[SymbolicTensor, Variable] = {}  # input -> the variable it stands for
+
+    def run_op(
+        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
+    ) -> tuple[SymbolicTensor, ...]:
+        if op.name == "ReadVariableOp":
+            self.variables[attrs["variable"]] = None
+        return super().run_op(op, inputs, attrs, name)
+
+    def handle(self, variable: Variable) -> SymbolicTensor:
+        """A new input of this graph standing for ``variable`` in gradients."""
+        placeholder = self.input_like(variable, "handle")
+        self.handles[placeholder] = variable
+        return placeholder
 
     def _as_graph_tensor(self, t: Tensor, op: Any) -> SymbolicTensor:
         if isinstance(t, SymbolicTensor) and t.graph is not self:
@@ -120,6 +143,16 @@ def _build(fn: Callable[..., Any], args: Sequence[Any], outer: Graph) -> tuple[F
     return graph, result
 
 
+def capture_variables(*graphs: FunctionGraph) -> None:
+    """Capture a read, in the current (outer) graph, of each variable the graphs read, as
+    the graph's handle of it (see ``FunctionGraph``): call before ``_union_captures``."""
+    for variable in dict.fromkeys(v for g in graphs for v in g.variables):
+        read = variable.read_value()
+        for graph in graphs:
+            if variable in graph.variables:
+                graph.captures[read] = graph.handle(variable)
+
+
 def _merge(a: Shape | None, b: Shape | None) -> Shape | None:
     """The most specific shape compatible with both (dimensions that differ become None)."""
     if a is None or b is None or len(a) != len(b):
@@ -189,6 +222,7 @@ def cond(
     outer = get_default_graph()
     then_graph, then_result = _build(true_fn, [], outer)
     else_graph, _ = _build(false_fn, [], outer)
+    capture_variables(then_graph, else_graph)
     captured = _union_captures(then_graph, else_graph)
     then_branch, else_branch = (
         Subgraph(g, [g.captures.get(t) for t in captured], g.results, g.effects)
@@ -388,6 +422,7 @@ def while_loop(
                 f"{format_shape(out.shape)}; "
                 "pass shape_invariants (None for dimensions that change)"
             ).at_op("While", start)
+    capture_variables(cond_graph, body_graph)
     captured = _union_captures(cond_graph, body_graph)
     num_vars = len(start)
 

@@ -73,19 +73,11 @@ class TraceGraph(FunctionGraph):
 
     def __init__(self, outer: Graph | None) -> None:
         super().__init__(outer or Graph())
-        self.variables: dict[Variable, None] = {}  # read inside, in order of first read
         self.created: list[Variable] = []
 
     def create_variable(self, variable: Variable) -> None:
         """None: the variable is made eagerly, since it must outlive the trace."""
         self.created.append(variable)
-
-    def run_op(
-        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
-    ) -> tuple[SymbolicTensor, ...]:
-        if op.name == "ReadVariableOp":  # a real read, run where the Python code read
-            self.variables[attrs["variable"]] = None
-        return super().run_op(op, inputs, attrs, name)
 
 
 class ConcreteFunction(Subgraph):
@@ -109,8 +101,7 @@ class ConcreteFunction(Subgraph):
         super().__init__(graph, inputs, outputs, side_effects)
         self.variables = list(variables)
         self.structure = structure
-        # set on a forward variant: which inputs stand for variables, which outputs are kept
-        self.handles: dict[SymbolicTensor, Variable] = {}
+        # set on a forward variant: the outputs kept for the backward pass
         self.kept: list[SymbolicTensor] = []
         self._forward: ConcreteFunction | None = None
         self._gradient: ConcreteFunction | None = None
@@ -164,7 +155,7 @@ class ConcreteFunction(Subgraph):
         never runs a stateful op again (no second ``assign``, no new random numbers)."""
         if self._forward is None:
             with self.graph.as_default():
-                handles = {self.graph.input_like(v, "handle"): v for v in self.variables}
+                handles = [self.graph.handle(v) for v in self.variables]
             outputs = set(self.outputs)
             kept = [
                 t
@@ -177,7 +168,7 @@ class ConcreteFunction(Subgraph):
                 self.graph, [*self.arguments, *handles], [*self.outputs, *kept], (),
                 self.side_effects, self.structure,
             )  # fmt: skip
-            forward.handles, forward.kept = handles, kept
+            forward.kept = kept
             self._forward = forward
         return self._forward
 
@@ -190,8 +181,9 @@ class ConcreteFunction(Subgraph):
 
             with self.graph.as_default():
                 seeds = [self.graph.input_like(t, "grad") for t in self.outputs]
-                xs = [self.handles.get(t, t) for t in self.arguments]
-                grads = gradients(self.outputs, xs, grad_ys=seeds, unconnected_gradients="zero")
+                grads = gradients(
+                    self.outputs, self.arguments, grad_ys=seeds, unconnected_gradients="zero"
+                )
             inputs = [*self.inputs, *self.kept, *seeds]
             self._gradient = ConcreteFunction(self.graph, inputs, grads)  # type: ignore[arg-type]
         return self._gradient

@@ -14,6 +14,7 @@ from typing import Any
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
 from eagerflow.autodiff.tape import backward, check_unconnected_gradients, pack
+from eagerflow.graph.control_flow import FunctionGraph
 from eagerflow.graph.graph import Graph, SymbolicTensor
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.nest import flatten
@@ -68,6 +69,8 @@ def _graph_of(tensors: Sequence[Any]) -> Graph:
 
 def _keys(graph: Graph, x: Any, what: str = "xs") -> list[SymbolicTensor]:
     """The tensors whose gradients make up x's gradient (``what`` names the argument)."""
+    if isinstance(graph, FunctionGraph) and isinstance(x, SymbolicTensor) and x in graph.handles:
+        x = graph.handles[x]  # a variable's handle (see FunctionGraph): the variable
     if isinstance(x, Variable):  # every read of the variable in this graph
         return [
             o.outputs[0]
