@@ -91,3 +91,22 @@ def test_stores_and_loads() -> None:
     assert analysis.loads(statement) == {"a", "c", "e"}
     augmented = parse("def f():\n    n += 1\n").body[0]
     assert analysis.loads(augmented) == {"n"} and analysis.stores(augmented) == {"n"}
+
+
+def test_a_with_block_defines_its_as_names_first_and_its_body_in_order() -> None:
+    """An `if` inside `with` whose variable is first assigned there has none before it (it
+    once counted every assignment of the with body as made on entry: a `nonlocal` with no
+    binding, a SyntaxError)."""
+    (scope,) = scopes(
+        """
+        def f(x):
+            with context() as tape:
+                e = x * 2
+                if e < 1:
+                    loss = e
+                else:
+                    loss = -e
+            return loss
+        """
+    )
+    assert scope.defined_in == {"x", "tape", "e"}

@@ -40,7 +40,7 @@ class FunctionGraph(Graph):
     A variable it reads is read right here, when it runs (an ``assign`` before the read in
     the same branch must count), yet a gradient for the variable must reach the outer graph.
     So the op that runs this graph also gets a read of the variable from the outer graph as
-    an input (``capture_variables``), whose value nobody uses: inside, that input is the
+    an input (``_capture_variables``), whose value nobody uses: inside, that input is the
     variable's *handle*, and ``gradients()`` takes d/d(handle) to mean d/d(variable), the sum
     over the variable's reads in here. Outside, its gradient flows to that outer read, so
     to the variable, like any other read's."""
@@ -143,11 +143,12 @@ def _build(fn: Callable[..., Any], args: Sequence[Any], outer: Graph) -> tuple[F
     return graph, result
 
 
-def capture_variables(*graphs: FunctionGraph) -> None:
+def _capture_variables(*graphs: FunctionGraph) -> None:
     """Capture a read, in the current (outer) graph, of each variable the graphs read, as
     the graph's handle of it (see ``FunctionGraph``): call before ``_union_captures``."""
     for variable in dict.fromkeys(v for g in graphs for v in g.variables):
         read = variable.read_value()
+        assert isinstance(read, SymbolicTensor)  # cond and while_loop build graphs only here
         for graph in graphs:
             if variable in graph.variables:
                 graph.captures[read] = graph.handle(variable)
@@ -222,7 +223,7 @@ def cond(
     outer = get_default_graph()
     then_graph, then_result = _build(true_fn, [], outer)
     else_graph, _ = _build(false_fn, [], outer)
-    capture_variables(then_graph, else_graph)
+    _capture_variables(then_graph, else_graph)
     captured = _union_captures(then_graph, else_graph)
     then_branch, else_branch = (
         Subgraph(g, [g.captures.get(t) for t in captured], g.results, g.effects)
@@ -422,7 +423,7 @@ def while_loop(
                 f"{format_shape(out.shape)}; "
                 "pass shape_invariants (None for dimensions that change)"
             ).at_op("While", start)
-    capture_variables(cond_graph, body_graph)
+    _capture_variables(cond_graph, body_graph)
     captured = _union_captures(cond_graph, body_graph)
     num_vars = len(start)
 
@@ -661,7 +662,10 @@ def _needing_gradients(
 
 
 def _placeholders_behind(tensors: Sequence[SymbolicTensor]) -> set[SymbolicTensor]:
-    """The placeholders that ``tensors`` are computed from (through data edges)."""
+    """The placeholders that ``tensors`` are computed from (through data edges), counting
+    a read of a variable as its handle's (see ``FunctionGraph``): a loop whose backward
+    body reads a variable needs its handle fed, so that a gradient of the backward loop
+    reaches the variable too."""
     found: set[SymbolicTensor] = set()
     seen: set[Operation] = set()
     stack = [t.op for t in tensors]
@@ -672,6 +676,9 @@ def _placeholders_behind(tensors: Sequence[SymbolicTensor]) -> set[SymbolicTenso
         seen.add(operation)
         if operation.type == "Placeholder":
             found.update(operation.outputs)
+        elif operation.type in READS and isinstance(operation.graph, FunctionGraph):
+            handles = operation.graph.handles
+            found.update(h for h, v in handles.items() if v is operation.attrs["variable"])
         stack.extend(t.op for t in operation.inputs)
     return found
 

@@ -60,7 +60,7 @@ from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError, ShapeError, format_shape
 from eagerflow.tensor.execution import active_recorders, execute, executing_eagerly
 from eagerflow.tensor.nest import flatten, pack_sequence_as
-from eagerflow.tensor.registry import OPS, Attrs, OpDef, Shape, op
+from eagerflow.tensor.registry import OPS, Attrs, Shape, op
 from eagerflow.tensor.rules import compatible
 
 
@@ -175,16 +175,25 @@ class ConcreteFunction(Subgraph):
     def gradient_function(self) -> ConcreteFunction:
         """The vector-Jacobian product: inputs, kept outputs and one seed per output in,
         d(outputs)/d(inputs) out (a handle's gradient is its variable's). Traced once, into
-        this function's own graph."""
+        this function's own graph.
+
+        The variables' reads are kept outputs, so this function is fed their values and
+        never reads a variable itself: its handle inputs are left unused (fresh
+        placeholders). A gradient of this gradient then reaches each variable once, through
+        the kept reads, as in TensorFlow, not a second time through the handles."""
         if self._gradient is None:
             from eagerflow.graph.gradients import gradients
 
-            with self.graph.as_default():
-                seeds = [self.graph.input_like(t, "grad") for t in self.outputs]
-                grads = gradients(
-                    self.outputs, self.arguments, grad_ys=seeds, unconnected_gradients="zero"
-                )
-            inputs = [*self.inputs, *self.kept, *seeds]
+            graph = self.graph
+            # fed, though computed in the graph: a gradient function's kept inputs
+            fed = [t for t in self.arguments if t.op.type != "Placeholder"]
+            with graph.as_default():
+                seeds = [graph.input_like(t, "grad") for t in self.outputs]
+                grads = gradients(self.outputs, self.arguments, grad_ys=seeds, stop_gradients=fed,
+                                  unconnected_gradients="zero")  # fmt: skip
+                own = [graph.input_like(t, "unused") if t in graph.handles else t
+                       for t in self.inputs]  # fmt: skip
+            inputs = [*own, *self.kept, *seeds]
             self._gradient = ConcreteFunction(self.graph, inputs, grads)  # type: ignore[arg-type]
         return self._gradient
 

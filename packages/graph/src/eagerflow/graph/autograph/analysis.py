@@ -266,8 +266,8 @@ class _FunctionAnalysis:
             body = self._defined_after(node.body, before | stores(node.target))
             return self._defined_after(node.orelse, body)
         if isinstance(node, ast.With | ast.AsyncWith):
-            targets = frozenset(stores(node))  # the `as` names and all the body assigns
-            return self._defined_after(node.body, before | targets)
+            targets = set().union(*(stores(item.optional_vars) for item in node.items))
+            return self._defined_after(node.body, before | targets)  # the `as` names first
         blocks = _blocks(node)
         if blocks:  # try, match: any of their blocks may have run
             return before.union(*(self._defined_after(b, before) for b in blocks), stores(node))
