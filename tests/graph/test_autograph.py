@@ -160,7 +160,7 @@ def branches_disagree(x):
 
 
 def test_branches_giving_a_variable_two_dtypes_is_an_error_naming_it() -> None:
-    with pytest.raises(ef.DTypeError, match=r"'y' is a int32 tensor in the if branch .* float32"):
+    with pytest.raises(ef.DTypeError, match=r"'y' is an int32 tensor in the if branch .* float32"):
         function(branches_disagree)(ef.constant(1.0))
 
 
@@ -349,7 +349,7 @@ def changes_dtype(n):
 
 
 def test_a_loop_variable_changing_dtype_is_an_error_naming_it() -> None:
-    message = r"'x' is a int32 tensor before the loop .* float32 tensor after an iteration"
+    message = r"'x' is an int32 tensor before the loop .* float32 tensor after an iteration"
     with pytest.raises(ef.DTypeError, match=message):
         function(changes_dtype)(ef.constant(3))
 

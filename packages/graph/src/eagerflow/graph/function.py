@@ -57,7 +57,7 @@ from eagerflow.graph.signatures import (
 from eagerflow.graph.tensor_spec import TensorSpec
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import EagerflowError, ShapeError, format_shape
+from eagerflow.tensor.errors import EagerflowError, ShapeError, a_tensor, format_shape
 from eagerflow.tensor.execution import active_recorders, execute, executing_eagerly
 from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
@@ -136,7 +136,7 @@ class ConcreteFunction(Subgraph):
         tensors = []
         for value, graph_input in zip(values, arguments, strict=True):
             expected = (
-                f"input {graph_input.op.name} was traced for a {graph_input.dtype} tensor of "
+                f"input {graph_input.op.name} was traced for {a_tensor(graph_input.dtype)} of "
                 f"shape {format_shape(graph_input.shape)}"
             )
             try:

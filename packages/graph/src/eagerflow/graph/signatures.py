@@ -26,7 +26,7 @@ import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
 from eagerflow.graph.tensor_spec import TensorSpec
 from eagerflow.tensor import Tensor
-from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError, format_shape
+from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError, a_tensor, format_shape
 from eagerflow.tensor.nest import flatten
 from eagerflow.tensor.rules import compatible
 
@@ -200,7 +200,7 @@ def _conform_leaf(spec: TensorSpec, value: Any, where: str, function_name: str) 
 
 def _describe(value: Any) -> str:
     if isinstance(value, Tensor):
-        return f"a {value.dtype} tensor of shape {format_shape(value.shape)}"
+        return f"{a_tensor(value.dtype)} of shape {format_shape(value.shape)}"
     if isinstance(value, TensorSpec):
         return repr(value)
     text = repr(value)

@@ -22,6 +22,7 @@ from eagerflow.tensor.errors import (
     InvalidArgumentError,
     OutOfRangeError,
     ShapeError,
+    a_tensor,
     format_shape,
 )
 from eagerflow.tensor.execution import NO_ATTRS, execute
@@ -268,7 +269,7 @@ def _widest(found: list[DType]) -> DType:
     """TensorFlow's order for ``range``'s inferred dtype: int32 < int64 < float16 < ..."""
     for d in found:
         if d not in _RANGE_DTYPES:
-            raise DTypeError(f"range: bounds must be numbers, got a {d} tensor")
+            raise DTypeError(f"range: bounds must be numbers, got {a_tensor(d)}")
     return builtins.max(found, key=_RANGE_DTYPES.index)
 
 

@@ -65,6 +65,12 @@ def format_shape(shape: Iterable[int | None] | None) -> str:
     return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
 
 
+def a_tensor(dtype: object) -> str:
+    """``a float32 tensor``, ``an int32 tensor``: a dtype with its article, for messages."""
+    name = str(dtype)
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name} tensor"
+
+
 def describe(t: Any) -> str:
     """``float32[2,3]`` for a tensor, ``repr`` for anything else: the compact signature that
     prefixes op errors, as TensorFlow's kernels print their inputs (``?``: an unknown
@@ -86,6 +92,7 @@ __all__ = [
     "OutOfRangeError",
     "ShapeError",
     "UnknownOpError",
+    "a_tensor",
     "describe",
     "format_shape",
 ]

@@ -35,7 +35,7 @@ import eagerflow.tensor as ef
 from eagerflow.graph.control_flow import FunctionGraph, cond, while_loop
 from eagerflow.graph.graph import SymbolicTensor, get_default_graph
 from eagerflow.tensor import Tensor
-from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError
+from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError, a_tensor
 
 State = Sequence[Any]
 
@@ -164,7 +164,7 @@ def _tensor_like(value: Any) -> bool:
 
 def _describe(value: Any) -> str:
     if isinstance(value, Tensor):
-        return f"a {value.dtype} tensor"
+        return a_tensor(value.dtype)
     if _no_value(value):
         return "no value"
     return f"{type(value).__name__} {value!r:.40}"
@@ -350,8 +350,8 @@ class _IfOutputs:
         tensor = ef.convert_to_tensor(value)
         if dtype is not None and tensor.dtype is not dtype:
             raise DTypeError(
-                f"'{name}' is a {dtype} tensor in the if branch of the if on a tensor in "
-                f"{self.where} but a {tensor.dtype} tensor in its else branch: a graph's "
+                f"'{name}' is {a_tensor(dtype)} in the if branch of the if on a tensor in "
+                f"{self.where} but {a_tensor(tensor.dtype)} in its else branch: a graph's "
                 "if must give each variable one dtype (use ef.cast)"
             )
         return tensor
@@ -664,8 +664,8 @@ class _LoopVariables:
         tensor = value if isinstance(value, Tensor) else ef.convert_to_tensor(value, start.dtype)
         if tensor.dtype is not start.dtype:
             raise DTypeError(
-                f"'{name}' is a {start.dtype} tensor before the loop on a tensor in "
-                f"{self.where} but a {tensor.dtype} tensor after an iteration: a graph loop "
+                f"'{name}' is {a_tensor(start.dtype)} before the loop on a tensor in "
+                f"{self.where} but {a_tensor(tensor.dtype)} after an iteration: a graph loop "
                 "keeps each variable's dtype (use ef.cast, or start it as a "
                 f"{tensor.dtype} value)"
             )
