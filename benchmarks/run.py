@@ -424,6 +424,164 @@ def w4_function_step() -> Workload:
     return Workload("W4f", "W4 as a traced @function", contenders, 1.10)
 
 
+GELU_C = float(np.sqrt(2 / np.pi))  # GELU's tanh approximation: 0.5 h (1 + tanh(C (h + K h^3)))
+GELU_K = 0.044715
+LN_EPS = 1e-5
+
+
+def _w7_arrays() -> dict[str, np.ndarray]:
+    """W7's input and parameters (seed 0); b, gamma and beta away from 0 and 1, so that a
+    gradient check of the hand-written backward pass sees every term."""
+    rng = np.random.default_rng(0)
+    limit = np.sqrt(6 / (256 + 256))
+    return {
+        "x": rng.standard_normal((4096, 256)).astype(np.float32),
+        "w": rng.uniform(-limit, limit, (256, 256)).astype(np.float32),
+        "b": (0.1 * rng.standard_normal(256)).astype(np.float32),
+        "gamma": (1 + 0.1 * rng.standard_normal(256)).astype(np.float32),
+        "beta": (0.1 * rng.standard_normal(256)).astype(np.float32),
+    }
+
+
+def _w7_numpy_step(a: dict[str, np.ndarray]) -> Callable[[], tuple[Any, ...]]:
+    """W7 by hand: the forward pass keeps what the backward pass reuses (tanh, h^2, the
+    normalized values, 1/std), and the backward pass overwrites buffers it no longer needs."""
+    x, w, b, gamma, beta = a["x"], a["w"], a["b"], a["gamma"], a["beta"]
+    c, k = np.float32(GELU_C), np.float32(GELU_K)
+
+    def step() -> tuple[Any, ...]:
+        h = x @ w
+        h += b
+        h2 = h * h
+        t = h2 * k  # tanh(c h (1 + k h^2))
+        t += 1
+        t *= h
+        t *= c
+        np.tanh(t, out=t)
+        g = t + 1  # gelu(h) = 0.5 h (1 + t)
+        g *= h
+        g *= 0.5
+        g -= g.mean(axis=-1, keepdims=True)  # g - mean: the centred values
+        tmp = g * g
+        rstd = tmp.mean(axis=-1, keepdims=True)
+        rstd += LN_EPS
+        np.sqrt(rstd, out=rstd)
+        np.divide(1, rstd, out=rstd)
+        n = g
+        n *= rstd  # normalized
+        y = n * gamma
+        y += beta
+        loss = np.vdot(y, y) / y.size
+        # backward: d loss / d y = 2 y / size
+        dy = y
+        dy *= 2 / y.size
+        d_beta = dy.sum(0)
+        np.multiply(dy, n, out=tmp)
+        d_gamma = tmp.sum(0)
+        dn = dy
+        dn *= gamma
+        # layer norm: dg = rstd (dn - mean(dn) - n mean(dn n))
+        np.multiply(dn, n, out=tmp)
+        dn_n = tmp.mean(axis=-1, keepdims=True)
+        dn -= dn.mean(axis=-1, keepdims=True)
+        np.multiply(n, dn_n, out=tmp)
+        dg = dn
+        dg -= tmp
+        dg *= rstd
+        # gelu'(h) = 0.5 (1 + t) + 0.5 h (1 - t^2) c (1 + 3 k h^2)
+        np.multiply(t, t, out=tmp)
+        np.subtract(1, tmp, out=tmp)
+        h2 *= 3 * k
+        h2 += 1
+        h2 *= c
+        tmp *= h2
+        tmp *= h
+        tmp += t
+        tmp += 1
+        tmp *= 0.5
+        dh = dg
+        dh *= tmp
+        return loss, x.T @ dh, dh.sum(0), d_gamma, d_beta
+
+    return step
+
+
+def _w7_eager_step(a: dict[str, np.ndarray]) -> tuple[Callable[[Any], Any], Any]:
+    """W7 with eagerflow's public ops under a tape, and its input: the math as written."""
+    from eagerflow import tensor as ef
+    from eagerflow.autodiff import GradientTape, Variable
+
+    w, b = Variable(a["w"], name="W"), Variable(a["b"], name="b")
+    gamma, beta = Variable(a["gamma"], name="gamma"), Variable(a["beta"], name="beta")
+
+    def step(x: ef.Tensor) -> Any:
+        with GradientTape() as tape:
+            h = ef.matmul(x, w) + b
+            g = 0.5 * h * (1.0 + ef.tanh(GELU_C * (h + GELU_K * (h * h * h))))
+            centred = g - ef.reduce_mean(g, axis=-1, keepdims=True)
+            var = ef.reduce_mean(ef.square(centred), axis=-1, keepdims=True)
+            y = centred / ef.sqrt(var + LN_EPS) * gamma + beta
+            loss = ef.reduce_mean(y * y)
+        return loss, *tape.gradient(loss, [w, b, gamma, beta])
+
+    return step, ef.constant(a["x"])
+
+
+def w7_gelu_layernorm_step() -> Workload:
+    """A GELU + layer-norm block, x of 4096x256: long elementwise chains, where fusion matters.
+
+    h = x @ W + b; y = layer_norm(gelu_tanh(h)) * gamma + beta; loss = mean(y * y); the step
+    returns the loss and its gradients for W, b, gamma and beta (no update: every call
+    computes on the same values, so no contender's time depends on how many steps it ran).
+    """
+    a = _w7_arrays()
+    eager_step, x = _w7_eager_step(a)
+    contenders: dict[str, Step] = {
+        "numpy": _w7_numpy_step(a),
+        "eagerflow": lambda: eager_step(x),
+    }
+    if torch := _torch():
+        torch.set_num_threads(1)
+        tx = torch.from_numpy(a["x"])
+        tw, tb, tgamma, tbeta = (torch.from_numpy(a[k].copy()).requires_grad_()
+                                 for k in ("w", "b", "gamma", "beta"))  # fmt: skip
+        params = [tw, tb, tgamma, tbeta]
+
+        def torch_step() -> object:
+            # The math written out in torch ops, as in the eagerflow contender
+            h = tx @ tw + tb
+            g = 0.5 * h * (1.0 + torch.tanh(GELU_C * (h + GELU_K * (h * h * h))))
+            centred = g - g.mean(dim=-1, keepdim=True)
+            var = (centred * centred).mean(dim=-1, keepdim=True)
+            y = centred / torch.sqrt(var + LN_EPS) * tgamma + tbeta
+            loss = (y * y).mean()
+            return loss, *torch.autograd.grad(loss, params)
+
+        def torch_fused_step() -> object:
+            # torch's own kernels: F.gelu(approximate="tanh") and F.layer_norm, each one
+            # kernel forward and one backward (biased variance, eps inside the sqrt: the same math)
+            f = torch.nn.functional
+            g = f.gelu(tx @ tw + tb, approximate="tanh")
+            y = f.layer_norm(g, (256,), tgamma, tbeta, eps=LN_EPS)
+            loss = (y * y).mean()
+            return loss, *torch.autograd.grad(loss, params)
+
+        contenders["pytorch"] = torch_step
+        contenders["pytorch F"] = torch_fused_step
+    title = "GELU + layer-norm block, fwd + bwd, x 4096x256, 1 BLAS thread"
+    return Workload("W7", title, contenders)
+
+
+def w7_function_step() -> Workload:
+    """W7 as a traced @function: the tape and its gradients in one graph."""
+    from eagerflow.graph import function
+
+    work = w7_gelu_layernorm_step()
+    eager_step, x = _w7_eager_step(_w7_arrays())
+    step = function(eager_step)
+    return Workload("W7f", "W7 as a traced @function", beside_eager(work, lambda: step(x)))
+
+
 WORKLOADS: dict[str, Callable[[], Workload]] = {
     "W1": w1_eager_add,
     "W2": w2_tape_small,
@@ -434,6 +592,8 @@ WORKLOADS: dict[str, Callable[[], Workload]] = {
     "W6": w6_regression_step,
     "W6g": w6_graph_step,
     "W6f": w6_function_step,
+    "W7": w7_gelu_layernorm_step,
+    "W7f": w7_function_step,
 }
 
 

@@ -34,3 +34,14 @@ def test_breakdown_splits_a_step_into_kernels_and_python() -> None:
     # y = a*b + a; the tape's seed; the two products of Mul's gradient and the sum of a's
     calls = {line.split()[0]: line.split()[1] for line in lines[8:]}
     assert calls == {"Mul": "x3", "AddV2": "x2", "OnesLike": "x1"}
+
+
+def test_a_workload_without_a_target_prints_ratios_only() -> None:
+    # W7 (a GELU + layer-norm block on 4096x256): a step takes tens of ms, a run ~2 s
+    lines = run_script("run.py", "W7", "--rounds", "2", "--seconds", "0.2")
+    assert lines[0].startswith("W7: ")
+    names = [line.split()[0] for line in lines[1:]]
+    assert names[:2] == ["numpy", "eagerflow"]
+    assert set(names[2:]) <= {"pytorch"}  # "pytorch" and "pytorch F", when torch is installed
+    for line in lines[1:]:
+        assert re.fullmatch(r"  [\w ]+? +[\d.]+ ns/op +[\d.]+x numpy", line), line
