@@ -268,20 +268,19 @@ def w6_graph_step() -> Workload:
     return Workload("W6g", "linear regression step, graph mode (one Session.run)", contenders, 4.0)
 
 
-def w6_function_step() -> Workload:
-    """W6 as a traced @function: the tape, gradients and assign_sub all inside one graph."""
+def _w6_traced(jit_compile: bool = False) -> Step:
+    """W6's step as a @function (compiled with ``jit_compile``), with its own variables."""
     from eagerflow import tensor as ef
     from eagerflow.autodiff import GradientTape, Variable
     from eagerflow.graph import function
 
-    work = w6_regression_step()
     rng = np.random.default_rng(0)
     xs_np = rng.standard_normal(1000).astype(np.float32)
     xs = ef.constant(xs_np)
     ys = ef.constant((3 * xs_np + 2 + rng.standard_normal(1000)).astype(np.float32))
     w, b = Variable(5.0), Variable(10.0)
 
-    @function
+    @function(jit_compile=jit_compile)
     def step(x: ef.Tensor, y: ef.Tensor) -> ef.Tensor:
         with GradientTape() as tape:
             err = w * x + b - y
@@ -291,8 +290,49 @@ def w6_function_step() -> Workload:
         b.assign_sub(0.01 * db)
         return loss
 
-    contenders = beside_eager(work, lambda: step(xs, ys))
+    return lambda: step(xs, ys)
+
+
+def w6_function_step() -> Workload:
+    """W6 as a traced @function: the tape, gradients and assign_sub all inside one graph."""
+    contenders = beside_eager(w6_regression_step(), _w6_traced())
     return Workload("W6f", "linear regression step as a traced @function", contenders, 4.0)
+
+
+def w6_compiled_step() -> Workload:
+    """W6 as a @function with jit_compile=True: the whole step's elementwise work one loop."""
+    title = "linear regression step, @function(jit_compile=True)"
+    return compiled("W6c", title, w6_regression_step(), _w6_traced, 0.5)
+
+
+def compiled(key: str, title: str, work: Workload, traced: Callable[[bool], Step],
+             target: float) -> Workload:  # fmt: skip
+    """``work``'s NumPy step beside the same step traced with ``jit_compile=True`` (numba's
+    fused loops, when installed), compiled by the NumPy backend (what runs without numba),
+    traced plainly, and PyTorch's eager step when installed. Each compiled contender's
+    first call, which compiles it, is timed once and noted."""
+    contenders: dict[str, Step] = {"numpy": work.contenders["numpy"]}
+    notes = []
+    for name, backend in (("eagerflow", None), ("jit numpy", "numpy")):
+        previous = os.environ.pop("EAGERFLOW_JIT_BACKEND", None)
+        if backend is not None:
+            os.environ["EAGERFLOW_JIT_BACKEND"] = backend
+        try:
+            step = traced(True)
+            start = time.perf_counter()
+            step()  # traces and compiles: the backend is chosen now
+            notes.append(
+                f"{name}: first call (trace + compile) {time.perf_counter() - start:.2f} s"
+            )
+        finally:
+            os.environ.pop("EAGERFLOW_JIT_BACKEND", None)
+            if previous is not None:
+                os.environ["EAGERFLOW_JIT_BACKEND"] = previous
+        contenders[name] = step
+    contenders["function"] = traced(False)
+    if "pytorch" in work.contenders:
+        contenders["pytorch"] = work.contenders["pytorch"]
+    return Workload(key, title, contenders, target, notes=notes)
 
 
 def w4_mlp_step() -> Workload:
@@ -394,14 +434,13 @@ def w4_graph_step() -> Workload:
     return Workload("W4g", "W4 in graph mode (one Session.run per step)", contenders, 1.10)
 
 
-def w4_function_step() -> Workload:
-    """W4 as a traced @function: forward, tape gradients and the update in one graph."""
+def _w4_traced(jit_compile: bool = False) -> Step:
+    """W4's step as a @function (compiled with ``jit_compile``), with its own model."""
     from eagerflow import nn
     from eagerflow import tensor as ef
     from eagerflow.autodiff import GradientTape
     from eagerflow.graph import function
 
-    work = w4_mlp_step()
     rng = np.random.default_rng(0)
     x = ef.constant(rng.standard_normal((128, 784)).astype(np.float32))
     y = ef.constant(rng.integers(0, 10, 128))
@@ -410,7 +449,7 @@ def w4_function_step() -> Workload:
     model(x)
     optimizer = nn.GradientDescentOptimizer(0.01)
 
-    @function
+    @function(jit_compile=jit_compile)
     def step(x: ef.Tensor, y: ef.Tensor) -> ef.Tensor:
         with GradientTape() as tape:
             loss = ef.reduce_mean(
@@ -420,8 +459,19 @@ def w4_function_step() -> Workload:
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
         return loss
 
-    contenders = beside_eager(work, lambda: step(x, y))
+    return lambda: step(x, y)
+
+
+def w4_function_step() -> Workload:
+    """W4 as a traced @function: forward, tape gradients and the update in one graph."""
+    contenders = beside_eager(w4_mlp_step(), _w4_traced())
     return Workload("W4f", "W4 as a traced @function", contenders, 1.10)
+
+
+def w4_compiled_step() -> Workload:
+    """W4 with jit_compile=True: bias + relu, the gradient's masks and sums fused; the
+    matrix products write into planned buffers."""
+    return compiled("W4c", "W4 as a @function(jit_compile=True)", w4_mlp_step(), _w4_traced, 1.0)
 
 
 GELU_C = float(np.sqrt(2 / np.pi))  # GELU's tanh approximation: 0.5 h (1 + tanh(C (h + K h^3)))
@@ -572,14 +622,24 @@ def w7_gelu_layernorm_step() -> Workload:
     return Workload("W7", title, contenders)
 
 
-def w7_function_step() -> Workload:
-    """W7 as a traced @function: the tape and its gradients in one graph."""
+def _w7_traced(jit_compile: bool = False) -> Step:
     from eagerflow.graph import function
 
-    work = w7_gelu_layernorm_step()
     eager_step, x = _w7_eager_step(_w7_arrays())
-    step = function(eager_step)
-    return Workload("W7f", "W7 as a traced @function", beside_eager(work, lambda: step(x)))
+    step = function(eager_step, jit_compile=jit_compile)
+    return lambda: step(x)
+
+
+def w7_function_step() -> Workload:
+    """W7 as a traced @function: the tape and its gradients in one graph."""
+    work = w7_gelu_layernorm_step()
+    return Workload("W7f", "W7 as a traced @function", beside_eager(work, _w7_traced()))
+
+
+def w7_compiled_step() -> Workload:
+    """W7 with jit_compile=True: GELU's chain, and layer norm's between its reductions, fused."""
+    title = "W7 as a @function(jit_compile=True)"
+    return compiled("W7c", title, w7_gelu_layernorm_step(), _w7_traced, 0.5)
 
 
 WORKLOADS: dict[str, Callable[[], Workload]] = {
@@ -588,12 +648,15 @@ WORKLOADS: dict[str, Callable[[], Workload]] = {
     "W4": w4_mlp_step,
     "W4g": w4_graph_step,
     "W4f": w4_function_step,
+    "W4c": w4_compiled_step,
     **{f"W5[{n:.0e}]": w5_chain(n) for n in (10**3, 10**4, 10**5, 10**6)},
     "W6": w6_regression_step,
     "W6g": w6_graph_step,
     "W6f": w6_function_step,
+    "W6c": w6_compiled_step,
     "W7": w7_gelu_layernorm_step,
     "W7f": w7_function_step,
+    "W7c": w7_compiled_step,
 }
 
 
@@ -624,6 +687,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"  (target <= {work.target:g}x: {'met' if ratio <= work.target else 'MISSED'})"
                 )
             print(f"  {name:10s} {per_op * 1e9:10.1f} ns/op  {ratio:6.2f}x numpy{verdict}")
+        for note in work.notes:
+            print(f"  ({note})")
     return 0
 
 

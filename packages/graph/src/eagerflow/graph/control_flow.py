@@ -108,7 +108,9 @@ class Subgraph:
         self.inputs = list(inputs)  # None: this subgraph does not use that input
         self.outputs = list(outputs)
         self.side_effects = list(side_effects)
+        self.jit_compile = False  # run compiled (see ``eagerflow.graph.compiler``)
         self._plan: Any = None
+        self._compiled: Any = None
 
     def plan(self) -> Any:
         """The Session ``Plan`` that runs this subgraph (compiled on first use)."""
@@ -119,8 +121,19 @@ class Subgraph:
             self._plan = Plan([*self.outputs, *self.side_effects], fed)
         return self._plan
 
+    def compiled(self) -> Any:
+        """The plan compiled (a ``compiler.CompiledPlan``), as ``jit_compile`` runs it."""
+        from eagerflow.graph.compiler import compile_plan
+
+        if self._compiled is None:
+            self._compiled = compile_plan(self.plan())
+        return self._compiled
+
     def call(self, arrays: Sequence[Any]) -> list[Any]:
         """Run the subgraph on input values (positions as in ``inputs``); its outputs."""
+        if self.jit_compile:  # fed in the plan's order: the used inputs, in order
+            used = [a for t, a in zip(self.inputs, arrays, strict=True) if t is not None]
+            return self.compiled().run_arrays(used)[: len(self.outputs)]
         feeds = {t: a for t, a in zip(self.inputs, arrays, strict=True) if t is not None}
         return self.plan().run(feeds)[: len(self.outputs)]
 

@@ -97,8 +97,10 @@ class ConcreteFunction(Subgraph):
         variables: Sequence[Variable] = (),
         side_effects: Sequence[Operation] = (),
         structure: Any = None,
+        jit_compile: bool = False,
     ) -> None:
         super().__init__(graph, inputs, outputs, side_effects)
+        self.jit_compile = jit_compile
         self.variables = list(variables)
         self.structure = structure
         # set on a forward variant: the outputs kept for the backward pass
@@ -106,7 +108,7 @@ class ConcreteFunction(Subgraph):
         self._forward: ConcreteFunction | None = None
         self._gradient: ConcreteFunction | None = None
 
-    @property
+    @functools.cached_property
     def arguments(self) -> list[SymbolicTensor]:
         """The graph's inputs (a function has no unused input slots, unlike a branch)."""
         return [t for t in self.inputs if t is not None]
@@ -118,9 +120,12 @@ class ConcreteFunction(Subgraph):
             function = self.forward()
             inputs += [v.read_value() for v in self.variables]  # so a tape sees them used
         outputs = execute("PartitionedCall", tuple(inputs), {"function": function})
-        if self.structure is None:
+        structure = self.structure
+        if structure is None:
             return None
-        return pack_sequence_as(self.structure, outputs[: len(self.outputs)])
+        if isinstance(structure, Tensor):  # one tensor returned: nothing to pack
+            return outputs[0]
+        return pack_sequence_as(structure, outputs[: len(self.outputs)])
 
     def _converted(self, values: Sequence[Any]) -> list[Tensor]:
         """The call's values as tensors that fit the graph's inputs: a Python number or
@@ -135,6 +140,13 @@ class ConcreteFunction(Subgraph):
             )
         tensors = []
         for value, graph_input in zip(values, arguments, strict=True):
+            if (
+                isinstance(value, Tensor)
+                and value.dtype is graph_input.dtype
+                and compatible(graph_input.shape, value.shape)
+            ):  # the usual call, checked without building a message
+                tensors.append(value)
+                continue
             expected = (
                 f"input {graph_input.op.name} was traced for {a_tensor(graph_input.dtype)} of "
                 f"shape {format_shape(graph_input.shape)}"
@@ -147,6 +159,22 @@ class ConcreteFunction(Subgraph):
                 raise ShapeError(f"{expected}, got shape {format_shape(tensor.shape)}")
             tensors.append(tensor)
         return tensors
+
+    def compiled_source(self) -> str:
+        """The source that ``jit_compile=True`` made of this trace: each fused loop, then
+        the program (for the last input signature it ran with; for the graph's own shapes
+        if it has not run yet, and they are all known)."""
+        compiled = self.compiled()
+        if not compiled.programs:
+            shapes = [t.shape for t in compiled.fed]
+            if any(s is None or None in s for s in shapes):
+                raise ValueError(
+                    "the trace has inputs of unknown size: call the function first, and the "
+                    "source compiled for that call's shapes is shown"
+                )
+            compiled.programs[tuple(shapes)] = compiled.compile(shapes)
+        program = list(compiled.programs.values())[-1]
+        return "\n\n".join([*program.kernels.values(), program.source]) + "\n"
 
     def forward(self) -> ConcreteFunction:
         """This function as a tape needs it: each variable it reads is an extra input (its
@@ -166,7 +194,7 @@ class ConcreteFunction(Subgraph):
             ]
             forward = ConcreteFunction(
                 self.graph, [*self.arguments, *handles], [*self.outputs, *kept], (),
-                self.side_effects, self.structure,
+                self.side_effects, self.structure, self.jit_compile,
             )  # fmt: skip
             forward.kept = kept
             self._forward = forward
@@ -194,7 +222,12 @@ class ConcreteFunction(Subgraph):
                 own = [graph.input_like(t, "unused") if t in graph.handles else t
                        for t in self.inputs]  # fmt: skip
             inputs = [*own, *self.kept, *seeds]
-            self._gradient = ConcreteFunction(self.graph, inputs, grads)  # type: ignore[arg-type]
+            self._gradient = ConcreteFunction(
+                self.graph,
+                inputs,  # type: ignore[arg-type]
+                grads,  # type: ignore[arg-type]
+                jit_compile=self.jit_compile,
+            )
         return self._gradient
 
 
@@ -260,15 +293,19 @@ class Function:
         python_function: Callable[..., Any],
         autograph: bool = True,
         input_signature: Sequence[Any] | None = None,
+        jit_compile: bool = False,
     ) -> None:
         self.python_function = python_function
         self.autograph = autograph
+        self.jit_compile = jit_compile
         self.input_signature = (
             None if input_signature is None else check_input_signature(input_signature)
         )
         self._parameters: list[str] | None = None  # the names input_signature describes
         self._traced_function: Callable[..., Any] | None = None  # converted, on first trace
         self._cache: dict[tuple[Signature, ...], ConcreteFunction] = {}
+        # the same traces, for calls with tensors alone, by each one's dtype and shape
+        self._fast_cache: dict[tuple[Any, ...], ConcreteFunction] = {}
         self.trace_count = 0
         self._traced_signatures: list[dict[str, tuple[Signature, ...]]] = []  # for the warning
         self._warned_retracing = False
@@ -295,7 +332,7 @@ class Function:
         bound = bound_functions.get(self._attribute)
         if not isinstance(bound, Function):
             method = types.MethodType(self.python_function, instance)
-            bound = Function(method, self.autograph, self.input_signature)
+            bound = Function(method, self.autograph, self.input_signature, self.jit_compile)
             bound_functions[self._attribute] = bound
         return bound
 
@@ -309,8 +346,10 @@ class Function:
         if _run_eagerly:
             return self._run_as_python(args, kwargs)
         concrete, leaves = self._concrete(args, kwargs)
-        _refuse_specs(self._name(), leaves)
-        return concrete(*[x for x in leaves if isinstance(x, Tensor)])
+        tensors = [x for x in leaves if isinstance(x, Tensor)]
+        if len(tensors) < len(leaves):
+            _refuse_specs(self._name(), leaves)
+        return concrete(*tensors)
 
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         """The traced graph for these arguments, tracing it now if it is new: example
@@ -352,6 +391,12 @@ class Function:
     def _concrete(self, args: Any, kwargs: Any) -> tuple[ConcreteFunction, list[Any]]:
         """The trace for the arguments' signature (traced now if new), and the flattened
         arguments (NumPy arrays become tensors; with an input_signature, all of them do)."""
+        fast_key = None
+        if self.input_signature is None and not kwargs:  # the usual call: tensors only
+            fast_key = tuple([(x.dtype, x.shape) if type(x) is Tensor else _NOT_FAST for x in args])
+            concrete = self._fast_cache.get(fast_key)
+            if concrete is not None:
+                return concrete, list(args)
         if self.input_signature is None:
             structure = [list(args), dict(sorted(kwargs.items()))]
             leaves = [ef.convert_to_tensor(x) if isinstance(x, np.ndarray) else x
@@ -369,6 +414,8 @@ class Function:
                 concrete = self._trace(structure, trace_as)
                 self._note_trace(structure, trace_as)
             self._cache[key] = concrete
+        if fast_key is not None and _NOT_FAST not in fast_key:
+            self._fast_cache[fast_key] = concrete
         return concrete, leaves
 
     def _general_trace(self, key: tuple[Signature, ...]) -> ConcreteFunction | None:
@@ -399,7 +446,8 @@ class Function:
             )
         self.trace_count += 1
         effects = add_automatic_control_dependencies(graph)
-        return ConcreteFunction(graph, inputs, outputs, list(graph.variables), effects, result)
+        return ConcreteFunction(graph, inputs, outputs, list(graph.variables), effects, result,
+                                self.jit_compile)  # fmt: skip
 
     def _note_trace(self, structure: Any, leaves: list[Any]) -> None:
         """Remember each argument's signature in this trace; past the threshold, warn once
@@ -433,6 +481,9 @@ class Function:
         name = self.python_function.__name__
         traces = f"{self.trace_count} trace" + ("" if self.trace_count == 1 else "s")
         return f"<eagerflow.graph.function {name} ({traces})>"
+
+
+_NOT_FAST = object()  # an argument that is not a tensor: the full signature decides
 
 
 class _Described(NamedTuple):
@@ -481,6 +532,7 @@ def function(
     *,
     input_signature: Sequence[Any] | None = None,
     autograph: bool = True,
+    jit_compile: bool = False,
 ) -> Function: ...
 @overload
 def function(
@@ -488,12 +540,14 @@ def function(
     *,
     input_signature: Sequence[Any] | None = None,
     autograph: bool = True,
+    jit_compile: bool = False,
 ) -> Callable[[Callable[..., Any]], Function]: ...
 def function(
     python_function: Callable[..., Any] | None = None,
     *,
     input_signature: Sequence[Any] | None = None,
     autograph: bool = True,
+    jit_compile: bool = False,
 ) -> Function | Callable[[Callable[..., Any]], Function]:
     """Decorator: trace ``python_function`` into a graph on the first call for each input
     signature, and run the cached graph afterwards. With ``autograph`` (the default), its
@@ -504,11 +558,15 @@ def function(
     an error naming the argument: a ``DTypeError`` (a ``TypeError``) for a dtype, a
     ``ShapeError`` (a ``ValueError``) for a shape. Python numbers are converted to tensors.
 
+    ``jit_compile=True`` runs each trace compiled (``eagerflow.graph.compiler``): elementwise
+    ops fused into loops, buffers planned, the whole graph one generated Python function.
+    ``get_concrete_function(...).compiled_source()`` shows what it made.
+
     ``@function`` and ``@function(input_signature=..., autograph=False)`` both work, as in
     TensorFlow."""
     if python_function is None:
-        return lambda f: Function(f, autograph, input_signature)
-    return Function(python_function, autograph, input_signature)
+        return lambda f: Function(f, autograph, input_signature, jit_compile)
+    return Function(python_function, autograph, input_signature, jit_compile)
 
 
 __all__ = [

@@ -46,6 +46,7 @@ class Plan:
 
     def __init__(self, fetches: Sequence[Fetch], fed: Sequence[SymbolicTensor]) -> None:
         self.slot: dict[SymbolicTensor, int] = {}
+        self.fed = list(fed)
         self.size = 0  # slots in all, including scratch ones
         operations = _needed_operations(fetches, set(fed))  # pruning
         graph_size = len(operations[0].graph.get_operations()) if operations else 0
@@ -274,10 +275,12 @@ class Session:
     the block (and closes it at the end); ``with session.as_default():`` only does the former.
     """
 
-    def __init__(self, graph: Graph | None = None) -> None:
+    def __init__(self, graph: Graph | None = None, jit_compile: bool = False) -> None:
         self.graph = graph or get_default_graph()
+        self.jit_compile = jit_compile  # run plans compiled (``eagerflow.graph.compiler``)
         self._values: dict[Variable, np.ndarray] = {}
         self._plans: dict[tuple[Any, ...], Plan] = {}
+        self._compiled: dict[Plan, Any] = {}
         self._closed = False
 
     def __enter__(self) -> Session:
@@ -302,6 +305,7 @@ class Session:
         self._closed = True
         self._values.clear()
         self._plans.clear()
+        self._compiled.clear()
 
     def run(self, fetches: Any, feed_dict: dict[Any, Any] | None = None) -> Any:
         """Compute ``fetches`` (a tensor, operation, name, or nested list/tuple/dict of them)
@@ -311,9 +315,19 @@ class Session:
             t = self._resolve_fed(key)
             feeds[t] = _checked_feed(t, value)
         plan = self.plan(fetches, feeds)
+        runner = self.compiled(plan) if self.jit_compile else plan
         with session_values(self._values):
-            results = plan.run(feeds)
+            results = runner.run(feeds)
         return pack_sequence_as(fetches, results)
+
+    def compiled(self, plan: Plan) -> Any:
+        """``plan`` compiled (a ``compiler.CompiledPlan``, made on first use), as
+        ``jit_compile=True`` runs it; its ``programs`` show what the compiler made."""
+        if plan not in self._compiled:
+            from eagerflow.graph.compiler import compile_plan  # it imports this module
+
+            self._compiled[plan] = compile_plan(plan)
+        return self._compiled[plan]
 
     def plan(self, fetches: Any, fed: Iterable[Any] = ()) -> Plan:
         """The compiled ``Plan`` that ``run(fetches, feed_dict)`` executes when ``fed`` are

@@ -21,7 +21,7 @@ def compatible(a: Sequence[int | None] | None, b: Sequence[int | None] | None) -
     dimensions is equal, where an unknown (None) dimension fits any size and an unknown rank
     (the shape None) fits any shape: ``(None, 3)`` fits ``(2, 3)`` but not ``(2, 4)`` or
     ``(3,)``. Every "does this shape fit that one" check in eagerflow asks this function."""
-    if a is None or b is None:
+    if a is None or b is None or a == b:
         return True
     return len(a) == len(b) and all(
         x is None or y is None or x == y for x, y in zip(a, b, strict=True)

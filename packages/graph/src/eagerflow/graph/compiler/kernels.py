@@ -1,0 +1,337 @@
+"""Pass 3, code generation: a cluster becomes the source of one function.
+
+One table per interpretation, as in JAX's Autodidax: the registry holds each op's NumPy
+kernel (the interpreter's rule); ``ELEMENTWISE`` holds each fusible op's value for *one
+element*, as Python that numba compiles. A cluster's function is then one loop nest over
+its domain; each iteration loads its inputs' elements (index 0 along a broadcast
+dimension), computes every member's element, stores those used outside, and adds to each
+reduction's accumulator::
+
+    def fused_0(n0, a0, a1, a2, o0):            # err = w * x + b;  o0 = sum(err * err)
+        e0 = a0                                 # w, 0-d: a scalar
+        e2 = a2                                 # b
+        acc0 = 0.0
+        for i0 in range(n0):
+            e1 = a1[i0]                         # x (w and b, 0-d, came as scalars e0, e2)
+            v0 = np.float32(e0 * e1)            # Mul: each value rounded to its dtype,
+            v1 = np.float32(v0 + e2)            # AddV2   as the interpreter's arrays are
+            v2 = np.float32(v1 * v1)            # Mul
+            acc0 += v2                          # Sum, accumulated in float64
+        o0[()] = np.float32(acc0)
+
+Elementwise arithmetic gives the interpreter's bits exactly (each value is rounded to its
+dtype, as NumPy's arrays round it); exp, log, tanh and sqrt may differ in the last bit
+(numba calls the C library, NumPy its own vectorized code); and a reduction adds in
+another order than NumPy's pairwise sums, in float64 before rounding: the same value to
+within float32 rounding, usually closer to the exact one.
+
+The source depends on ranks, dtypes, broadcasting pattern and ops, not on sizes: the sizes
+``n0, n1, ...`` are arguments, so one compiled loop serves every batch size. Numba caches
+what it compiles on disk (``cache=True``), keyed by the source, so a second process skips
+the compile; the source files live in ``EAGERFLOW_CACHE_DIR`` (default
+``~/.cache/eagerflow/jit``).
+
+Without numba, the NumPy backend runs each member as its NumPy kernel, writing into a
+preallocated buffer (``out=``) when the kernel is a ufunc: no fusion, but no interpreter
+loop and no allocation either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from eagerflow.tensor import dtypes
+from eagerflow.tensor.dtypes import DType
+
+BACKENDS = ("numba", "numpy")
+
+# Each fusible op's element, as Python: {0}, {1}, {2} are its inputs' elements. The result is
+# then rounded to the op's output dtype (``_ROUND``). NaN handling follows NumPy's kernels.
+ELEMENTWISE: dict[str, str] = {
+    "AddV2": "{0} + {1}",
+    "Sub": "{0} - {1}",
+    "Mul": "{0} * {1}",
+    "RealDiv": "{0} / {1}",
+    "Maximum": "{0} if {0} > {1} or {0} != {0} else {1}",  # a NaN wins, as in np.maximum
+    "Minimum": "{0} if {0} < {1} or {0} != {0} else {1}",
+    "Neg": "-{0}",
+    "Abs": "abs({0})",
+    "Sign": "np.sign({0})",
+    "Square": "{0} * {0}",
+    "Sqrt": "np.sqrt({0})",
+    "Exp": "np.exp({0})",
+    "Log": "np.log({0})",
+    "Tanh": "np.tanh({0})",
+    "Relu": "{0} if {0} > 0 or {0} != {0} else 0",
+    "ReluGrad": "{0} if {1} > 0 else {0} * 0",  # g * (y > 0), with its NaN for g = inf
+    "Less": "{0} < {1}",
+    "LessEqual": "{0} <= {1}",
+    "Greater": "{0} > {1}",
+    "GreaterEqual": "{0} >= {1}",
+    "Equal": "{0} == {1}",
+    "NotEqual": "{0} != {1}",
+    "LogicalAnd": "{0} and {1}",
+    "LogicalOr": "{0} or {1}",
+    "LogicalNot": "not {0}",
+    "SelectV2": "{1} if {0} else {2}",
+    "Cast": "{0}",  # the rounding to the output dtype is the cast
+    "Identity": "{0}",
+    "StopGradient": "{0}",
+    "BroadcastTo": "{0}",  # the loop's index does the broadcasting
+}
+
+# Without Intel's SVML, numba computes these one element at a time with the C library, 5 to
+# 35 times slower than NumPy's vectorized loops (tanh over 2**20 floats: 13 ms vs 0.4): a
+# cluster is better cut there, and the op run by NumPy between the two loops.
+TRANSCENDENTAL = frozenset({"Exp", "Log", "Tanh"})
+
+
+@cache
+def fast_math_functions() -> bool:
+    """Does numba vectorize exp, log and tanh (with Intel's SVML library)?"""
+    if not numba_available():
+        return False
+    import numba
+
+    return bool(getattr(numba.config, "USING_SVML", False))
+
+
+def fusible(op_name: str) -> bool:
+    """Can ``op_name`` be computed inside a fused loop, at least as fast as NumPy does it?"""
+    if op_name in TRANSCENDENTAL:
+        return fast_math_functions()
+    return op_name in ELEMENTWISE or op_name in REDUCTIONS
+
+
+# Reductions that may end a cluster: the accumulator's start and how it takes an element.
+REDUCTIONS: dict[str, tuple[str, str]] = {
+    "Sum": ("0.0", "{acc} += {x}"),
+    "Mean": ("0.0", "{acc} += {x}"),
+    "Max": ("-np.inf", "{acc} = {x} if {x} > {acc} or {x} != {x} else {acc}"),
+    "Min": ("np.inf", "{acc} = {x} if {x} < {acc} or {x} != {x} else {acc}"),
+}
+
+# How a value is rounded to its dtype (the dtypes a fused loop handles).
+_ROUND: dict[DType, str] = {
+    dtypes.float32: "np.float32({})",
+    dtypes.float64: "np.float64({})",
+    dtypes.int32: "np.int32({})",
+    dtypes.int64: "np.int64({})",
+    dtypes.bool_: "bool({})",
+}
+FUSIBLE_DTYPES = frozenset(_ROUND)
+
+
+# --- choosing a backend ----------------------------------------------------------------------
+@cache
+def numba_available() -> bool:
+    """True when numba can be imported (``pip install eagerflow-graph[jit]``)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+_told_about_numba = False
+
+
+def default_backend() -> str:
+    """``"numba"`` when installed, else ``"numpy"``, saying so once per process. The
+    environment variable ``EAGERFLOW_JIT_BACKEND`` chooses one (tests run both)."""
+    global _told_about_numba
+    chosen = os.environ.get("EAGERFLOW_JIT_BACKEND")
+    if chosen:
+        if chosen not in BACKENDS:
+            raise ValueError(f"EAGERFLOW_JIT_BACKEND must be one of {BACKENDS}, got {chosen!r}")
+        if chosen == "numba" and not numba_available():
+            raise ValueError("EAGERFLOW_JIT_BACKEND=numba, but numba is not installed")
+        return chosen
+    if numba_available():
+        return "numba"
+    if not _told_about_numba:
+        _told_about_numba = True
+        warnings.warn(
+            "numba is not installed: jit_compile=True runs compiled plans as NumPy calls "
+            "into preallocated buffers, without fusing loops (pip install "
+            "'eagerflow-graph[jit]' for fused loops)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return "numpy"
+
+
+# --- the numba backend: one loop nest per cluster --------------------------------------------
+class LoopSpec:
+    """What a cluster's loop needs, in the order its function takes them.
+
+    ``rank``: the domain's rank. ``inputs``: for each input, its dtype and, per dimension,
+    whether it runs along the domain (False: size 1, broadcast), right-aligned as NumPy
+    aligns shapes. ``members``: (op name, output dtype, operands), an operand being
+    ``("in", k)`` (the k-th input) or ``("v", j)`` (the j-th member's value).
+    ``stores``: (member, output k) for elementwise values used outside. ``reductions``:
+    (member, output k, axes reduced, keepdims, count known only at run time)."""
+
+    def __init__(
+        self,
+        rank: int,
+        inputs: Sequence[tuple[DType, tuple[bool, ...]]],
+        members: Sequence[tuple[str, DType, tuple[tuple[str, int], ...]]],
+        stores: Sequence[tuple[int, int]],
+        reductions: Sequence[tuple[int, int, tuple[int, ...], bool]],
+    ) -> None:
+        self.rank = rank
+        self.inputs = list(inputs)
+        self.members = list(members)
+        self.stores = list(stores)
+        self.reductions = list(reductions)
+
+
+def loop_source(spec: LoopSpec, name: str) -> str:
+    """The Python source of ``spec``'s loop nest, a function ``name(n0, ..., a0, ..., o0,
+    ...)`` writing its outputs into the arrays ``o``."""
+    r = spec.rank
+    n_out = len(spec.stores) + len(spec.reductions)
+    sizes = [f"n{j}" for j in range(r)]
+    params = [*sizes, *(f"a{k}" for k in range(len(spec.inputs))),
+              *(f"o{k}" for k in range(n_out))]  # fmt: skip
+    lines = [f"def {name}({', '.join(params)}):"]
+    for m, k, axes, keepdims in spec.reductions:
+        start = REDUCTIONS[spec.members[m][0]][0]
+        kept = _kept(r, axes, keepdims)
+        if kept:
+            shape = ", ".join("1" if j in axes else f"n{j}" for j in kept)
+            lines.append(f"    acc{k} = np.full(({shape},), {start})")
+        else:
+            lines.append(f"    acc{k} = {start}")
+    for k, (_, along) in enumerate(spec.inputs):
+        if not along:  # a 0-d input comes as a scalar
+            lines.append(f"    e{k} = a{k}")
+    indent = "    "
+    for j in range(r):
+        lines.append(f"{indent}for i{j} in range(n{j}):")
+        indent += "    "
+    for k, (_, along) in enumerate(spec.inputs):
+        if along:
+            lines.append(f"{indent}e{k} = a{k}[{_index(r, along)}]")
+    for j, (op_name, dtype, operands) in enumerate(spec.members):
+        values = [f"e{i}" if kind == "in" else f"v{i}" for kind, i in operands]
+        if op_name in REDUCTIONS:
+            continue
+        expression = ELEMENTWISE[op_name].format(*values)
+        lines.append(f"{indent}v{j} = {_ROUND[dtype].format(expression)}")
+    full = _index(r, (True,) * r)
+    for m, k in spec.stores:
+        lines.append(f"{indent}o{k}[{full}] = v{m}")
+    for m, k, axes, keepdims in spec.reductions:
+        op_name, _, operands = spec.members[m]
+        kind, i = operands[0]
+        x = f"e{i}" if kind == "in" else f"v{i}"
+        kept = _kept(r, axes, keepdims)
+        acc = (
+            f"acc{k}[{', '.join('0' if j in axes else f'i{j}' for j in kept)}]"
+            if kept
+            else f"acc{k}"
+        )
+        lines.append(indent + REDUCTIONS[op_name][1].format(acc=acc, x=x))
+    for m, k, axes, keepdims in spec.reductions:
+        op_name, dtype, _ = spec.members[m]
+        count = " * ".join(f"n{j}" for j in axes) or "1"
+        scale = f" / ({count})" if op_name == "Mean" else ""
+        kept = _kept(r, axes, keepdims)
+        if not kept:
+            lines.append(f"    o{k}[()] = {_ROUND[dtype].format(f'acc{k}{scale}')}")
+            continue
+        out_index = ", ".join(f"j{d}" for d in range(len(kept)))
+        inner = "    "
+        for d, j in enumerate(kept):
+            bound = "1" if j in axes else f"n{j}"
+            lines.append(f"{inner}for j{d} in range({bound}):")
+            inner += "    "
+        value = _ROUND[dtype].format(f"acc{k}[{out_index}]{scale}")
+        lines.append(f"{inner}o{k}[{out_index}] = {value}")
+    return "\n".join(lines) + "\n"
+
+
+def _kept(rank: int, axes: Sequence[int], keepdims: bool) -> list[int]:
+    """The domain dimensions a reduction's output has (reduced ones too, with keepdims)."""
+    return [j for j in range(rank) if keepdims or j not in axes]
+
+
+def _index(rank: int, along: Sequence[bool]) -> str:
+    """An input's element at the loop's indices: right-aligned, 0 where it broadcasts."""
+    offset = rank - len(along)
+    parts = [f"i{offset + d}" if a else "0" for d, a in enumerate(along)]
+    return ", ".join(parts) if parts else "()"
+
+
+_compiled: dict[str, Callable[..., Any]] = {}
+
+
+def compile_loop(source: str, name: str) -> Callable[..., Any]:
+    """``numba.njit`` of the function in ``source`` (compiled once per source per process,
+    and cached on disk by numba, since the source is kept in a file named by its hash)."""
+    key = f"{name}\n{source}"
+    if key not in _compiled:
+        digest = hashlib.sha256(key.encode()).hexdigest()[:20]
+        header = (
+            "import numpy as np\nimport numba\n\n\n@numba.njit(cache=True, error_model='numpy')\n"
+        )
+        module = _module_from_file(f"eagerflow_jit_{digest}", header + source)
+        _compiled[key] = getattr(module, name)
+    return _compiled[key]
+
+
+def _cache_dir() -> Path:
+    configured = os.environ.get("EAGERFLOW_CACHE_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "eagerflow" / "jit"
+
+
+def _module_from_file(module_name: str, source: str) -> Any:
+    """Import ``source`` as a module from a file of the cache directory (written atomically,
+    once): numba caches only functions that live in files."""
+    directory = _cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{module_name}.py"
+        if not path.exists() or path.read_text() != source:
+            handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+            with os.fdopen(handle, "w") as file:
+                file.write(source)
+            os.replace(temporary, path)
+    except OSError:  # no writable cache: compile in memory, without numba's disk cache
+        namespace: dict[str, Any] = {}
+        exec(compile(source.replace("cache=True", "cache=False"), module_name, "exec"), namespace)
+        return _Namespace(namespace)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # numba's disk cache finds the module by its name
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Namespace:
+    def __init__(self, names: dict[str, Any]) -> None:
+        self.__dict__.update(names)
+
+
+__all__ = [
+    "BACKENDS",
+    "ELEMENTWISE",
+    "FUSIBLE_DTYPES",
+    "REDUCTIONS",
+    "TRANSCENDENTAL",
+    "LoopSpec",
+    "compile_loop",
+    "default_backend",
+    "fast_math_functions",
+    "fusible",
+    "loop_source",
+    "numba_available",
+]

@@ -1,0 +1,418 @@
+"""Pass 4, memory planning and the program: a whole plan as one generated Python function.
+
+The interpreter (``Plan.run``) loops over steps, looking each one's values up in a list of
+slots and calling ``run_kernel``. The compiled program is that loop unrolled: one line per
+node or cluster, values in local variables, constants as globals. Python runs it without
+any interpreting of ours::
+
+    def program(t0, t1):                        # the fed values
+        node = -1
+        try:
+            node = 0
+            t2 = run_kernel(op_0, (), attrs_0, inputs_0)   # ReadVariableOp: as interpreted
+            ...
+            node = 4
+            fused_4(1000, t2[()], t0, t3[()], t1, b0, b1)  # one loop for a whole cluster
+            t9 = b0
+            ...
+        except EagerflowError as error:
+            name_node(error, NODES[node])                  # the same error, the same note
+            raise
+        return [fetched(t9), ...]
+
+Memory planning: a value that a cluster, a ufunc or a matrix product writes gets a
+*buffer*, allocated when the program is compiled and written again at every call (``out=``),
+instead of a new array per call. Values whose lifetimes do not overlap share one buffer.
+Only values that no reader keeps are planned: a reader that stores its input (an
+``assign``) or returns a view of it (``Reshape``) would see the buffer overwritten at the
+next call, so their inputs get a new array each time, as before. A fetched value is copied
+on its way out, as ``Plan.run`` copies it. A name is deleted after its last use, so that a
+variable's ``assign_sub`` finds its array unshared and updates it in place.
+
+A compiled plan keeps one program per *input signature* (the fed values' shapes), compiled
+on the first call with that signature: ``compile_seconds`` says how long that took.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from eagerflow.graph.compiler import fusion
+from eagerflow.graph.compiler.fusion import Cluster, Unit, find_clusters, reduced_axes
+from eagerflow.graph.compiler.kernels import (
+    BACKENDS,
+    REDUCTIONS,
+    LoopSpec,
+    compile_loop,
+    default_backend,
+    loop_source,
+)
+from eagerflow.graph.compiler.specialize import Node, Specialized, specialize
+from eagerflow.graph.graph import Operation, SymbolicTensor
+from eagerflow.graph.session import _fetched, _name_node
+from eagerflow.tensor.errors import EagerflowError, format_shape
+from eagerflow.tensor.execution import run_kernel
+
+# Ops whose kernels read their inputs and keep nothing of them (no stored reference, no
+# view in the result): only such readers may read a planned buffer.
+NON_RETAINING = frozenset({
+    "AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Neg", "Abs", "Sign", "Square",
+    "Sqrt", "Exp", "Log", "Tanh", "Sigmoid", "Relu", "ReluGrad", "Less", "LessEqual",
+    "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr", "LogicalNot",
+    "SelectV2", "Cast", "Pow", "FloorDiv", "FloorMod", "Softplus", "Elu", "LeakyRelu",
+    "MatMul", "Sum", "Mean", "Max", "Min", "Prod", "ArgMax", "ArgMin", "Softmax",
+    "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits", "AssignAddVariableOp",
+    "AssignSubVariableOp", "ApplyGradientDescent",
+})  # fmt: skip
+
+
+@dataclass
+class Program:
+    """The compiled form of a plan for one input signature."""
+
+    function: Callable[..., list[Any]]
+    source: str
+    kernels: dict[str, str]  # each fused loop's source, by name
+    units: list[Unit]
+    backend: str
+    compile_seconds: float
+    stats: dict[str, int] = field(default_factory=dict)
+
+    specialized: Specialized | None = None
+
+    @property
+    def clusters(self) -> list[Cluster]:
+        return [u for u in self.units if isinstance(u, Cluster)]
+
+    def to_mermaid(self, clusters: bool = True, direction: str = "TD") -> str:
+        """The program as a Mermaid flowchart: fed values, constants and ops, with edges
+        labelled by their exact shapes; each cluster a box (``clusters=False``: without the
+        boxes, the program before fusion)."""
+        from eagerflow.autodiff.draw import Edge, Node, safe_id, to_mermaid
+
+        program = self.specialized
+        assert program is not None
+        nodes: list[Node] = []
+        edges: list[Edge] = []
+        source: dict[int, str] = {}
+        for slot in program.fed:
+            source[slot] = safe_id(f"fed {slot}")
+            name = program.names.get(slot, "fed")
+            nodes.append(Node(source[slot], name, describe_value(program, slot), "input"))
+        for k, unit in enumerate(self.units):
+            members = unit.nodes if isinstance(unit, Cluster) else [unit]
+            box = ""
+            if clusters and isinstance(unit, Cluster):
+                box = f"loop {k} over {format_shape(unit.domain)}/"
+            for node in members:
+                node_id = safe_id(node.operation.name)
+                detail = node.type + (f": {describe_value(program, node.outputs[0])}"
+                                      if node.outputs else "")  # fmt: skip
+                nodes.append(Node(node_id, node.operation.name.rpartition("/")[2], detail,
+                                  "op", box))  # fmt: skip
+                for v in node.inputs:
+                    if v not in source and v in program.constants:
+                        source[v] = safe_id(f"constant {v}")
+                        nodes.append(
+                            Node(source[v], "constant", describe_value(program, v), "const")
+                        )
+                    edges.append(Edge(source[v], node_id, format_shape(program.shapes.get(v))))
+                for v in node.outputs:
+                    source[v] = node_id
+        return to_mermaid(nodes, edges, direction=direction)
+
+
+class CompiledPlan:
+    """A Session ``Plan``, compiled per input signature; ``run`` takes the same feeds and
+    returns the same values as ``Plan.run``."""
+
+    def __init__(self, plan: Any, backend: str | None = None) -> None:
+        if backend is not None and backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self.plan = plan
+        self.backend = backend or default_backend()
+        self.fed: list[SymbolicTensor] = list(plan.fed)
+        self.programs: dict[tuple[Any, ...], Program] = {}
+
+    def run(self, feeds: dict[SymbolicTensor, Any]) -> list[Any]:
+        return self.run_arrays([feeds[t] for t in self.fed])
+
+    def run_arrays(self, arrays: Sequence[Any]) -> list[Any]:
+        """``run`` with the fed values as a list, in ``fed``'s order."""
+        key = tuple([a.shape for a in arrays])
+        program = self.programs.get(key)
+        if program is None:
+            program = self.programs[key] = self.compile(key)
+        return program.function(*arrays)
+
+    def compile(self, shapes: Sequence[tuple[int, ...]]) -> Program:
+        """The program for fed values of these shapes (in ``fed``'s order)."""
+        start = time.perf_counter()
+        fed = {self.plan.slot[t]: tuple(s) for t, s in zip(self.fed, shapes, strict=True)}
+        specialized = specialize(self.plan, fed)
+        units = find_clusters(specialized)
+        program = _Writer(specialized, units, self.backend).write()
+        program.compile_seconds = time.perf_counter() - start
+        program.stats["folded"] = specialized.folded
+        program.specialized = specialized
+        return program
+
+
+def compile_plan(plan: Any, backend: str | None = None) -> CompiledPlan:
+    """``plan`` (a Session ``Plan``) compiled: see this package's docstring."""
+    return CompiledPlan(plan, backend)
+
+
+# --- writing the program ----------------------------------------------------------------------
+class _Writer:
+    """Writes one program: its lines, the globals they use, its buffers."""
+
+    def __init__(self, program: Specialized, units: list[Unit], backend: str) -> None:
+        self.program = program
+        self.backend = backend
+        # the NumPy backend runs a cluster as its ops: clusters stay for the picture only
+        self.units = units
+        self.steps: list[Unit] = [
+            n for u in units for n in (u.nodes if isinstance(u, Cluster) and backend == "numpy"
+                                       else [u])
+        ]  # fmt: skip
+        self.names: dict[str, Any] = {
+            "run_kernel": run_kernel,
+            "EagerflowError": EagerflowError,
+            "name_node": _name_node,
+            "fetched": _fetched,
+            "np": np,
+        }
+        self.nodes: list[Operation] = []
+        self.kernels: dict[str, str] = {}
+        self.buffer_names: dict[int, str] = {}
+
+    def write(self) -> Program:
+        program = self.program
+        for slot, value in program.constants.items():
+            self.names[f"t{slot}"] = value
+        buffers = self._plan_buffers()
+        last_use = self._last_uses()
+        params = ", ".join(f"t{s}" for s in program.fed)
+        body: list[str] = []
+        for index, step in enumerate(self.steps):
+            body.extend(self._lines(step, buffers))
+            body.extend(f"del t{v}" for v in last_use.get(index, ()))
+        fetches = ", ".join("None" if s is None else f"fetched(t{s})" for s in program.fetches)
+        source = "\n".join(
+            [
+                f"def program({params}):",
+                "    node = -1",
+                "    try:",
+                *(f"        {line}" for line in body or ["pass"]),
+                "    except EagerflowError as error:",
+                "        name_node(error, NODES[node])",
+                "        raise",
+                f"    return [{fetches}]",
+            ]
+        )
+        self.names["NODES"] = self.nodes
+        namespace = dict(self.names)
+        exec(compile(source, "<compiled plan>", "exec"), namespace)
+        stats = {
+            "nodes": len(program.nodes),
+            "clusters": sum(isinstance(u, Cluster) for u in self.units),
+            "fused_ops": sum(len(u.nodes) for u in self.units if isinstance(u, Cluster)),
+            "buffers": len({id(b) for b in buffers.values()}),
+            "buffer_bytes": sum(b.nbytes for b in {id(b): b for b in buffers.values()}.values()),
+            "planned_bytes": sum(b.nbytes for b in buffers.values()),
+        }
+        return Program(namespace["program"], source, self.kernels, self.units, self.backend,
+                       0.0, stats)  # fmt: skip
+
+    # --- memory planning -----------------------------------------------------------------------
+    def _writes_into_buffer(self, step: Unit) -> list[int]:
+        """The values ``step`` can write into a given array (``out=``)."""
+        if isinstance(step, Cluster):
+            return list(step.outputs)
+        if step.type == "MatMul" or isinstance(step.operation.op_def.kernel, np.ufunc):
+            return list(step.outputs)
+        return []
+
+    def _plan_buffers(self) -> dict[int, np.ndarray]:
+        """A buffer for each plannable value; values alive at different times share one."""
+        program = self.program
+        readers: dict[int, list[Unit]] = {}
+        for step in self.steps:
+            for v in _reads(step):
+                readers.setdefault(v, []).append(step)
+        fetched = {v for v in program.fetches if v is not None}
+        plannable = set()
+        for step in self.steps:
+            for v in self._writes_into_buffer(step):
+                shape = program.shapes.get(v)
+                if shape is None or v in program.fed:
+                    continue
+                if all(
+                    isinstance(r, Cluster) or r.type in NON_RETAINING for r in readers.get(v, [])
+                ):
+                    plannable.add(v)
+        last = self._last_uses(include_fetched=True)
+        free: dict[tuple[Any, ...], list[np.ndarray]] = {}
+        buffers: dict[int, np.ndarray] = {}
+        for index, step in enumerate(self.steps):
+            for v in self._writes_into_buffer(step):
+                if v in plannable:
+                    shape, dtype = program.shapes[v], program.dtypes[v].np
+                    assert shape is not None
+                    pool = free.get((shape, dtype))
+                    buffers[v] = pool.pop() if pool else np.empty(shape, dtype)
+            for v in last.get(index, ()):
+                if v in buffers and v not in fetched:
+                    key = (program.shapes[v], program.dtypes[v].np)
+                    free.setdefault(key, []).append(buffers[v])
+        return buffers
+
+    def _last_uses(self, include_fetched: bool = False) -> dict[int, list[int]]:
+        """For each step index, the computed values no later step reads (fetched values live
+        to the end: only with ``include_fetched`` are they listed, at their last reader)."""
+        program = self.program
+        fetched = {v for v in program.fetches if v is not None}
+        made: set[int] = set()
+        last: dict[int, int] = {}
+        for index, step in enumerate(self.steps):
+            for v in _reads(step):
+                last[v] = index
+            for v in _writes(step):
+                made.add(v)
+                last.setdefault(v, index)
+        result: dict[int, list[int]] = {}
+        for v, index in last.items():
+            if v in made and (include_fetched or v not in fetched):
+                result.setdefault(index, []).append(v)
+        return result
+
+    # --- lines ---------------------------------------------------------------------------------
+    def _lines(self, step: Unit, buffers: dict[int, np.ndarray]) -> list[str]:
+        if isinstance(step, Cluster):
+            return self._cluster_lines(step, buffers)
+        return self._node_lines(step, buffers)
+
+    def _node_lines(self, node: Node, buffers: dict[int, np.ndarray]) -> list[str]:
+        k = len(self.nodes)
+        self.nodes.append(node.operation)
+        args = "".join(f"t{v}, " for v in node.inputs)
+        outputs = ", ".join(f"t{v}" for v in node.outputs)
+        kernel = node.operation.op_def.kernel
+        if node.outputs and node.outputs[0] in buffers:
+            buffer = self._buffer_name(node.outputs[0], buffers)
+            if node.type == "MatMul":
+                a, b = (f"t{v}" for v in node.inputs)
+                if node.operation.attrs["transpose_a"]:
+                    a += ".swapaxes(-1, -2)"
+                if node.operation.attrs["transpose_b"]:
+                    b += ".swapaxes(-1, -2)"
+                call = f"np.matmul({a}, {b}, out={buffer})"
+            else:
+                self.names[f"ufunc_{k}"] = kernel
+                call = f"ufunc_{k}({args}out={buffer})"
+            return [f"node = {k}", f"{outputs} = {call}  # {node.type}"]
+        self.names[f"op_{k}"] = node.operation.op_def
+        self.names[f"attrs_{k}"] = node.operation.attrs
+        self.names[f"inputs_{k}"] = node.operation.inputs
+        multi = node.operation.op_def.multi_output
+        target = outputs + ("," if len(node.outputs) == 1 and multi else "")
+        arguments = args.rstrip(", ") + ("," if len(node.inputs) == 1 else "")
+        call = f"run_kernel(op_{k}, ({arguments}), attrs_{k}, inputs_{k})"
+        assignment = f"{target} = " if node.outputs else ""
+        return [f"node = {k}", f"{assignment}{call}  # {node.type}"]
+
+    def _buffer_name(self, value: int, buffers: dict[int, np.ndarray]) -> str:
+        """``b0``, ``b1``, ...: one name per buffer, however many values share it."""
+        buffer = buffers[value]
+        if id(buffer) not in self.buffer_names:
+            self.buffer_names[id(buffer)] = f"b{len(self.buffer_names)}"
+            self.names[self.buffer_names[id(buffer)]] = buffer
+        return self.buffer_names[id(buffer)]
+
+    def _cluster_lines(self, cluster: Cluster, buffers: dict[int, np.ndarray]) -> list[str]:
+        program = self.program
+        k = len(self.nodes)
+        self.nodes.append(cluster.nodes[0].operation)  # an error names the first op
+        name = f"fused_{k}"
+        spec, inputs, outputs = _loop_spec(cluster, program)
+        source = loop_source(spec, name)
+        self.kernels[name] = source
+        self.names[name] = compile_loop(source, name)
+        args = [str(n) for n in cluster.domain]
+        for v in inputs:  # a 0-d value goes in as a scalar
+            scalar = program.shapes[v] == ()
+            if v in program.constants and scalar:
+                self.names[f"s{v}"] = np.asarray(program.constants[v])[()]
+                args.append(f"s{v}")
+            else:
+                args.append(f"t{v}[()]" if scalar else f"t{v}")
+        lines = [f"node = {k}"]
+        assigned = []
+        for v in outputs:
+            if v in buffers:
+                args.append(self._buffer_name(v, buffers))
+            else:  # read by something that keeps it: a new array at every call
+                shape, dtype = program.shapes[v], program.dtypes[v].np
+                self.names[f"d{v}"] = dtype
+                lines.append(f"t{v} = np.empty({shape!r}, d{v})")
+                args.append(f"t{v}")
+                continue
+            assigned.append(v)
+        types = ", ".join(n.type for n in cluster.nodes)
+        lines.append(f"{name}({', '.join(args)})  # {types}")
+        lines.extend(f"t{v} = {self._buffer_name(v, buffers)}" for v in assigned)
+        return lines
+
+
+def _loop_spec(cluster: Cluster, program: Specialized) -> tuple[LoopSpec, list[int], list[int]]:
+    """The cluster as a LoopSpec, with the values it reads and writes, in argument order."""
+    domain = cluster.domain
+    rank = len(domain)
+    inputs = list(cluster.inputs)
+    position = {v: i for i, v in enumerate(inputs)}
+    member_of: dict[int, int] = {}
+    members = []
+    for j, node in enumerate(cluster.nodes):
+        operands = tuple(("v", member_of[v]) if v in member_of else ("in", position[v])
+                         for v in node.inputs)  # fmt: skip
+        members.append((node.type, program.dtypes[node.outputs[0]], operands))
+        member_of[node.outputs[0]] = j
+    input_specs = []
+    for v in inputs:
+        shape = program.shapes[v]
+        assert shape is not None
+        offset = rank - len(shape)
+        along = tuple(size == domain[offset + d] for d, size in enumerate(shape))
+        input_specs.append((program.dtypes[v], along))
+    stores, reductions = [], []
+    outputs = list(cluster.outputs)
+    for k, v in enumerate(outputs):
+        node = cluster.nodes[member_of[v]]
+        if node.type in REDUCTIONS:
+            axes = reduced_axes(node, rank)
+            reductions.append((member_of[v], k, axes, bool(node.operation.attrs["keepdims"])))
+        else:
+            stores.append((member_of[v], k))
+    return LoopSpec(rank, input_specs, members, stores, reductions), inputs, outputs
+
+
+def describe_value(program: Specialized, value: int) -> str:
+    """``float32 (1000,)``: a value's dtype and exact shape, for a picture."""
+    return f"{program.dtypes[value]} {format_shape(program.shapes.get(value))}"
+
+
+def _reads(step: Unit) -> list[int]:
+    return list(step.inputs)
+
+
+def _writes(step: Unit) -> list[int]:
+    return list(step.outputs)
+
+
+__all__ = ["NON_RETAINING", "CompiledPlan", "Program", "compile_plan", "fusion"]
