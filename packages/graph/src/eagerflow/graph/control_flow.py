@@ -109,6 +109,7 @@ class Subgraph:
         self.outputs = list(outputs)
         self.side_effects = list(side_effects)
         self.jit_compile = False  # run compiled (see ``eagerflow.graph.compiler``)
+        self._unused_inputs = any(t is None for t in self.inputs)
         self._plan: Any = None
         self._compiled: Any = None
 
@@ -123,17 +124,18 @@ class Subgraph:
 
     def compiled(self) -> Any:
         """The plan compiled (a ``compiler.CompiledPlan``), as ``jit_compile`` runs it."""
-        from eagerflow.graph.compiler import compile_plan
-
         if self._compiled is None:
+            from eagerflow.graph.compiler import compile_plan
+
             self._compiled = compile_plan(self.plan())
         return self._compiled
 
     def call(self, arrays: Sequence[Any]) -> list[Any]:
         """Run the subgraph on input values (positions as in ``inputs``); its outputs."""
         if self.jit_compile:  # fed in the plan's order: the used inputs, in order
-            used = [a for t, a in zip(self.inputs, arrays, strict=True) if t is not None]
-            return self.compiled().run_arrays(used)[: len(self.outputs)]
+            if self._unused_inputs:
+                arrays = [a for t, a in zip(self.inputs, arrays, strict=True) if t is not None]
+            return self.compiled().run_arrays(arrays)[: len(self.outputs)]
         feeds = {t: a for t, a in zip(self.inputs, arrays, strict=True) if t is not None}
         return self.plan().run(feeds)[: len(self.outputs)]
 

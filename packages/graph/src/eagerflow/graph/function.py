@@ -109,12 +109,20 @@ class ConcreteFunction(Subgraph):
         self._gradient: ConcreteFunction | None = None
 
     @functools.cached_property
+    def dtypes(self) -> tuple[tuple[DType, ...], list[DType]]:
+        """The dtypes of its inputs and of its outputs (asked at every call)."""
+        return tuple(t.dtype for t in self.arguments), [t.dtype for t in self.outputs]
+
+    @functools.cached_property
     def arguments(self) -> list[SymbolicTensor]:
         """The graph's inputs (a function has no unused input slots, unlike a branch)."""
         return [t for t in self.inputs if t is not None]
 
     def __call__(self, *tensors: Any) -> Any:
-        inputs = self._converted(tensors)
+        return self._run(self._converted(tensors))
+
+    def _run(self, inputs: list[Tensor]) -> Any:
+        """The call, for inputs that fit (``_converted``): one ``PartitionedCall``."""
         function = self
         if active_recorders() or not executing_eagerly():
             function = self.forward()
@@ -236,10 +244,10 @@ def _call_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 
 
 def _call_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    expected = [t.dtype for t in attrs["function"].inputs]
-    if list(dts) != expected:
-        raise ef.DTypeError(f"the function was traced for inputs {expected}, got {list(dts)}")
-    return [t.dtype for t in attrs["function"].outputs]
+    expected, results = attrs["function"].dtypes
+    if tuple(dts) != expected:
+        raise ef.DTypeError(f"the function was traced for inputs {list(expected)}, got {list(dts)}")
+    return results
 
 
 @op("PartitionedCall", shape=_call_shape, dtype=_call_dtype, multi_output=True, stateful=True)
@@ -341,6 +349,11 @@ class Function:
         return self._owner is not None and bool(args) and isinstance(args[0], self._owner)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and not _run_eagerly and self._owner is None:  # the usual call, fast
+            key = tuple([(x.dtype, x.shape) if type(x) is Tensor else _NOT_FAST for x in args])
+            known = self._fast_cache.get(key)
+            if known is not None:  # (checked when it was traced: these tensors fit it)
+                return known._run(list(args))
         if self._called_on_instance(args):
             return self.__get__(args[0])(*args[1:], **kwargs)
         if _run_eagerly:

@@ -209,6 +209,9 @@ def loop_source(spec: LoopSpec, name: str) -> str:
             lines.append(f"    acc{k} = np.full(({shape},), {start})")
         else:
             lines.append(f"    acc{k} = {start}")
+    rows = [k for m, k, axes, _ in spec.reductions if _sums_rows(spec, m, axes)]
+    for k in rows:
+        lines.append(f"    row{k} = np.empty(n{r - 1})")
     for k, (_, along) in enumerate(spec.inputs):
         if not along:  # a 0-d input comes as a scalar
             lines.append(f"    e{k} = a{k}")
@@ -228,6 +231,7 @@ def loop_source(spec: LoopSpec, name: str) -> str:
     full = _index(r, (True,) * r)
     for m, k in spec.stores:
         lines.append(f"{indent}o{k}[{full}] = v{m}")
+    row_sums = []  # what adds each finished row, after the innermost loop
     for m, k, axes, keepdims in spec.reductions:
         op_name, _, operands = spec.members[m]
         kind, i = operands[0]
@@ -238,7 +242,12 @@ def loop_source(spec: LoopSpec, name: str) -> str:
             if kept
             else f"acc{k}"
         )
-        lines.append(indent + REDUCTIONS[op_name][1].format(acc=acc, x=x))
+        if k in rows:
+            lines.append(f"{indent}row{k}[i{r - 1}] = {x}")
+            row_sums.append(f"{indent[:-4]}{acc} += row_sum(row{k})")
+        else:
+            lines.append(indent + REDUCTIONS[op_name][1].format(acc=acc, x=x))
+    lines.extend(row_sums)
     for m, k, axes, keepdims in spec.reductions:
         op_name, dtype, _ = spec.members[m]
         count = " * ".join(f"n{j}" for j in axes) or "1"
@@ -256,6 +265,25 @@ def loop_source(spec: LoopSpec, name: str) -> str:
         value = _ROUND[dtype].format(f"acc{k}[{out_index}]{scale}")
         lines.append(f"{inner}o{k}[{out_index}] = {value}")
     return "\n".join(lines) + "\n"
+
+
+def _sums_rows(spec: LoopSpec, member: int, axes: Sequence[int]) -> bool:
+    """Does this sum add along the innermost loop? Then each row's values go to a scratch
+    row, added up by ``row_sum`` once the row is done. Adding them one by one into one
+    accumulator makes every iteration wait for the previous addition (~4 cycles); a
+    finished row can be summed several additions at a time, as NumPy's sums are."""
+    return spec.rank > 0 and spec.rank - 1 in axes and spec.members[member][0] in ("Sum", "Mean")
+
+
+# A row's sum may be reassociated (``fastmath``): added in another order, as NumPy's pairwise
+# sums are. Only this function has the flag: the elementwise arithmetic stays exact.
+ROW_SUM = """@numba.njit(cache=True, fastmath={"reassoc"})
+def row_sum(row):
+    total = 0.0
+    for i in range(row.shape[0]):  # (an index, not `for x in row`: 4 times faster)
+        total += row[i]
+    return total
+"""
 
 
 def _kept(rank: int, axes: Sequence[int], keepdims: bool) -> list[int]:
@@ -279,10 +307,10 @@ def compile_loop(source: str, name: str) -> Callable[..., Any]:
     key = f"{name}\n{source}"
     if key not in _compiled:
         digest = hashlib.sha256(key.encode()).hexdigest()[:20]
-        header = (
-            "import numpy as np\nimport numba\n\n\n@numba.njit(cache=True, error_model='numpy')\n"
-        )
-        module = _module_from_file(f"eagerflow_jit_{digest}", header + source)
+        helpers = ROW_SUM + "\n\n" if "row_sum(" in source else ""
+        loop = "@numba.njit(cache=True, error_model='numpy')\n" + source
+        text = "import numpy as np\nimport numba\n\n\n" + helpers + loop
+        module = _module_from_file(f"eagerflow_jit_{digest}", text)
         _compiled[key] = getattr(module, name)
     return _compiled[key]
 
