@@ -237,3 +237,20 @@ def test_graph_gradients_in_a_compiled_session(backend: str) -> None:
     feed = {x: np.linspace(-2, 2, 12).reshape(4, 3)}
     with Session(g) as plain, Session(g, jit_compile=True) as jit:
         np.testing.assert_allclose(jit.run(dx, feed), plain.run(dx, feed), rtol=1e-13)
+
+
+def test_the_program_draws_its_clusters_and_buffers(backend: str) -> None:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None, 3), name="x")
+        y = ef.reduce_sum(ef.abs(x * 2.0 + 1.0), axis=1)
+        z = ef.matmul(ef.reshape(y, (1, -1)), ef.reshape(y, (-1, 1)))
+    with Session(g, jit_compile=True) as session:
+        feed = {x: np.ones((4, 3), np.float32)}
+        session.run(z, feed)
+        (program,) = session.compiled(session.plan(z, feed)).programs.values()
+    boxed = program.to_mermaid()
+    assert "subgraph n_scope_loop_" in boxed and '["loop 0 over (4, 3)"]' in boxed
+    assert "subgraph" not in program.to_mermaid(clusters=False)
+    assert "x<br/><small>float32 (4, 3)</small>" in boxed
+    assert "MatMul: float32 (1, 1) → b" in program.to_mermaid(buffers=True)

@@ -84,15 +84,19 @@ class Program:
     stats: dict[str, int] = field(default_factory=dict)
 
     specialized: Specialized | None = None
+    buffer_of: dict[int, str] = field(default_factory=dict)  # value -> its buffer's name
 
     @property
     def clusters(self) -> list[Cluster]:
         return [u for u in self.units if isinstance(u, Cluster)]
 
-    def to_mermaid(self, clusters: bool = True, direction: str = "TD") -> str:
+    def to_mermaid(
+        self, clusters: bool = True, buffers: bool = False, direction: str = "TD"
+    ) -> str:
         """The program as a Mermaid flowchart: fed values, constants and ops, with edges
         labelled by their exact shapes; each cluster a box (``clusters=False``: without the
-        boxes, the program before fusion)."""
+        boxes, the program before fusion). ``buffers=True`` names the buffer each value is
+        written into (``→ b2``): values that share a name share memory."""
         from eagerflow.autodiff.draw import Edge, Node, safe_id, to_mermaid
 
         program = self.specialized
@@ -113,6 +117,8 @@ class Program:
                 node_id = safe_id(node.operation.name)
                 detail = node.type + (f": {describe_value(program, node.outputs[0])}"
                                       if node.outputs else "")  # fmt: skip
+                if buffers and node.outputs and node.outputs[0] in self.buffer_of:
+                    detail += f" → {self.buffer_of[node.outputs[0]]}"
                 nodes.append(Node(node_id, node.operation.name.rpartition("/")[2], detail,
                                   "op", box))  # fmt: skip
                 for v in node.inputs:
@@ -227,8 +233,10 @@ class _Writer:
             "buffer_bytes": sum(b.nbytes for b in {id(b): b for b in buffers.values()}.values()),
             "planned_bytes": sum(b.nbytes for b in buffers.values()),
         }
+        buffer_of = {v: self.buffer_names[id(b)] for v, b in buffers.items()
+                     if id(b) in self.buffer_names}  # fmt: skip
         return Program(namespace["program"], source, self.kernels, self.units, self.backend,
-                       0.0, stats)  # fmt: skip
+                       0.0, stats, buffer_of=buffer_of)  # fmt: skip
 
     # --- memory planning -----------------------------------------------------------------------
     def _writes_into_buffer(self, step: Unit) -> list[int]:
