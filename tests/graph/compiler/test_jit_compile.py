@@ -254,3 +254,45 @@ def test_the_program_draws_its_clusters_and_buffers(backend: str) -> None:
     assert "subgraph" not in program.to_mermaid(clusters=False)
     assert "x<br/><small>float32 (4, 3)</small>" in boxed
     assert "MatMul: float32 (1, 1) → b" in program.to_mermaid(buffers=True)
+
+
+def test_values_of_unknown_shape_run_as_interpreted(backend: str) -> None:
+    """A range with a fed bound has a shape only running can tell: its ops are not fused,
+    and the result is the interpreter's."""
+    g = Graph()
+    with g.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        r = ef.cast(ef.range(n), ef.float32)
+        y = ef.reduce_sum(ef.abs(r * 2.0 - 3.0))
+    with Session(g) as plain, Session(g, jit_compile=True) as jit:
+        for value in (4, 7):
+            assert jit.run(y, {n: value}) == plain.run(y, {n: value})
+        (program,) = jit.compiled(jit.plan(y, {n: 4})).programs.values()
+    assert program.stats["clusters"] == 0
+
+
+def test_an_empty_maximum_is_the_interpreters_error(backend: str) -> None:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None,), name="x")
+        y = ef.reduce_max(ef.abs(x) + 1.0)
+    messages = []
+    for jit in (False, True):
+        with Session(g, jit_compile=jit) as session, pytest.raises(ef.EagerflowError) as info:
+            session.run(y, {x: np.zeros(0, np.float32)})
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_without_a_writable_cache_loops_compile_in_memory(
+    backend: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    if backend != "numba":
+        pytest.skip("the NumPy backend compiles no loops")
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    monkeypatch.setenv("EAGERFLOW_CACHE_DIR", str(not_a_directory))
+    monkeypatch.setattr(kernels, "_compiled", {})  # nothing compiled yet in this process
+    f = function(lambda x: ef.reduce_sum(ef.abs(x) * 3.0 - 0.5), jit_compile=True)
+    assert float(f(ef.constant([1.0, -2.0, 0.25]))) == 8.25
+    assert list(not_a_directory.parent.iterdir()) == [not_a_directory]  # no file written

@@ -6,8 +6,8 @@ goes through the whole chain in registers, and only what is needed outside is st
 *domain* is the shape it loops over: an elementwise op's output shape, a reduction's input
 shape. A *cluster* is a group of ops of one domain, built greedily in the plan's order:
 
-- an op joins a cluster it reads from (several, if it reads from several: they merge), or
-  else the latest open cluster of its domain, or else starts one;
+- an op joins the open cluster of its domain (there is at most one: an op starts a new
+  cluster only when none is open), or else starts one;
 - a reduction joins like any op, but what reads its result cannot join: that value exists
   only when the loop is over. The reduction ends the cluster's part of the chain;
 - a cluster is *sealed*, and takes no more ops, once anything outside reads one of its
@@ -22,7 +22,6 @@ this changes no result. A cluster of one elementwise op is no cluster: it runs a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from eagerflow.graph.auto_control_deps import READS
@@ -87,69 +86,40 @@ def reduced_axes(node: Node, rank: int) -> tuple[int, ...]:
 def find_clusters(program: Specialized) -> list[Unit]:
     """The program's nodes, with fusible ones grouped into clusters, in the order to run."""
     made_by: dict[int, Cluster] = {}
-    order = {id(node): index for index, node in enumerate(program.nodes)}
     placed: list[tuple[int, Unit]] = []
-    open_clusters: list[Cluster] = []
+    open_clusters: dict[Shape, Cluster] = {}  # at most one per domain
     for index, node in enumerate(program.nodes):
         domain = domain_of(node, program)
-        sources = list(dict.fromkeys(made_by[v] for v in node.inputs if v in made_by))
+        sources = {id(made_by[v]): made_by[v] for v in node.inputs if v in made_by}.values()
+        for source in sources:  # a cluster read from outside is complete: sealed
+            if domain != source.domain or source.reduced & set(node.inputs):
+                source.sealed = True
+        if domain is None and node.operation.op_def.stateful and node.type not in READS:
+            for other in open_clusters.values():
+                other.sealed = True
+        open_clusters = {d: c for d, c in open_clusters.items() if not c.sealed}
         if domain is None:
-            for cluster in sources:
-                cluster.sealed = True
-            if node.operation.op_def.stateful and node.type not in READS:
-                for cluster in open_clusters:
-                    cluster.sealed = True
             placed.append((index, node))
             continue
-        joinable = []
-        for cluster in sources:
-            if cluster.sealed or cluster.domain != domain or cluster.reduced & set(node.inputs):
-                cluster.sealed = True  # read from outside
-            else:
-                joinable.append(cluster)
-        open_clusters = [c for c in open_clusters if not c.sealed]
-        if not joinable:
-            same = [c for c in open_clusters if c.domain == domain]
-            joinable = same[-1:]
-        if joinable:
-            cluster = _merge(joinable, made_by, open_clusters, order)
-        else:
-            cluster = Cluster(domain)
-            open_clusters.append(cluster)
+        found = open_clusters.get(domain)
+        if found is None:
+            cluster = open_clusters[domain] = Cluster(domain)
             placed.append((index, cluster))
+        else:
+            cluster = found
         cluster.nodes.append(node)
         cluster.position = index
         for v in node.outputs:
             made_by[v] = cluster
         if node.type in REDUCTIONS:
             cluster.reduced.update(node.outputs)
-    units = [unit for _, unit in sorted(placed, key=lambda p: _position(p))]
+    units = [unit for _, unit in sorted(placed, key=_position)]
     return _finish(units, program)
 
 
 def _position(placed: tuple[int, Unit]) -> int:
     index, unit = placed
     return unit.position if isinstance(unit, Cluster) else index
-
-
-def _merge(
-    clusters: Sequence[Cluster],
-    made_by: dict[int, Cluster],
-    open_clusters: list[Cluster],
-    order: dict[int, int],
-) -> Cluster:
-    """One cluster of several open ones of the same domain (their ops in program order)."""
-    first, *rest = clusters
-    for other in rest:
-        first.nodes.extend(other.nodes)
-        first.reduced |= other.reduced
-        for node in other.nodes:
-            for v in node.outputs:
-                made_by[v] = first
-        other.nodes = []  # emptied: dropped by _finish
-        open_clusters.remove(other)
-    first.nodes.sort(key=lambda n: order[id(n)])
-    return first
 
 
 def _finish(units: list[Unit], program: Specialized) -> list[Unit]:
@@ -168,8 +138,6 @@ def _finish(units: list[Unit], program: Specialized) -> list[Unit]:
     for unit in units:
         if isinstance(unit, Node):
             finished.append(unit)
-            continue
-        if not unit.nodes:
             continue
         if len(unit.nodes) == 1 and not unit.reduced:
             finished.append(unit.nodes[0])
