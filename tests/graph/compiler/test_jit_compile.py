@@ -296,3 +296,25 @@ def test_without_a_writable_cache_loops_compile_in_memory(
     f = function(lambda x: ef.reduce_sum(ef.abs(x) * 3.0 - 0.5), jit_compile=True)
     assert float(f(ef.constant([1.0, -2.0, 0.25]))) == 8.25
     assert list(not_a_directory.parent.iterdir()) == [not_a_directory]  # no file written
+
+
+def test_variable_updates_happen_in_place(backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The program drops each value after its last use, so the update's kernel finds the
+    variable's array unshared and writes into it: no new array is stored."""
+    from eagerflow.autodiff import variables
+
+    w = Variable(np.zeros((50, 4), np.float32))
+    v = Variable(np.float32(0.0))
+
+    @function(jit_compile=True)
+    def step(x: ef.Tensor) -> ef.Tensor:
+        w.assign_sub(ef.tanh(x * w + 1.0) * 0.1)
+        v.assign_add(ef.reduce_sum(x))
+        return ef.reduce_sum(w)
+
+    x = ef.constant(np.ones((50, 4), np.float32))
+    step(x)
+    stored = []
+    monkeypatch.setattr(variables, "_set", lambda *args: stored.append(args))
+    step(x)
+    assert stored == []
