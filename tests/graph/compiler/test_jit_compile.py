@@ -318,3 +318,27 @@ def test_variable_updates_happen_in_place(backend: str, monkeypatch: pytest.Monk
     monkeypatch.setattr(variables, "_set", lambda *args: stored.append(args))
     step(x)
     assert stored == []
+
+
+def test_threads_calling_one_compiled_function_get_their_own_buffers(backend: str) -> None:
+    import threading
+
+    f = function(lambda x: ef.reduce_sum(ef.abs(x * 2.0 - 1.0), axis=1) * 0.5, jit_compile=True)
+    inputs = [np.full((64, 32), float(k), np.float32) for k in range(4)]
+    f(ef.constant(inputs[0]))  # compiled in this thread first
+    barrier = threading.Barrier(4)
+    wrong = []
+
+    def work(k: int) -> None:
+        barrier.wait()
+        for _ in range(200):
+            got = f(ef.constant(inputs[k])).numpy()
+            if not np.all(got == np.float32(32 * abs(2 * k - 1) * 0.5)):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []

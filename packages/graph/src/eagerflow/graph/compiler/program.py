@@ -35,6 +35,7 @@ on the first call with that signature: ``compile_seconds`` says how long that to
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -143,7 +144,18 @@ class CompiledPlan:
         self.plan = plan
         self.backend = backend or default_backend()
         self.fed: list[SymbolicTensor] = list(plan.fed)
-        self.programs: dict[tuple[Any, ...], Program] = {}
+        self._threads = threading.local()
+
+    @property
+    def programs(self) -> dict[tuple[Any, ...], Program]:
+        """This thread's programs, by input signature. A program writes into its buffers
+        at every call, so two threads running one program at once would write into each
+        other's values: each thread gets its own (compiling again is quick, since numba's
+        loops are compiled once per process)."""
+        programs: dict[tuple[Any, ...], Program] | None = getattr(self._threads, "programs", None)
+        if programs is None:
+            programs = self._threads.programs = {}
+        return programs
 
     def run(self, feeds: dict[SymbolicTensor, Any]) -> list[Any]:
         return self.run_arrays([feeds[t] for t in self.fed])
@@ -151,9 +163,10 @@ class CompiledPlan:
     def run_arrays(self, arrays: Sequence[Any]) -> list[Any]:
         """``run`` with the fed values as a list, in ``fed``'s order."""
         key = tuple([a.shape for a in arrays])
-        program = self.programs.get(key)
+        programs = self.programs
+        program = programs.get(key)
         if program is None:
-            program = self.programs[key] = self.compile(key)
+            program = programs[key] = self.compile(key)
         return program.function(*arrays)
 
     def compile(self, shapes: Sequence[tuple[int, ...]]) -> Program:
