@@ -342,3 +342,25 @@ def test_threads_calling_one_compiled_function_get_their_own_buffers(backend: st
     for t in threads:
         t.join()
     assert wrong == []
+
+
+def test_what_runs_inside_control_flow_is_compiled_too(backend: str) -> None:
+    def collatz_like(x: ef.Tensor) -> ef.Tensor:
+        total = ef.zeros_like(x)
+        i = ef.constant(0)
+        while i < 5:
+            if ef.reduce_sum(x) > 0:  # noqa: SIM108 (an if statement is the point)
+                x = ef.abs(x * 0.5 - 1.0)
+            else:
+                x = x * 2.0 + 1.0
+            total += x
+            i += 1
+        return total
+
+    x = ef.constant(np.linspace(-2, 2, 8, dtype=np.float32))
+    plain, compiled = function(collatz_like), function(collatz_like, jit_compile=True)
+    np.testing.assert_array_equal(compiled(x).numpy(), plain(x).numpy())
+    graph = compiled.get_concrete_function(x).graph
+    (loop,) = [op for op in graph.get_operations() if op.type == "While"]
+    assert loop.attrs["body"].compiled_copy().compiled().programs  # the body ran compiled
+    assert not loop.attrs["body"].jit_compile  # the graph's own op is unchanged

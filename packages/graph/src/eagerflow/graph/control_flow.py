@@ -112,6 +112,7 @@ class Subgraph:
         self._unused_inputs = any(t is None for t in self.inputs)
         self._plan: Any = None
         self._compiled: Any = None
+        self._compiled_copy: Subgraph | None = None
 
     def plan(self) -> Any:
         """The Session ``Plan`` that runs this subgraph (compiled on first use)."""
@@ -121,6 +122,15 @@ class Subgraph:
             fed = [t for t in self.inputs if t is not None]
             self._plan = Plan([*self.outputs, *self.side_effects], fed)
         return self._plan
+
+    def compiled_copy(self) -> Subgraph:
+        """This subgraph, to run compiled: what a compiled program's ``If`` or ``While``
+        runs (made once; this one is left to run as the interpreter runs it)."""
+        if self._compiled_copy is None:
+            copy = Subgraph(self.graph, self.inputs, self.outputs, self.side_effects)
+            copy.jit_compile = True
+            self._compiled_copy = copy
+        return self._compiled_copy
 
     def compiled(self) -> Any:
         """The plan compiled (a ``compiler.CompiledPlan``), as ``jit_compile`` runs it."""

@@ -20,9 +20,12 @@ it takes four passes, each a small module, read in this order:
    the whole plan becomes one Python function with no interpreter loop, cached per input
    signature.
 
-What it leaves out, and real compilers do: subgraphs (``cond``, ``while_loop``, called
-functions) run interpreted; matrix products are NumPy's; there is no parallel loop, no
-vectorizing by hand, no tiling, and no fusion across a reduction into what uses it.
+Control flow (``cond``, ``while_loop``, a called function) stays an op: its kernel decides
+what runs, and what runs inside it is a compiled program of its own, but no loop is fused
+across it. What it leaves out, and real compilers do: matrix products are NumPy's, and
+nothing is fused into them; elementwise values the backward pass needs are stored, not
+recomputed; there is no parallel loop, no tiling, no fusion of a reduction into what
+uses it.
 """
 
 from eagerflow.graph.compiler.kernels import BACKENDS, default_backend, numba_available

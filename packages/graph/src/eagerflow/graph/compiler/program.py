@@ -54,6 +54,7 @@ from eagerflow.graph.compiler.kernels import (
     loop_source,
 )
 from eagerflow.graph.compiler.specialize import Node, Specialized, specialize
+from eagerflow.graph.control_flow import Subgraph
 from eagerflow.graph.graph import Operation, SymbolicTensor
 from eagerflow.graph.session import _fetched, _name_node
 from eagerflow.tensor.errors import EagerflowError, format_shape
@@ -339,7 +340,7 @@ class _Writer:
                 call = f"ufunc_{k}({args}out={buffer})"
             return [f"node = {k}", f"{outputs} = {call}  # {node.type}"]
         self.names[f"op_{k}"] = node.operation.op_def
-        self.names[f"attrs_{k}"] = node.operation.attrs
+        self.names[f"attrs_{k}"] = _compiled_subgraphs(node.operation.attrs)
         self.names[f"inputs_{k}"] = node.operation.inputs
         multi = node.operation.op_def.multi_output
         target = outputs + ("," if len(node.outputs) == 1 and multi else "")
@@ -421,6 +422,16 @@ def _loop_spec(cluster: Cluster, program: Specialized) -> tuple[LoopSpec, list[i
         else:
             stores.append((member_of[v], k))
     return LoopSpec(rank, input_specs, members, stores, reductions), inputs, outputs
+
+
+def _compiled_subgraphs(attrs: Any) -> Any:
+    """``attrs``, with each subgraph (an ``If``'s branches, a ``While``'s body, a called
+    function) replaced by a compiled copy: control flow stays the interpreter's, what runs
+    inside it is compiled too. (A copy, so that the graph's own op, which an interpreting
+    Session runs, is left as it was.)"""
+    if not any(isinstance(v, Subgraph) for v in attrs.values()):
+        return attrs
+    return {k: v.compiled_copy() if isinstance(v, Subgraph) else v for k, v in attrs.items()}
 
 
 def describe_value(program: Specialized, value: int) -> str:
