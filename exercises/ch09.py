@@ -1,0 +1,131 @@
+"""Chapter 9 exercises — run `pytest -m ch09`.
+
+Why graphs: a compiler sees everything. Two pieces of the graph compiler written by hand:
+the code generation that turns a chain of elementwise ops into one loop, and the clustering
+rules that decide which ops may share a loop.
+
+Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch09`:
+an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
+as a failure that shows what was expected. Reference solutions are in
+`exercises/solutions/ch09.py`; try on your own first.
+"""
+
+# ruff: noqa: F401  (the imports are the ones you will want)
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from eagerflow.graph import SymbolicTensor
+from eagerflow.graph.auto_control_deps import READS
+from eagerflow.graph.compiler.fusion import domain_of
+from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
+from eagerflow.graph.compiler.specialize import Specialized, specialize
+from eagerflow.graph.session import Plan
+
+# The unary ops of the compiler's ELEMENTWISE table: each one's value for one element {0}.
+UNARY = ("Neg", "Abs", "Sign", "Square", "Sqrt", "Exp", "Log", "Tanh", "Relu", "Identity")
+
+
+def fuse_unary_chain(ops: Sequence[str]) -> str:
+    """The source of one loop that applies a chain of unary elementwise ops.
+
+    ``ops`` names ops of ``UNARY``, in the order they apply: ``["Square", "Neg", "Exp"]``
+    means ``exp(-(x * x))``. Run one at a time, as the interpreter runs them, each op is a
+    NumPy call that reads a whole array and writes a new one. Fused, the chain is one loop:
+    each element is loaded once, goes through every op, and is stored once.
+
+    Return the source of a function ``fused(x, out)`` for 1-d float64 arrays ``x`` and
+    ``out`` of the same length, that writes ``out[i]`` = the chain applied to ``x[i]`` for
+    every ``i``, with **one** ``for`` loop and no NumPy call on a whole array. An empty chain
+    copies ``x``. The test runs your source with ``np`` as its only global, on chains and
+    inputs of its own, and compares with the ops run one at a time.
+
+    Build each op's expression from the compiler's own table, ``ELEMENTWISE`` (from
+    ``eagerflow.graph.compiler.kernels``): ``ELEMENTWISE["Square"]`` is ``"{0} * {0}"``, and
+    ``ELEMENTWISE["Square"].format("e")`` is ``"e * e"``.
+
+    Args:
+        ops: Op names from ``UNARY``, first applied first.
+
+    Returns:
+        Python source defining ``fused(x, out)``.
+
+    Hint:
+        Pasting one op's expression into the next one's as text goes wrong: ``Relu`` then
+        ``Square`` would read ``e if e > 0 ... else 0 * e if e > 0 ... else 0``, and ``*``
+        binds tighter than ``if``. Give each op's result its own name, one line each, as
+        ``loop_source`` in ``packages/graph/src/eagerflow/graph/compiler/kernels.py`` does
+        (``v0 = ...``, ``v1 = ...``).
+    """
+    raise NotImplementedError
+
+
+def compile_chain(source: str) -> Callable[[np.ndarray, np.ndarray], None]:
+    """Given, not an exercise: the function ``fused`` that ``source`` defines, with ``np`` as
+    its only global (as the test runs it). Try yours::
+
+        fused = compile_chain(fuse_unary_chain(["Square", "Neg", "Exp"]))
+        x = np.linspace(-2, 2, 5)
+        out = np.empty_like(x)
+        fused(x, out)  # out is now np.exp(-np.square(x))
+    """
+    namespace: dict[str, Any] = {"np": np}
+    exec(compile(source, "<fused chain>", "exec"), namespace)
+    return namespace["fused"]  # type: ignore[no-any-return]
+
+
+def predict_clusters(program: Specialized) -> list[list[str]]:
+    """Which ops of a program the compiler fuses into one loop: its clustering, by hand.
+
+    ``program`` is a plan specialized to its input shapes (``program_for`` below makes one):
+    ``program.nodes`` lists its nodes in the order they run; a node has ``.operation``
+    (with ``.name``), ``.type``, and the numbered values it reads and writes,
+    ``.inputs`` and ``.outputs``. ``domain_of(node, program)`` (given, from
+    ``eagerflow.graph.compiler.fusion``) is the shape the node would loop over: an
+    elementwise op's output shape, a reduction's input shape, or ``None`` if the node can
+    join no cluster (a matrix product, a variable read or write, an op numba cannot compute
+    fast).
+
+    Walk the nodes in order, with the chapter's rules:
+
+    - a node of domain ``None`` joins nothing. If it reads a value of a cluster, that
+      cluster is *sealed*: it takes no more nodes. If it is stateful
+      (``node.operation.op_def.stateful``) and not a variable read (its type not in
+      ``READS``), it seals every cluster;
+    - any other node reads, perhaps, values of clusters. A cluster it reads from is sealed
+      if it is of another domain, or if the value read is the result of one of its
+      reductions (``node.type in REDUCTIONS``: that value exists only when its loop is
+      over). Then the node joins the open (not sealed) cluster of its domain, if there is
+      one, or starts a new cluster. There is never more than one open cluster per domain.
+
+    Return each cluster's op names (``node.operation.name``) in program order, the
+    clusters in the order they started, but leave out a cluster of a single elementwise op
+    (it runs as the op: no cluster). A single reduction is a cluster. The test compares your
+    answer with the compiler's ``find_clusters`` on graphs of its own.
+
+    Args:
+        program: A specialized plan.
+
+    Returns:
+        The clusters, each as a list of op names.
+
+    Hint:
+        Keep, for each value a cluster made, which cluster made it (a dict), and for each
+        cluster its domain, its names, its reductions' values and whether it is sealed.
+        ``find_clusters`` in ``packages/graph/src/eagerflow/graph/compiler/fusion.py`` is
+        the real thing; try yours on the chapter's training step first.
+    """
+    raise NotImplementedError
+
+
+def program_for(
+    fetches: Sequence[Any], feeds: dict[SymbolicTensor, tuple[int, ...]]
+) -> Specialized:
+    """Given, not an exercise: the specialized program the compiler would cluster, for
+    ``fetches`` (tensors or operations of one graph) with placeholders of the given shapes
+    fed. ``[op.operation.name for op in program_for(...).nodes]`` lists its nodes."""
+    plan = Plan(list(fetches), list(feeds))
+    return specialize(plan, {plan.slot[t]: tuple(shape) for t, shape in feeds.items()})
