@@ -1,321 +1,159 @@
 """Chapter 9 exercises — run `pytest -m ch09`.
 
-Models and optimizers: an optimizer of your own (Adagrad) written as variable assignments,
-a layer that makes its variables in ``build``, a model that holds a list of layers, the
-training step that ``fit`` repeats, and a dense layer that runs as one op.
+Why graphs: a compiler sees everything. Two pieces of the graph compiler written by hand:
+the code generation that turns a chain of elementwise ops into one loop, and the clustering
+rules that decide which ops may share a loop.
 
-Reference solutions: the same classes and functions as `exercises/ch09.py`, solved.
+Reference solutions: the same functions as `exercises/ch09.py`, solved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-import eagerflow.tensor as ef
-from eagerflow import nn
-from eagerflow.autodiff import GradientTape, Variable, register_gradient
-from eagerflow.autodiff.registry import GRADIENTS
-from eagerflow.tensor import Tensor
-from eagerflow.tensor.dtypes import FLOATS
-from eagerflow.tensor.errors import ShapeError, format_shape
-from eagerflow.tensor.execution import execute
-from eagerflow.tensor.registry import OPS, Attrs, Shape, register_op
-from eagerflow.tensor.rules import same_dtype
+from eagerflow.graph import SymbolicTensor
+from eagerflow.graph.auto_control_deps import READS
+from eagerflow.graph.compiler.fusion import domain_of
+from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
+from eagerflow.graph.compiler.specialize import Specialized, specialize
+from eagerflow.graph.session import Plan
+
+# The unary ops of the compiler's ELEMENTWISE table: each one's value for one element {0}.
+UNARY = ("Neg", "Abs", "Sign", "Square", "Sqrt", "Exp", "Log", "Tanh", "Relu", "Identity")
 
 
-class AdagradOptimizer(nn.Optimizer):
-    """Adagrad (Duchi et al., 2011), in TensorFlow 1.x's form.
+def fuse_unary_chain(ops: Sequence[str]) -> str:
+    """The source of one loop that applies a chain of unary elementwise ops.
 
-    Each variable gets a slot variable ``accumulator``, filled with
-    ``initial_accumulator_value`` when it is first used. One step, for a gradient ``g``:
+    ``ops`` names ops of ``UNARY``, in the order they apply: ``["Square", "Neg", "Exp"]``
+    means ``exp(-(x * x))``. Run one at a time, as the interpreter runs them, each op is a
+    NumPy call that reads a whole array and writes a new one. Fused, the chain is one loop:
+    each element is loaded once, goes through every op, and is stored once.
 
-        accumulator ← accumulator + g²
-        variable ← variable − learning_rate · g / √accumulator   (the new accumulator)
+    Return the source of a function ``fused(x, out)`` for 1-d float64 arrays ``x`` and
+    ``out`` of the same length, that writes ``out[i]`` = the chain applied to ``x[i]`` for
+    every ``i``, with **one** ``for`` loop and no NumPy call on a whole array. An empty chain
+    copies ``x``. The test runs your source with ``np`` as its only global, on chains and
+    inputs of its own, and compares with the ops run one at a time.
 
-    A weight whose gradients have been large takes smaller and smaller steps; a rarely
-    updated one keeps taking large steps. ``__init__`` is written for you: write
-    ``_apply(grad, variable)``, the one method an optimizer subclass must define. Like the
-    optimizers of ``eagerflow.nn`` it must work in both modes: eagerly the assignments happen
-    at once; in a graph, return the assignment so ``apply_gradients`` can group it into the
-    train op.
-
-    Args:
-        learning_rate: The step size.
-        initial_accumulator_value: The accumulator's first value (> 0, so the first step
-            does not divide by zero).
-        name: The optimizer's name, part of its slot variables' names.
-
-    Hint:
-        ``self.slot(variable, "accumulator", initial=...)`` creates the slot on first use
-        and returns the same variable afterwards. ``accumulator.assign(...)`` returns the
-        new value: use it in the second line, as ``MomentumOptimizer._apply`` does in
-        ``packages/nn/src/eagerflow/nn/optimizers.py``. Return
-        ``variable.assign_sub(...)``.
-    """
-
-    def __init__(
-        self,
-        learning_rate: float,
-        initial_accumulator_value: float = 0.1,
-        name: str = "Adagrad",
-    ) -> None:
-        super().__init__(learning_rate, name)
-        self.initial_accumulator_value = float(initial_accumulator_value)
-
-    def _apply(self, grad: Tensor, variable: Variable) -> Any:
-        accumulator = self.slot(variable, "accumulator", initial=self.initial_accumulator_value)
-        accumulated = accumulator.assign(accumulator + ef.square(grad))
-        return variable.assign_sub(self.learning_rate * grad / ef.sqrt(accumulated))
-
-
-class FeatureScale(nn.Layer):
-    """A layer that scales and shifts each feature: ``outputs = inputs · gamma + beta``.
-
-    ``gamma`` and ``beta`` are trainable vectors with one entry per feature (the last axis
-    of the inputs), so their size is known only when the layer first sees an input. That
-    is what ``build(input_shape)`` is for: ``Layer.__call__`` calls it once, before the
-    first ``call``. Start ``gamma`` at ones and ``beta`` at zeros, so a new layer is the
-    identity. (Batch normalization ends with exactly this layer.)
-
-    Write ``build`` and ``call``. Assign the variables to ``self.gamma`` then ``self.beta``:
-    assigning them to attributes is all it takes for ``variables``, checkpoints and
-    optimizers to find them, in that order. The constructor is ``Layer``'s:
-    ``FeatureScale(name="scale")`` names the variables ``scale/gamma`` and ``scale/beta``.
-
-    Hint:
-        ``self.add_weight("gamma", (features,), "ones")`` makes a variable named after the
-        layer and drawn by the named initializer. ``input_shape[-1]`` is the number of
-        features. In ``call``, ``inputs * self.gamma + self.beta`` broadcasts over the batch.
-    """
-
-    def build(self, input_shape: tuple[int | None, ...]) -> None:
-        """Create ``self.gamma`` (ones) and ``self.beta`` (zeros), of shape (features,).
-
-        Args:
-            input_shape: The shape of the first input, e.g. ``(None, 3)`` in a graph.
-        """
-        features = input_shape[-1]
-        self.gamma = self.add_weight("gamma", (features,), "ones")
-        self.beta = self.add_weight("beta", (features,), "zeros")
-
-    def call(self, inputs: Any) -> Tensor:
-        """Scale and shift ``inputs`` (shape ``(batch, features)``), feature by feature.
-
-        Args:
-            inputs: A float32 tensor (eager or symbolic).
-
-        Returns:
-            ``inputs · gamma + beta``, of the inputs' shape.
-        """
-        return inputs * self.gamma + self.beta
-
-
-class Residual(nn.Model):
-    """A stack of residual blocks: ``x ← x + relu(x @ kernel + bias)``, ``depth`` times.
-
-    Each block is a ``Dense(units, activation="relu")`` whose output is *added* to its
-    input instead of replacing it, so the inputs must already have ``units`` features. This
-    skip connection is what lets very deep networks (ResNets) train: a block that has
-    learned nothing yet passes its input through.
-
-    Write ``__init__`` and ``call``. Keep the blocks in a list assigned to ``self.blocks``:
-    a model tracks the layers it finds in lists, so ``model.variables`` lists
-    ``blocks/0/kernel``, ``blocks/0/bias``, ``blocks/1/kernel``, … without your registering
-    anything.
+    Build each op's expression from the compiler's own table, ``ELEMENTWISE`` (from
+    ``eagerflow.graph.compiler.kernels``): ``ELEMENTWISE["Square"]`` is ``"{0} * {0}"``, and
+    ``ELEMENTWISE["Square"].format("e")`` is ``"e * e"``.
 
     Args:
-        units: The number of features of the inputs and of every block.
-        depth: How many blocks.
-        name: The model's name (None: one derived from the class name).
-
-    Hint:
-        ``super().__init__(name)`` first: it sets the model's name and ``built`` flag.
-        Then ``self.blocks = [nn.Dense(units, activation="relu") for _ in range(depth)]``.
-        In ``call``, loop over the blocks: ``x = x + block(x)``.
-    """
-
-    def __init__(self, units: int, depth: int, name: str | None = None) -> None:
-        super().__init__(name)
-        self.blocks = [nn.Dense(units, activation="relu") for _ in range(depth)]
-
-    def call(self, inputs: Any) -> Any:
-        """Apply the blocks in order, each adding its output to its input.
-
-        Args:
-            inputs: A float32 tensor of shape ``(batch, units)``.
-
-        Returns:
-            A tensor of the same shape.
-        """
-        x = inputs
-        for block in self.blocks:
-            x = x + block(x)
-        return x
-
-
-def train_step(model: nn.Layer, optimizer: nn.Optimizer, x: np.ndarray, y: np.ndarray) -> float:
-    """One step of training a classifier: what ``fit`` does for each batch.
-
-    1. run ``model(x, training=True)`` under a GradientTape, to get logits;
-    2. the loss is the mean over the batch of
-       ``nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)``;
-    3. take the gradient of the loss for every one of ``model.trainable_variables``;
-    4. let ``optimizer.apply_gradients`` update them.
-
-    Args:
-        model: A model (already built or not: it builds on its first call).
-        optimizer: Any ``eagerflow.nn`` optimizer.
-        x: A float32 batch of inputs.
-        y: The int64 class of each example, shape ``(batch,)``.
+        ops: Op names from ``UNARY``, first applied first.
 
     Returns:
-        The loss *before* the update, as a Python float.
+        Python source defining ``fused(x, out)``.
 
     Hint:
-        Ask for ``model.trainable_variables`` after the forward pass: a model called for the
-        first time creates its variables during that call. ``apply_gradients`` takes
-        ``(gradient, variable)`` pairs: ``zip(grads, variables)``. Compare yours with the
-        loop in ``fit`` (``packages/nn/src/eagerflow/nn/training.py``).
+        Pasting one op's expression into the next one's as text goes wrong: ``Relu`` then
+        ``Square`` would read ``e if e > 0 ... else 0 * e if e > 0 ... else 0``, and ``*``
+        binds tighter than ``if``. Give each op's result its own name, one line each, as
+        ``loop_source`` in ``packages/graph/src/eagerflow/graph/compiler/kernels.py`` does
+        (``v0 = ...``, ``v1 = ...``).
     """
-    with GradientTape() as tape:
-        logits = model(x, training=True)
-        loss = ef.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-    variables = model.trainable_variables
-    grads = tape.gradient(loss, variables)
-    optimizer.apply_gradients(zip(grads, variables, strict=True))
-    return float(loss)
+    lines = ["def fused(x, out):", "    for i in range(len(x)):", "        v = x[i]"]
+    for op in ops:
+        lines.append(f"        v = {ELEMENTWISE[op].format('v')}")
+    lines.append("        out[i] = v")
+    return "\n".join(lines) + "\n"
 
 
-# --- a layer of one op ----------------------------------------------------------------------------
-# Given: the shape rule of the op ``FusedDense`` (its dtype rule is ``same_dtype(FLOATS)``).
-def fused_dense_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """x (batch, k), kernel (k, units), bias (units,) -> (batch, units); None is unknown."""
-    x, kernel, bias = shapes
+def compile_chain(source: str) -> Callable[[np.ndarray, np.ndarray], None]:
+    """Given, not an exercise: the function ``fused`` that ``source`` defines, with ``np`` as
+    its only global (as the test runs it). Try yours::
 
-    def fits(a: int | None, b: int | None) -> bool:
-        return a is None or b is None or a == b
-
-    if not (len(x) == len(kernel) == 2 and len(bias) == 1 and fits(x[1], kernel[0])
-            and fits(kernel[1], bias[0])):  # fmt: skip
-        got = ", ".join(map(format_shape, (x, kernel, bias)))
-        raise ShapeError(f"needs x (batch, k), kernel (k, units) and bias (units,), got {got}")
-    return [(x[0], kernel[1])]
+        fused = compile_chain(fuse_unary_chain(["Square", "Neg", "Exp"]))
+        x = np.linspace(-2, 2, 5)
+        out = np.empty_like(x)
+        fused(x, out)  # out is now np.exp(-np.square(x))
+    """
+    namespace: dict[str, Any] = {"np": np}
+    exec(compile(source, "<fused chain>", "exec"), namespace)
+    return namespace["fused"]  # type: ignore[no-any-return]
 
 
-def fused_dense_kernel(
-    x: np.ndarray, kernel: np.ndarray, bias: np.ndarray, relu: bool
-) -> np.ndarray:
-    """``x @ kernel + bias``, then ``max(·, 0)`` if ``relu``: three ops' work in one kernel.
+def predict_clusters(program: Specialized) -> list[list[str]]:
+    """Which ops of a program the compiler fuses into one loop: its clustering, by hand.
 
-    ``Dense`` runs three ops, and eagerly each of them costs a trip through the seam and a
-    new array. This kernel makes one array, the matrix product, and does the rest *in
-    place* in it: that array is the kernel's own, so nobody else can see it change. Never
-    write into ``x``, ``kernel`` or ``bias``: they belong to the caller (and a tape may
-    still need them).
+    ``program`` is a plan specialized to its input shapes (``program_for`` below makes one):
+    ``program.nodes`` lists its nodes in the order they run; a node has ``.operation``
+    (with ``.name``), ``.type``, and the numbered values it reads and writes,
+    ``.inputs`` and ``.outputs``. ``domain_of(node, program)`` (given, from
+    ``eagerflow.graph.compiler.fusion``) is the shape the node would loop over: an
+    elementwise op's output shape, a reduction's input shape, or ``None`` if the node can
+    join no cluster (a matrix product, a variable read or write, an op numba cannot compute
+    fast).
+
+    Walk the nodes in order, with the chapter's rules:
+
+    - a node of domain ``None`` joins nothing. If it reads a value of a cluster, that
+      cluster is *sealed*: it takes no more nodes. If it is stateful
+      (``node.operation.op_def.stateful``) and not a variable read (its type not in
+      ``READS``), it seals every cluster;
+    - any other node reads, perhaps, values of clusters. A cluster it reads from is sealed
+      if it is of another domain, or if the value read is the result of one of its
+      reductions (``node.type in REDUCTIONS``: that value exists only when its loop is
+      over). Then the node joins the open (not sealed) cluster of its domain, if there is
+      one, or starts a new cluster. There is never more than one open cluster per domain.
+
+    Return each cluster's op names (``node.operation.name``) in program order, the
+    clusters in the order they started, but leave out a cluster of a single elementwise op
+    (it runs as the op: no cluster). A single reduction is a cluster. The test compares your
+    answer with the compiler's ``find_clusters`` on graphs of its own.
 
     Args:
-        x: The inputs, shape (batch, k).
-        kernel: The weights, shape (k, units).
-        bias: The bias, shape (units,).
-        relu: Whether to apply relu as well.
+        program: A specialized plan.
 
     Returns:
-        A new array of shape (batch, units), of the inputs' dtype.
+        The clusters, each as a list of op names.
 
     Hint:
-        ``out = x @ kernel`` is new; ``out += bias`` and ``np.maximum(out, 0, out=out)`` write
-        into it.
+        Keep, for each value a cluster made, which cluster made it (a dict), and for each
+        cluster its domain, its names, its reductions' values and whether it is sealed.
+        ``find_clusters`` in ``packages/graph/src/eagerflow/graph/compiler/fusion.py`` is
+        the real thing; try yours on the chapter's training step first.
     """
-    out = x @ kernel  # a new array, ours to change
-    out += bias
-    if relu:
-        np.maximum(out, 0, out=out)
-    return out
+    made_by: dict[int, dict[str, Any]] = {}  # value -> the cluster that makes it
+    open_by_domain: dict[Any, dict[str, Any]] = {}
+    clusters: list[dict[str, Any]] = []
+    for node in program.nodes:
+        domain = domain_of(node, program)
+        sources = [made_by[v] for v in node.inputs if v in made_by]
+        if domain is None:
+            for cluster in sources:
+                cluster["sealed"] = True
+            if node.operation.op_def.stateful and node.type not in READS:
+                for cluster in clusters:
+                    cluster["sealed"] = True
+            continue
+        for v in node.inputs:
+            cluster = made_by.get(v)
+            if cluster is not None and (cluster["domain"] != domain or v in cluster["reduced"]):
+                cluster["sealed"] = True
+        cluster = open_by_domain.get(domain)
+        if cluster is None or cluster["sealed"]:
+            cluster = {"domain": domain, "names": [], "reduced": set(), "sealed": False}
+            clusters.append(cluster)
+            open_by_domain[domain] = cluster
+        cluster["names"].append(node.operation.name)
+        single_reduction = node.type in REDUCTIONS
+        for v in node.outputs:
+            made_by[v] = cluster
+            if single_reduction:
+                cluster["reduced"].add(v)
+    return [c["names"] for c in clusters if len(c["names"]) > 1 or c["reduced"]]
 
 
-def register_fused_dense() -> None:
-    """Register the op ``FusedDense`` and its gradient rule, once (a second call does nothing).
-
-    The op: ``fused_dense_kernel`` with the rules ``fused_dense_shape`` and
-    ``same_dtype(FLOATS)``; its inputs are ``(x, kernel, bias)`` and its attribute ``relu``.
-
-    The gradient, for y = relu(x W + b) and an incoming gradient g: first g ← g where y > 0
-    (only if ``relu``; that is ``ef.relu_grad(g, y)``), then
-
-        dx = g Wᵀ,   dW = xᵀ g,   db = Σ g over the batch (axis 0)
-
-    Skip each one whose input needs no gradient (``op.needs(i)`` is False: return None for
-    it). For a network's first layer, x is data, and dx would cost as much as the forward
-    matrix product. Write the rule with eagerflow ops (``ef.matmul`` with
-    ``transpose_a``/``transpose_b``, ``ef.reduce_sum``), so it also works in graph mode and
-    can itself be differentiated.
-
-    Hint:
-        ``register_op`` is in ``eagerflow.tensor.registry`` and ``register_gradient`` in
-        ``eagerflow.autodiff``; check ``OPS`` and ``GRADIENTS`` first, as chapter 3's
-        ``register_softsign_gradient`` does. ``op.inputs`` is ``(x, kernel, bias)``,
-        ``op.outputs[0]`` is y and ``op.attrs["relu"]`` the attribute. ``MatMul``'s rule in
-        ``packages/autodiff/src/eagerflow/autodiff/math_grad.py`` is the one to copy.
-    """
-    if "FusedDense" not in OPS:
-        register_op("FusedDense", fused_dense_kernel, shape=fused_dense_shape,
-                    dtype=same_dtype(FLOATS))  # fmt: skip
-    if "FusedDense" in GRADIENTS:
-        return
-
-    @register_gradient("FusedDense")
-    def _fused_dense_grad(op: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        x, kernel, _ = op.inputs
-        if op.attrs["relu"]:
-            grad = ef.relu_grad(grad, op.outputs[0])
-        return (
-            ef.matmul(grad, kernel, transpose_b=True) if op.needs(0) else None,
-            ef.matmul(x, grad, transpose_a=True) if op.needs(1) else None,
-            ef.reduce_sum(grad, axis=0) if op.needs(2) else None,
-        )
-
-
-class FusedDense(nn.Dense):
-    """``Dense``, with its matrix product, bias and relu run as one op, ``FusedDense``.
-
-    It has the same variables, built the same way (``build`` is ``Dense``'s), and gives the
-    same outputs and gradients, while a ``relu`` layer runs one op instead of three. This is
-    what PyTorch's ``nn.Linear`` does (one ``addmm`` for the product and the bias), and what
-    TensorFlow's graph optimizer does when it rewrites MatMul, BiasAdd and Relu into one
-    ``_FusedMatMul``. Fewer ops means less Python per step in eager mode, and two fewer
-    arrays of the layer's output size.
-
-    Write ``call``:
-
-    - with the activation ``nn.activations.relu`` (``FusedDense(64, "relu")``): one
-      ``FusedDense`` op with ``relu=True``;
-    - with no activation: one ``FusedDense`` op with ``relu=False``;
-    - with any other activation: the op with ``relu=False``, then the activation;
-    - with ``use_bias=False``: ``Dense``'s own ``call`` (there is no bias to fuse).
-
-    Hint:
-        Call ``register_fused_dense()`` first. Convert the inputs and the two variables
-        with ``ef.convert_to_tensor`` (a variable becomes a read of its value, which a tape
-        watches), then ``execute("FusedDense", (x, kernel, bias), {"relu": ...})[0]``.
-    """
-
-    def call(self, inputs: Any) -> Tensor:
-        """``activation(inputs @ kernel + bias)``, through the op ``FusedDense``.
-
-        Args:
-            inputs: A float tensor of shape (batch, features), eager or symbolic.
-
-        Returns:
-            A tensor of shape (batch, units).
-        """
-        if not self.use_bias:
-            return super().call(inputs)
-        register_fused_dense()
-        relu = self.activation is nn.activations.relu
-        inputs = (ef.convert_to_tensor(inputs), ef.convert_to_tensor(self.kernel),
-                  ef.convert_to_tensor(self.bias))  # fmt: skip
-        outputs = execute("FusedDense", inputs, {"relu": relu})[0]
-        return outputs if relu or self.activation is None else self.activation(outputs)
+def program_for(
+    fetches: Sequence[Any], feeds: dict[SymbolicTensor, tuple[int, ...]]
+) -> Specialized:
+    """Given, not an exercise: the specialized program the compiler would cluster, for
+    ``fetches`` (tensors or operations of one graph) with placeholders of the given shapes
+    fed. ``[op.operation.name for op in program_for(...).nodes]`` lists its nodes."""
+    plan = Plan(list(fetches), list(feeds))
+    return specialize(plan, {plan.slot[t]: tuple(shape) for t, shape in feeds.items()})

@@ -1,365 +1,216 @@
-"""Chapter 9 exercises: models and optimizers (`exercises/ch09.py`)."""
+"""Chapter 9 exercises: why graphs, a compiler sees everything (`exercises/ch09.py`)."""
 
 from __future__ import annotations
+
+import ast
+import tracemalloc
+from typing import Any
 
 import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow import nn
-from eagerflow.autodiff import GradientCheckError, GradientTape, Variable, check_gradients
-from eagerflow.graph import Graph, Session, global_variables_initializer, placeholder
-from eagerflow.tensor.execution import execute, recording
+from eagerflow.autodiff import Variable
+from eagerflow.graph import Graph, gradients, group, placeholder
+from eagerflow.graph.compiler.fusion import Cluster, find_clusters
+from eagerflow.graph.compiler.specialize import Specialized, specialize
+from eagerflow.graph.session import Plan
+from eagerflow.tensor.registry import get_op
 
 pytestmark = pytest.mark.ch09
 
-GRADIENTS = [[0.5, -2.0, 0.0], [0.5, 1.0, 3.0], [-1.0, 0.25, 3.0], [0.1, -0.1, 0.0]]
+
+# --- fuse_unary_chain -----------------------------------------------------------------------------
+def compile_chain(source: str) -> Any:
+    """The test's own copy of the given helper: ``np`` is the source's only global."""
+    namespace: dict[str, Any] = {"np": np}
+    exec(compile(source, "<fused chain>", "exec"), namespace)
+    return namespace["fused"]
 
 
-def adagrad_reference(start, gradients, learning_rate, initial):
-    """NumPy Adagrad: the values of the variable after each step."""
-    value = np.array(start, np.float64)
-    accumulator = np.full_like(value, initial)
-    values = []
-    for g in gradients:
-        g = np.array(g, np.float64)
-        accumulator += g * g
-        value -= learning_rate * g / np.sqrt(accumulator)
-        values.append(value.copy())
-    return values
+def one_at_a_time(ops: list[str], x: np.ndarray) -> np.ndarray:
+    """The chain as the interpreter runs it: each op's NumPy kernel, a new array each."""
+    for op in ops:
+        x = np.asarray(get_op(op).kernel(x))
+    return x
 
 
-# --- AdagradOptimizer -----------------------------------------------------------------------------
-def test_adagrad_matches_numpy_step_by_step_eagerly(chapter):
-    w = Variable([1.0, -2.0, 3.0], name="w")
-    optimizer = chapter.AdagradOptimizer(0.5, initial_accumulator_value=0.1)
-    expected = adagrad_reference([1.0, -2.0, 3.0], GRADIENTS, 0.5, 0.1)
-    for step, (g, want) in enumerate(zip(GRADIENTS, expected, strict=True), start=1):
-        optimizer.apply_gradients([(ef.constant(g), w)])
-        np.testing.assert_allclose(
-            w.numpy(),
-            want,
-            rtol=1e-5,
-            err_msg=f"after step {step} (gradients so far {GRADIENTS[:step]}) expected {want}, "
-            f"got {w.numpy()}",
+def check_chain(chapter: Any, ops: list[str], x: np.ndarray) -> None:
+    source = chapter.fuse_unary_chain(list(ops))
+    assert isinstance(source, str), f"expected the source as a str, got {type(source).__name__}"
+    fused = compile_chain(source)
+    out = np.full_like(x, 12345.0)
+    with np.errstate(all="ignore"):
+        fused(x, out)
+        expected = one_at_a_time(ops, x)
+    np.testing.assert_allclose(
+        out, expected, rtol=1e-12, atol=0, equal_nan=True,
+        err_msg=f"the fused chain {ops} differs from its ops run one at a time, on x = {x}",
+    )  # fmt: skip
+
+
+def test_fuse_unary_chain_computes_the_chain(chapter):
+    check_chain(chapter, ["Square", "Neg", "Exp"], np.linspace(-2.0, 2.0, 9))
+
+
+HIDDEN_CHAINS = [
+    [],
+    ["Relu", "Square"],
+    ["Neg", "Relu"],
+    ["Relu", "Neg"],
+    ["Abs", "Sqrt", "Log", "Neg", "Tanh"],
+    ["Sign", "Square", "Identity", "Neg"],
+    ["Tanh", "Square", "Neg", "Exp", "Relu", "Sqrt"],
+    ["Log"],
+]
+
+
+@pytest.mark.parametrize("ops", HIDDEN_CHAINS, ids=lambda ops: "-".join(ops) or "empty")
+def test_fuse_unary_chain_on_hidden_chains(chapter, ops):
+    x = np.array([-3.0, -1.5, -0.25, 0.0, 0.5, 1.0, 2.5, np.nan, np.inf, -np.inf])
+    check_chain(chapter, ops, x)
+
+
+def test_fuse_unary_chain_is_one_loop_that_allocates_no_array(chapter):
+    ops = ["Square", "Neg", "Exp", "Relu"]
+    source = chapter.fuse_unary_chain(ops)
+    loops = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.For | ast.While)]
+    assert len(loops) == 1, (
+        f"a fused chain is one loop over the elements; this source has {len(loops)}:\n{source}"
+    )
+    fused = compile_chain(source)
+    x = np.linspace(-1.0, 1.0, 20_000)
+    out = np.empty_like(x)
+    fused(x, out)  # a first call, outside the count
+    tracemalloc.start()
+    start, _ = tracemalloc.get_traced_memory()
+    fused(x, out)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak - start < x.nbytes // 4, (
+        f"one call allocated up to {peak - start} bytes, for an input of {x.nbytes}: a fused "
+        "loop keeps one element at a time and makes no intermediate array"
+    )
+    np.testing.assert_allclose(out, one_at_a_time(ops, x), rtol=1e-12)
+
+
+# --- predict_clusters -----------------------------------------------------------------------------
+def program_for(fetches: list[Any], feeds: dict[Any, tuple[int, ...]]) -> Specialized:
+    plan = Plan(list(fetches), list(feeds))
+    return specialize(plan, {plan.slot[t]: tuple(s) for t, s in feeds.items()})
+
+
+def real_clusters(program: Specialized) -> set[tuple[str, ...]]:
+    units = find_clusters(program)
+    return {tuple(n.operation.name for n in u.nodes) for u in units if isinstance(u, Cluster)}
+
+
+def check_clusters(chapter: Any, program: Specialized) -> None:
+    names = [n.operation.name for n in program.nodes]
+    got = chapter.predict_clusters(program)
+    assert isinstance(got, list), f"expected a list of clusters, got {type(got).__name__}"
+    for cluster in got:
+        order = [names.index(n) for n in cluster if n in names]
+        assert order == sorted(order) and len(order) == len(cluster), (
+            f"each cluster lists op names of the program, in program order: got {cluster}, "
+            f"program {names}"
         )
-    slots = optimizer.slots()
-    assert [name for name, _, _ in slots] == ["accumulator"], (
-        f"expected one slot named 'accumulator' for w, got {[name for name, _, _ in slots]}"
-    )
-    accumulated = 0.1 + np.sum(np.square(GRADIENTS), axis=0)
-    np.testing.assert_allclose(
-        slots[0][2].numpy(), accumulated, rtol=1e-5, err_msg="the accumulator should be 0.1 + Σ g²"
+    expected = real_clusters(program)
+    assert {tuple(c) for c in got} == expected, (
+        f"program {names}:\nexpected the clusters {sorted(expected)},\ngot {got}"
     )
 
 
-def test_adagrad_works_in_a_graph_through_minimize(chapter):
-    targets = np.array([3.0, -1.0], np.float32)
-    graph = Graph()
-    optimizer = chapter.AdagradOptimizer(0.3, initial_accumulator_value=0.1)
-    with graph.as_default():
-        w = Variable([0.0, 0.0], name="w")
-        loss = ef.reduce_sum(ef.square(w - targets))  # gradient 2 (w - targets)
-        update = optimizer._apply(ef.constant([1.0, 1.0]), Variable([0.0, 0.0], name="probe"))
-        if update is None:
-            pytest.fail(
-                "in a graph, _apply must *return* the assignment (return "
-                "variable.assign_sub(...)): apply_gradients groups what _apply returns into the "
-                "train op, and an assignment nobody returns is never run"
-            )
-        train = optimizer.minimize(loss, var_list=[w])
-        init = global_variables_initializer()
-    value, accumulator = np.zeros(2), np.full(2, 0.1)
-    with Session(graph) as session:
-        session.run(init)
-        for step in range(1, 6):
-            session.run(train)
-            g = 2 * (value - targets)
-            accumulator += g * g
-            value = value - 0.3 * g / np.sqrt(accumulator)
-            got = session.run(w)
-            np.testing.assert_allclose(
-                got, value, rtol=1e-5, err_msg=f"graph mode, after step {step}"
-            )
+def regression_program() -> Specialized:
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None,), name="x")
+        y = placeholder(ef.float32, (None,), name="y")
+        w, b = Variable(5.0, name="W"), Variable(10.0, name="B")
+        error = w * x + b - y
+        loss = ef.reduce_mean(error * error)
+        dw, db = gradients(loss, [w, b])
+        train = group(w.assign_sub(0.01 * dw), b.assign_sub(0.01 * db))
+    return program_for([loss, train], {x: (1000,), y: (1000,)})
 
 
-# --- FeatureScale ---------------------------------------------------------------------------------
-def test_feature_scale_builds_gamma_and_beta_on_first_call(chapter):
-    layer = chapter.FeatureScale(name="scale_test")
-    assert layer.variables == [], "no variables before the first call: build makes them"
-    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
-    y = layer(x)
-    names = [v.name for v in layer.variables]
-    assert names == ["scale_test/gamma:0", "scale_test/beta:0"], (
-        f"expected variables [gamma, beta] made with add_weight, got {names}"
-    )
-    shapes = [v.shape for v in layer.variables]
-    assert shapes == [(3,), (3,)], f"one entry per feature: expected (3,) twice, got {shapes}"
-    assert all(v.trainable for v in layer.variables), "gamma and beta must be trainable"
-    np.testing.assert_allclose(np.asarray(y), x, err_msg="a new FeatureScale is the identity")
-    layer.gamma.assign([1.0, 2.0, -1.0])
-    layer.beta.assign([0.0, 0.5, 1.0])
-    want = x * [1.0, 2.0, -1.0] + [0.0, 0.5, 1.0]
-    got = np.asarray(layer(x))
-    np.testing.assert_allclose(got, want, err_msg=f"expected x·gamma + beta = {want}, got {got}")
-    with GradientTape() as tape:
-        total = ef.reduce_sum(layer(x))
-    d_gamma, d_beta = tape.gradient(total, [layer.gamma, layer.beta])
-    np.testing.assert_allclose(
-        np.asarray(d_gamma),
-        x.sum(axis=0),
-        err_msg="d Σ(x·gamma + beta) / d gamma = Σ over the batch of x",
-    )
-    np.testing.assert_allclose(np.asarray(d_beta), [2.0, 2.0, 2.0])
+def test_predict_clusters_on_the_chapters_training_step(chapter):
+    check_clusters(chapter, regression_program())
 
 
-def test_feature_scale_works_on_a_placeholder(chapter):
-    graph = Graph()
-    with graph.as_default():
+def _layer_norm() -> Specialized:  # a reduction's result read in its own domain
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None, 16), name="x")
+        centred = x - ef.reduce_mean(x, axis=-1, keepdims=True)
+        variance = ef.reduce_mean(centred * centred, axis=-1, keepdims=True)
+        out = centred / ef.sqrt(variance + 1e-5) * 2.0
+    return program_for([out], {x: (8, 16)})
+
+
+def _write_between() -> Specialized:  # a variable write seals what came before it
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None,), name="x")
+        calls = Variable(0.0, name="calls")
+        before = x * 2.0 + 1.0
+        count = calls.assign_add(1.0)  # reads nothing of the loop before it
+        after = x * 3.0 - 1.0
+    return program_for([before, count, after], {x: (50,)})
+
+
+def _read_from_outside() -> Specialized:  # a matmul reads a cluster's value: sealed
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None, 8), name="x")
+        a = x * 2.0 + 1.0
+        product = ef.matmul(a, ef.constant(np.ones((8, 3), np.float32)))
+        b = a * 3.0 - 1.0
+    return program_for([product, b], {x: (4, 8)})
+
+
+def _two_domains() -> Specialized:  # ops of two shapes interleaved: one loop per shape
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None,), name="x")
+        z = placeholder(ef.float32, (None,), name="z")
+        a = x * 2.0
+        s = z * 3.0
+        a2 = a + 1.0
+        s2 = s - 1.0
+        c = x * 5.0 - 2.0
+    return program_for([a2, s2, c], {x: (16,), z: (4,)})
+
+
+def _lone_ops() -> Specialized:  # a lone elementwise op is no cluster, a lone reduction is
+    g = Graph()
+    with g.as_default():
         x = placeholder(ef.float32, (None, 4), name="x")
-        layer = chapter.FeatureScale(name="scale_graph")
-        y = layer(x)
-        init = global_variables_initializer()
-    assert y.shape == (None, 4), f"expected a symbolic (None, 4) output, got {y!r}"
-    values = np.arange(8, dtype=np.float32).reshape(2, 4)
-    with Session(graph) as session:
-        session.run(init)
-        got = session.run(y, {x: values})
-    np.testing.assert_allclose(got, values, err_msg="a new FeatureScale is the identity")
+        z = placeholder(ef.float32, (None,), name="z")
+        negated = -x
+        total = ef.reduce_sum(z)
+    return program_for([negated, total], {x: (3, 4), z: (5,)})
 
 
-# --- Residual -------------------------------------------------------------------------------------
-def test_residual_tracks_its_blocks_and_adds_each_output(chapter):
-    ef.set_seed(9)
-    model = chapter.Residual(4, depth=3)
-    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
-    got = np.asarray(model(x))
-    paths = [path for path, _ in model.variable_paths()]
-    want_paths = [f"blocks/{i}/{w}" for i in range(3) for w in ("kernel", "bias")]
-    assert paths == want_paths, (
-        f"expected the blocks in a list self.blocks, variables {want_paths}; got {paths}"
-    )
-    assert model.count_params() == 3 * (4 * 4 + 4), f"got {model.count_params()} parameters"
-    expected = x.astype(np.float64)
-    for i in range(3):
-        kernel, bias = (v.numpy() for v in model.variables[2 * i : 2 * i + 2])
-        expected = expected + np.maximum(expected @ kernel + bias, 0.0)
-    np.testing.assert_allclose(
-        got, expected, rtol=1e-5, err_msg="each block: x ← x + relu(x @ kernel + bias)"
-    )
+def _tanh_in_the_middle() -> Specialized:  # fusible or not: domain_of knows
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None,), name="x")
+        out = ef.tanh(x * 2.0 + 1.0) * 3.0 - 1.0
+        total = ef.reduce_max(out)
+    return program_for([out, total], {x: (64,)})
 
 
-# --- train_step -----------------------------------------------------------------------------------
-class TrainingSpy(nn.Layer):
-    def __init__(self):
-        super().__init__(name="training_spy")
-        self.seen = []
-
-    def call(self, inputs, training=False):
-        self.seen.append(training)
-        return inputs
-
-
-def softmax_loss_and_grads(x, y, kernel, bias):
-    logits = x @ kernel + bias
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
-    n = len(x)
-    loss = -np.mean(np.log(probabilities[np.arange(n), y]))
-    delta = probabilities.copy()
-    delta[np.arange(n), y] -= 1.0
-    delta /= n
-    return loss, x.T @ delta, delta.sum(axis=0)
+HIDDEN_PROGRAMS = {
+    "layer_norm": _layer_norm,
+    "write_between": _write_between,
+    "read_from_outside": _read_from_outside,
+    "two_domains": _two_domains,
+    "lone_ops": _lone_ops,
+    "tanh_in_the_middle": _tanh_in_the_middle,
+}
 
 
-def test_train_step_takes_one_gradient_step_on_the_mean_loss(chapter):
-    ef.set_seed(1)
-    spy = TrainingSpy()
-    model = nn.Sequential([nn.Dense(3), spy])
-    rng = np.random.default_rng(1)
-    x = rng.normal(size=(6, 2)).astype(np.float32)
-    y = np.array([0, 1, 2, 0, 1, 2], np.int64)
-    model(x)  # build
-    spy.seen.clear()
-    kernel, bias = (v.numpy().astype(np.float64) for v in model.variables)
-    loss, d_kernel, d_bias = softmax_loss_and_grads(x, y, kernel, bias)
-    got = chapter.train_step(model, nn.GradientDescentOptimizer(0.5), x, y)
-    assert isinstance(got, float), f"return the loss as a Python float, got {got!r}"
-    assert got == pytest.approx(loss, rel=1e-5), (
-        f"expected the mean cross-entropy before the update, {loss:.6f}, got {got}"
-    )
-    assert spy.seen == [True], (
-        f"call the model once with training=True (the layers saw training={spy.seen})"
-    )
-    np.testing.assert_allclose(
-        model.variables[0].numpy(),
-        kernel - 0.5 * d_kernel,
-        rtol=1e-4,
-        err_msg="kernel after one step of gradient descent",
-    )
-    np.testing.assert_allclose(
-        model.variables[1].numpy(),
-        bias - 0.5 * d_bias,
-        rtol=1e-4,
-        atol=1e-6,
-        err_msg="bias after one step",
-    )
-
-
-def test_train_step_builds_a_new_model_and_learns(chapter):
-    ef.set_seed(2)
-    rng = np.random.default_rng(2)
-    x = rng.normal(size=(64, 2)).astype(np.float32)
-    y = (x[:, 0] + x[:, 1] > 0).astype(np.int64)
-    model = nn.Sequential([nn.Dense(8, "relu"), nn.Dense(2)])  # not built yet
-    optimizer = nn.AdamOptimizer(0.05)
-    losses = [chapter.train_step(model, optimizer, x, y) for _ in range(40)]
-    assert len(model.variables) == 4, "the model should have been built by its first call"
-    assert losses[-1] < losses[0] / 3, (
-        f"40 Adam steps on a separable problem should cut the loss by 3x: {losses[0]:.3f} -> "
-        f"{losses[-1]:.3f}"
-    )
-
-
-# --- FusedDense ---------------------------------------------------------------------------------
-class OpNames:
-    """A recorder on the seam: the name of every op that runs."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    def record(self, op, inputs, attrs, outputs) -> None:
-        self.names.append(op.name)
-
-
-def ops_run(fn):
-    """The names of the ops ``fn()`` runs (ReadVariableOp left out), and its result."""
-    recorder = OpNames()
-    with recording(recorder):
-        result = fn()
-    return [n for n in recorder.names if n != "ReadVariableOp"], result
-
-
-def dense_data(seed=0, dtype=np.float32):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(5, 3)).astype(dtype)
-    kernel = rng.normal(size=(3, 4)).astype(dtype)
-    bias = rng.normal(size=4).astype(dtype)
-    return x, kernel, bias
-
-
-def test_fused_dense_kernel_does_three_ops_work_on_a_new_array(chapter):
-    x, kernel, bias = dense_data()
-    copies = [a.copy() for a in (x, kernel, bias)]
-    for relu in (False, True):
-        want = x @ kernel + bias
-        if relu:
-            want = np.maximum(want, 0)
-        got = chapter.fused_dense_kernel(x, kernel, bias, relu)
-        assert isinstance(got, np.ndarray) and got.dtype == np.float32, (
-            f"expected a float32 array, got {type(got).__name__} {getattr(got, 'dtype', '')}"
-        )
-        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"relu={relu}")
-        for name, before, after in zip(("x", "kernel", "bias"), copies, (x, kernel, bias),
-                                       strict=True):  # fmt: skip
-            np.testing.assert_array_equal(after, before, err_msg=f"the kernel changed {name}")
-        assert not any(np.shares_memory(got, a) for a in (x, kernel, bias)), (
-            "the result must be a new array, not one of the inputs"
-        )
-
-
-def test_fused_dense_is_registered_once(chapter):
-    from eagerflow.autodiff.registry import GRADIENTS
-    from eagerflow.tensor.registry import OPS
-
-    chapter.register_fused_dense()
-    assert "FusedDense" in OPS, "no op named 'FusedDense' in the registry"
-    assert GRADIENTS.get("FusedDense") is not None, "no gradient rule for 'FusedDense'"
-    op, rule = OPS["FusedDense"], GRADIENTS["FusedDense"]
-    chapter.register_fused_dense()
-    assert OPS["FusedDense"] is op and GRADIENTS["FusedDense"] is rule, (
-        "a second call should leave the op and its rule as they are"
-    )
-
-
-def fused(x, kernel, bias, relu):
-    return execute("FusedDense", (x, kernel, bias), {"relu": relu})[0]
-
-
-@pytest.mark.parametrize("relu", [False, True])
-@pytest.mark.parametrize("order", [1, 2])
-def test_fused_dense_gradients_pass_the_checker(chapter, relu, order):
-    chapter.register_fused_dense()
-    x, kernel, bias = dense_data(seed=order, dtype=np.float64)
-    try:
-        check_gradients(lambda *ins: fused(*ins, relu), [x, kernel, bias], order=order)
-    except GradientCheckError as e:
-        pytest.fail(f"check_gradients(FusedDense, relu={relu}, order={order}):\n{e}")
-
-
-def test_fused_dense_gradient_skips_the_product_nobody_needs(chapter):
-    chapter.register_fused_dense()
-    x, kernel, bias = dense_data()
-    w, b = ef.constant(kernel), ef.constant(bias)
-    with GradientTape() as tape:
-        tape.watch([w, b])
-        y = ef.reduce_sum(fused(ef.constant(x), w, b, True))
-    names, (dw, db) = ops_run(lambda: tape.gradient(y, [w, b]))
-    assert names.count("MatMul") == 1, (
-        f"x is data (no gradient asked for), so only dW = xᵀ g needs a matrix product; the "
-        f"backward pass ran {names}"
-    )
-    g = (x @ kernel + bias > 0).astype(np.float32)
-    np.testing.assert_allclose(dw.numpy(), x.T @ g, rtol=1e-5, err_msg="dW")
-    np.testing.assert_allclose(db.numpy(), g.sum(0), rtol=1e-5, err_msg="db")
-
-
-@pytest.mark.parametrize("activation", ["relu", None, "tanh"])
-def test_fused_dense_layer_matches_dense_in_fewer_ops(chapter, activation):
-    x = dense_data()[0]
-    dense = nn.Dense(4, activation)
-    dense(x)
-    layer = chapter.FusedDense(4, activation)
-    layer(x)
-    for mine, theirs in zip(layer.variables, dense.variables, strict=True):
-        mine.assign(theirs)
-    with GradientTape(persistent=True) as tape:
-        want = dense(x)
-        names, got = ops_run(lambda: layer(x))
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6,
-                               err_msg=f"FusedDense(4, {activation!r}) vs Dense")  # fmt: skip
-    expected = ["FusedDense"] + (["Tanh"] if activation == "tanh" else [])
-    assert names == expected, f"FusedDense(4, {activation!r}) should run {expected}, ran {names}"
-    grads = tape.gradient(got, layer.variables)
-    wanted = tape.gradient(want, dense.variables)
-    for variable, g, w in zip(layer.variables, grads, wanted, strict=True):
-        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6,
-                                   err_msg=f"gradient of {variable.name}")  # fmt: skip
-
-
-def test_fused_dense_without_a_bias_is_dense(chapter):
-    x = dense_data()[0]
-    layer = chapter.FusedDense(4, "relu", use_bias=False)
-    layer(x)  # (the first call builds the kernel: a RandomUniform op)
-    names, y = ops_run(lambda: layer(x))
-    assert names == ["MatMul", "Relu"], f"without a bias there is nothing to fuse, ran {names}"
-    assert len(layer.variables) == 1 and y.shape == (5, 4)
-
-
-def test_fused_dense_works_in_a_graph(chapter):
-    x = dense_data()[0]
-    graph = Graph()
-    with graph.as_default():
-        ef.set_seed(3)
-        layer = chapter.FusedDense(4, "relu")
-        inputs = placeholder(ef.float32, (None, 3), name="x")
-        outputs = layer(inputs)
-        init = global_variables_initializer()
-    types = [o.type for o in graph.get_operations()]
-    assert "FusedDense" in types and "MatMul" not in types, f"the graph holds {types}"
-    assert outputs.shape == (None, 4), f"the static shape should be (None, 4), got {outputs.shape}"
-    with Session(graph) as session:
-        session.run(init)
-        got = session.run(outputs, {inputs: x})
-        kernel, bias = session.run(layer.variables)
-    np.testing.assert_allclose(got, np.maximum(x @ kernel + bias, 0), rtol=1e-5, atol=1e-6)
+@pytest.mark.parametrize("name", list(HIDDEN_PROGRAMS))
+def test_predict_clusters_agrees_with_the_compiler(chapter, name):
+    check_clusters(chapter, HIDDEN_PROGRAMS[name]())

@@ -11,10 +11,14 @@ from types import SimpleNamespace
 
 import pytest
 import test_ch08  # a module, not its names: pytest would collect an imported test again
+import test_ch09
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
 from eagerflow.graph import Function, cond, function
+from eagerflow.graph.auto_control_deps import READS
+from eagerflow.graph.compiler.fusion import domain_of
+from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 
 
 def _train_step_returning_the_loss_after_the_update(
@@ -163,3 +167,130 @@ def test_ch08_if_to_ag_if_rejects(mistake, fn, message) -> None:  # type: ignore
     case = test_ch08.HIDDEN[test_ch08.HIDDEN_IDS.index(fn)]
     with pytest.raises(AssertionError, match=message):
         test_ch08.test_if_to_ag_if_gives_the_eager_results_in_a_graph(chapter, *case)
+
+
+# --- chapter 9: a fused loop by hand ------------------------------------------------------------
+def _fuse_by_pasting_text(ops):  # type: ignore[no-untyped-def]
+    expression = "x[i]"
+    for op in ops:  # no parentheses: Relu then Square reads "... else 0 * x[i] if ..."
+        expression = ELEMENTWISE[op].format(expression)
+    return f"def fused(x, out):\n    for i in range(len(x)):\n        out[i] = {expression}\n"
+
+
+def _fuse_in_reverse(ops):  # type: ignore[no-untyped-def]
+    lines = ["def fused(x, out):", "    for i in range(len(x)):", "        v = x[i]"]
+    lines += [f"        v = {ELEMENTWISE[op].format('v')}" for op in reversed(ops)]
+    return "\n".join([*lines, "        out[i] = v"]) + "\n"
+
+
+def _one_loop_per_op(ops):  # type: ignore[no-untyped-def]
+    lines = ["def fused(x, out):", "    out[:] = x"]
+    for op in ops:  # right values, but every op another pass over the whole array
+        lines += ["    for i in range(len(x)):",
+                  f"        out[i] = {ELEMENTWISE[op].format('out[i]')}"]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+_NUMPY = {"Neg": "np.negative", "Abs": "np.abs", "Square": "np.square", "Exp": "np.exp",
+          "Relu": "(lambda a: np.maximum(a, 0))"}  # fmt: skip
+
+
+def _whole_arrays_with_numpy(ops):  # type: ignore[no-untyped-def]
+    expression = "x"
+    for op in ops:  # one NumPy call per op: an array per op, no loop
+        expression = f"{_NUMPY[op]}({expression})"
+    return f"def fused(x, out):\n    out[:] = {expression}\n"
+
+
+@pytest.mark.parametrize(
+    ("mistake", "ops", "message"),
+    [
+        (_fuse_by_pasting_text, ["Relu", "Square"], "differs from its ops"),
+        (_fuse_in_reverse, ["Neg", "Relu"], "differs from its ops"),
+        (_one_loop_per_op, None, "has 4"),
+        (_whole_arrays_with_numpy, None, "has 0"),
+    ],
+    ids=["text_pasted_without_parentheses", "ops_in_reverse", "a_loop_per_op", "numpy_calls"],
+)
+def test_ch09_fuse_unary_chain_rejects(mistake, ops, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(fuse_unary_chain=mistake)
+    with pytest.raises(AssertionError, match=message):
+        if ops is None:
+            test_ch09.test_fuse_unary_chain_is_one_loop_that_allocates_no_array(chapter)
+        else:
+            test_ch09.test_fuse_unary_chain_on_hidden_chains(chapter, ops)
+
+
+# --- chapter 9: clustering by hand ----------------------------------------------------------------
+def _clusters_with(  # type: ignore[no-untyped-def]
+    program,
+    reductions_end_chains=True,
+    writes_seal=True,
+    outside_readers_seal=True,
+    by_domain=True,
+    drop_single_ops=True,
+):
+    """The rules of predict_clusters, each of which a mistake can forget."""
+    made_by, open_by_domain, clusters = {}, {}, []
+    previous = None  # the cluster the previous node joined (for the "consecutive" mistake)
+    for node in program.nodes:
+        domain = domain_of(node, program)
+        sources = [made_by[v] for v in node.inputs if v in made_by]
+        if domain is None:
+            if outside_readers_seal:
+                for cluster in sources:
+                    cluster["sealed"] = True
+            if writes_seal and node.operation.op_def.stateful and node.type not in READS:
+                for cluster in clusters:
+                    cluster["sealed"] = True
+            previous = None
+            continue
+        for v in node.inputs:
+            cluster = made_by.get(v)
+            if cluster is not None and (
+                cluster["domain"] != domain or (reductions_end_chains and v in cluster["reduced"])
+            ):
+                cluster["sealed"] = True
+        cluster = open_by_domain.get(domain) if by_domain else previous
+        if cluster is None or cluster["sealed"] or cluster["domain"] != domain:
+            cluster = {"domain": domain, "names": [], "reduced": set(), "sealed": False}
+            clusters.append(cluster)
+            open_by_domain[domain] = cluster
+        cluster["names"].append(node.operation.name)
+        previous = cluster
+        for v in node.outputs:
+            made_by[v] = cluster
+            if node.type in REDUCTIONS:
+                cluster["reduced"].add(v)
+    return [c["names"] for c in clusters
+            if not drop_single_ops or len(c["names"]) > 1 or c["reduced"]]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rule", "program"),
+    [
+        ("reductions_end_chains", "layer_norm"),
+        ("writes_seal", "write_between"),
+        ("outside_readers_seal", "read_from_outside"),
+        ("by_domain", "two_domains"),
+        ("drop_single_ops", "lone_ops"),
+    ],
+)
+def test_ch09_predict_clusters_rejects_forgetting(rule, program) -> None:  # type: ignore[no-untyped-def]
+    def mistake(p):  # type: ignore[no-untyped-def]
+        return _clusters_with(p, **{rule: False})
+
+    chapter = SimpleNamespace(predict_clusters=mistake)
+    test_ch09.test_predict_clusters_agrees_with_the_compiler(  # the rules together pass
+        SimpleNamespace(predict_clusters=_clusters_with), program
+    )
+    with pytest.raises(AssertionError, match="expected the clusters"):
+        test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, program)
+
+
+def test_ch09_predict_clusters_rejects_a_constant_answer() -> None:
+    answer = test_ch09.real_clusters(test_ch09.regression_program())
+    chapter = SimpleNamespace(predict_clusters=lambda program: [list(c) for c in answer])
+    test_ch09.test_predict_clusters_on_the_chapters_training_step(chapter)  # it fits here
+    with pytest.raises(AssertionError, match=r"expected the clusters|in program order"):
+        test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, "layer_norm")

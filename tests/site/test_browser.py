@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from sitetools import LOCAL_MERMAID, SCREENSHOTS, BuiltSite, chapter_paths, page_paths
 
-REGRESSION_CHAPTER = "chapters/11-linear-regression/"
+REGRESSION_CHAPTER = "chapters/12-linear-regression/"
 TIMEOUT_MS = 30_000  # generous: the machine running the tests may be busy
 
 # Material draws each diagram into a *closed* shadow root, which scripts (and so tests) cannot
@@ -166,7 +166,7 @@ def test_images_load(visit: Callable[[str], Visit], path: str) -> None:
 
 
 def test_regression_plots_load(visit: Callable[[str], Visit]) -> None:
-    # chapter 11 draws with matplotlib at build time: the loss curves and the fitted line in
+    # chapter 12 draws with matplotlib at build time: the loss curves and the fitted line in
     # one figure, the time of one training step in four ways in another
     images = visit(REGRESSION_CHAPTER).images
     assert len(images) >= 2, f"/{REGRESSION_CHAPTER} shows {len(images)} image(s), not 2"
