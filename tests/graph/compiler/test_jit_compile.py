@@ -364,3 +364,32 @@ def test_what_runs_inside_control_flow_is_compiled_too(backend: str) -> None:
     (loop,) = [op for op in graph.get_operations() if op.type == "While"]
     assert loop.attrs["body"].compiled_copy().compiled().programs  # the body ran compiled
     assert not loop.attrs["body"].jit_compile  # the graph's own op is unchanged
+
+
+_WITHOUT_NUMBA = """
+import sys, warnings
+sys.modules["numba"] = None  # as if not installed: importing it fails
+import numpy as np
+import eagerflow.tensor as ef
+from eagerflow.graph import function
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    f = function(lambda x: ef.reduce_sum(ef.abs(x * 2.0 - 1.0)), jit_compile=True)
+    g = function(lambda x: ef.reduce_sum(ef.abs(x * 2.0 - 1.0)))
+    x = ef.constant(np.linspace(-1, 1, 11, dtype=np.float32))
+    print(float(f(x)) == float(g(x)), f.get_concrete_function(x).compiled().backend)
+    f(x)
+print(sum("numba is not installed" in str(w.message) for w in caught))
+"""
+
+
+def test_a_process_without_numba_runs_compiled_plans_with_numpy() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "EAGERFLOW_JIT_BACKEND"}
+    result = subprocess.run([sys.executable, "-c", _WITHOUT_NUMBA], capture_output=True,
+                            text=True, check=True, env=env, timeout=120)  # fmt: skip
+    assert result.stdout.split() == ["True", "numpy", "1"], result.stderr
