@@ -4,19 +4,21 @@ One table per interpretation, as in JAX's Autodidax: the registry holds each op'
 kernel (the interpreter's rule); ``ELEMENTWISE`` holds each fusible op's value for *one
 element*, as Python that numba compiles. A cluster's function is then one loop nest over
 its domain; each iteration loads its inputs' elements (index 0 along a broadcast
-dimension), computes every member's element, stores those used outside, and adds to each
-reduction's accumulator::
+dimension), computes every member's element, stores those used outside, and hands each
+reduction its element::
 
     def fused_0(n0, a0, a1, a2, o0):            # err = w * x + b;  o0 = sum(err * err)
+        acc0 = 0.0
+        row0 = np.empty(n0)                     # the sum's elements, one row of them
         e0 = a0                                 # w, 0-d: a scalar
         e2 = a2                                 # b
-        acc0 = 0.0
         for i0 in range(n0):
-            e1 = a1[i0]                         # x (w and b, 0-d, came as scalars e0, e2)
+            e1 = a1[i0]                         # x
             v0 = np.float32(e0 * e1)            # Mul: each value rounded to its dtype,
             v1 = np.float32(v0 + e2)            # AddV2   as the interpreter's arrays are
             v2 = np.float32(v1 * v1)            # Mul
-            acc0 += v2                          # Sum, accumulated in float64
+            row0[i0] = v2
+        acc0 += row_sum(row0)                   # Sum: added in float64, see _sums_rows
         o0[()] = np.float32(acc0)
 
 Elementwise arithmetic gives the interpreter's bits exactly (each value is rounded to its
