@@ -12,6 +12,7 @@ from op_cases import CASES
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape
 from eagerflow.graph import Graph, Session, gradients, placeholder
+from eagerflow.tensor.nest import flatten
 
 
 def _sum(terms: list[ef.Tensor]) -> ef.Tensor:
@@ -41,8 +42,9 @@ def eager(fn, inputs, weights):  # type: ignore[no-untyped-def]
     return y.numpy(), [g.numpy() for g in first], [g.numpy() for g in second]
 
 
-def graph(fn, inputs, weights):  # type: ignore[no-untyped-def]
-    """The same three things, built as a graph with placeholders and run by a Session."""
+def graph(fn, inputs, weights, jit_compile=False):  # type: ignore[no-untyped-def]
+    """The same three things, built as a graph with placeholders and run by a Session
+    (compiled, with ``jit_compile``)."""
     g = Graph()
     with g.as_default():
         xs = [placeholder(ef.float64, x.shape) for x in inputs]
@@ -50,7 +52,7 @@ def graph(fn, inputs, weights):  # type: ignore[no-untyped-def]
         first = gradients(ef.reduce_sum(y), xs, unconnected_gradients="zero")
         weighted = _sum([ef.reduce_sum(d * w) for d, w in zip(first, weights, strict=True)])
         second = gradients(weighted, xs, unconnected_gradients="zero")
-    with Session(g) as session:
+    with Session(g, jit_compile=jit_compile) as session:
         return session.run([y, first, second], dict(zip(xs, inputs, strict=True)))
 
 
@@ -68,6 +70,26 @@ def test_eager_and_graph_agree(name: str) -> None:
         for a, b in zip(first_g, first_e, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
         for a, b in zip(second_g, second_e, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+    check()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_compiled_and_interpreted_sessions_agree(name: str) -> None:
+    """The same graphs (values, gradients, gradients of gradients) run by the compiler:
+    float64, so a sum added in another order differs only far below these tolerances."""
+
+    @settings(max_examples=2, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        fn, inputs = data.draw(st.composite(lambda draw: CASES[name](draw))())
+        rng = np.random.default_rng(0)
+        weights = [rng.standard_normal(x.shape) for x in inputs]
+        interpreted = graph(fn, inputs, weights)
+        compiled = graph(fn, inputs, weights, jit_compile=True)
+        for a, b in zip(flatten(compiled), flatten(interpreted), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
     check()

@@ -1,22 +1,13 @@
 """The compiler's tests run on both backends: numba's fused loops (when numba is installed,
-as in the dev group) and the NumPy calls used without it."""
+as in the dev group) and the NumPy calls used without it. Compiled loops are cached where
+users' are (``~/.cache/eagerflow/jit``): keyed by their source, so a cached loop is the
+same loop, and a second run of the suite skips numba's compiling."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from eagerflow.graph.compiler import numba_available
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(autouse=True)
-def _jit_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """numba's compiled loops are cached in the repository's (git-ignored) build folder."""
-    monkeypatch.setenv("EAGERFLOW_CACHE_DIR", str(ROOT / "build" / "jit-cache"))
-
 
 BACKENDS = [
     pytest.param("numba", marks=pytest.mark.skipif(not numba_available(), reason="no numba")),
