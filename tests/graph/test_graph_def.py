@@ -385,6 +385,30 @@ def global_variables_initializer_of(graph: Graph) -> Any:
         return global_variables_initializer()
 
 
+def test_an_eager_variable_read_by_a_function_becomes_a_graph_variable() -> None:
+    v = Variable(np.float32(2.0), name="eager_v")
+
+    @function(autograph=False)
+    def f(t: Any) -> Any:
+        return t * v
+
+    graph = Graph()
+    with graph.as_default():
+        y = f(placeholder(ef.float32, (), name="x"))
+    graph_def = through_json(graph)
+    assert graph_def["variables"]["eager_v:0"]["node"] is None  # no node: it lives eagerly
+    fresh = Graph()
+    with fresh.as_default():
+        (y2,) = import_graph_def(graph_def, return_elements=[y.name])  # type: ignore[misc]
+        (new,) = global_variables()
+        assign = new.assign(5.0)
+    assert new.name == "import/eager_v:0" and new.initializer is None
+    assert fresh.get_operation_by_name("import/eager_v").type == "VariableV2"
+    with Session(fresh) as session:
+        session.run(assign)
+        assert session.run(y2, {"import/x:0": 3.0}) == 15.0
+
+
 def test_imported_variables_start_uninitialized() -> None:
     graph = Graph()
     with graph.as_default():

@@ -641,9 +641,11 @@ class _Importer:
             initializer = entry.get("initializer")
             variable.initializer = operations.get(initializer) if initializer else None
             if entry.get("node") not in operations:
-                self.root.create_op(OPS["VariableV2"], (), {"variable": variable},
-                                    [variable.shape], [variable.dtype],
-                                    variable.name.rpartition(":")[0])  # fmt: skip
+                node = variable.name.rpartition(":")[0].removeprefix(self.scope)  # (in scope)
+                attrs = {"variable": variable}
+                self.root.create_op(
+                    OPS["VariableV2"], (), attrs, [variable.shape], [variable.dtype], node
+                )
 
 
 def _new_variable(
