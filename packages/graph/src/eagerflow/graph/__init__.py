@@ -10,7 +10,9 @@ Read it in this order:
    ``tensor_spec.py`` (``TensorSpec``) and ``signatures.py`` (when a call reuses a trace);
 6. ``autograph/``   Python ``if``/``while``/``for`` on tensors turned into ``cond``/``while_loop``
    before ``@function`` traces (its ``__init__`` says where to start);
-7. ``draw.py``      pictures (``to_mermaid``/``to_dot``).
+7. ``draw.py``      pictures (``to_mermaid``/``to_dot``);
+8. ``graph_def.py`` graphs as data: ``Graph.as_graph_def()``, ``import_graph_def``,
+   ``write_graph``/``read_graph_def`` (JSON files).
 """
 
 from importlib import metadata as _metadata
@@ -34,6 +36,7 @@ from eagerflow.graph.graph import (
     get_default_graph,
     reset_default_graph,
 )
+from eagerflow.graph.graph_def import import_graph_def, read_graph_def, write_graph
 from eagerflow.graph.ops import (
     control_dependencies,
     global_variables,
@@ -69,12 +72,15 @@ __all__ = [
     "global_variables_initializer",
     "gradients",
     "group",
+    "import_graph_def",
     "name_scope",
     "no_op",
     "placeholder",
+    "read_graph_def",
     "reset_default_graph",
     "run_functions_eagerly",
     "trainable_variables",
     "variables_initializer",
     "while_loop",
+    "write_graph",
 ]

@@ -295,6 +295,15 @@ class Graph:
         with execution.context(self):
             yield self
 
+    # --- as data ---------------------------------------------------------------------------
+    def as_graph_def(self) -> dict[str, Any]:
+        """The graph as a GraphDef: a plain dict that ``json.dumps`` can write, with every
+        node, the subgraphs they run and the variables they use (not the variables' values).
+        ``import_graph_def`` builds it back; ``graph_def.py`` describes the format."""
+        from eagerflow.graph.graph_def import as_graph_def  # graph_def.py imports this module
+
+        return as_graph_def(self)
+
     # --- pictures ---------------------------------------------------------------------------
     def to_mermaid(self, direction: str = "TD", branches: bool = False) -> str:
         """The graph as a Mermaid flowchart (the tutorial draws graphs with it).
