@@ -74,3 +74,70 @@ def test_notebooks_are_json_with_a_python_kernel(built_site: BuiltSite) -> None:
     for notebook in (built_site.folder / "chapters").glob("*.ipynb"):
         metadata = json.loads(notebook.read_text(encoding="utf-8"))["metadata"]
         assert metadata["kernelspec"]["language"] == "python", notebook.name
+
+
+# --- hand-written diagrams ---------------------------------------------------------------------
+# Two pictures are drawn by hand, not generated, so each appears word for word in several
+# chapters; these tests keep the copies equal and every name in them real.
+SEAM_CHAPTERS = ["02-eager.md", "06-one-op-two-modes.md"]
+BUILD_RUN_CHAPTERS = ["05-graphs.md", "07-control-flow.md", "08-eager-to-graph.md"]
+# A name the picture uses -> where it lives in the code (module:attribute.attribute).
+SEAM_NAMES = {
+    "ef.matmul": "eagerflow.tensor:matmul",
+    "convert_operands": "eagerflow.tensor.tensor:convert_operands",
+    "convert_to_tensor": "eagerflow.tensor:convert_to_tensor",
+    "execute(": "eagerflow.tensor.execution:execute",
+    "OPS[": "eagerflow.tensor.registry:OPS",
+    "graph.as_default()": "eagerflow.graph:Graph.as_default",
+    "Graph.run_op": "eagerflow.graph:Graph.run_op",
+    "Operation": "eagerflow.graph:Operation",
+    "SymbolicTensor": "eagerflow.graph:SymbolicTensor",
+    "run_kernel": "eagerflow.tensor.execution:run_kernel",
+    "record(": "eagerflow.tensor.execution:Recorder.record",
+    "GradientTape": "eagerflow.autodiff:GradientTape",
+}
+BUILD_RUN_NAMES = {
+    "execute": "eagerflow.tensor.execution:execute",
+    "run_op(": "eagerflow.graph:Graph.run_op",
+    "Operation": "eagerflow.graph:Operation",
+    "SymbolicTensor": "eagerflow.graph:SymbolicTensor",
+    "Session.run": "eagerflow.graph:Session.run",
+    "Plan": "eagerflow.graph.session:Plan",
+    "run_kernel(": "eagerflow.tensor.execution:run_kernel",
+}
+
+
+def mermaid_blocks(chapter: str, kind: str) -> list[str]:
+    """The hand-written ```mermaid fences of a chapter whose first line is ``kind``."""
+    text = (DOCS / "chapters" / chapter).read_text(encoding="utf-8")
+    blocks = re.findall(r"^```mermaid\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
+    return [b for b in blocks if b.startswith(kind)]
+
+
+def resolve(location: str) -> object:
+    module_name, _, path = location.partition(":")
+    value: object = importlib.import_module(module_name)
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
+
+
+@pytest.mark.parametrize(
+    ("chapters", "kind", "names"),
+    [
+        (SEAM_CHAPTERS, "flowchart", SEAM_NAMES),
+        (BUILD_RUN_CHAPTERS, "sequenceDiagram", BUILD_RUN_NAMES),
+    ],
+    ids=["the seam", "build time and run time"],
+)
+def test_hand_drawn_diagram_is_the_same_everywhere_and_names_real_code(
+    chapters: list[str], kind: str, names: dict[str, str]
+) -> None:
+    copies = [mermaid_blocks(chapter, kind) for chapter in chapters]
+    assert all(len(c) == 1 for c in copies), f"one {kind} per chapter of {chapters}: {copies}"
+    diagram = copies[0][0]
+    for chapter, (copy,) in zip(chapters, copies, strict=True):
+        assert copy == diagram, f"{chapter}'s copy of the {kind} differs from {chapters[0]}'s"
+    for name, location in names.items():
+        assert name in diagram, f"the {kind} no longer says {name!r}"
+        assert resolve(location) is not None, location
