@@ -9,7 +9,7 @@ import re
 
 import nbformat
 import pytest
-from sitetools import DOCS, LOCAL_MERMAID, BuiltSite, chapter_paths, page_paths
+from sitetools import DOCS, FIGURES, LOCAL_MERMAID, BuiltSite, chapter_paths, page_paths
 
 
 def test_site_builds_strict(built_site: BuiltSite) -> None:
@@ -141,3 +141,14 @@ def test_hand_drawn_diagram_is_the_same_everywhere_and_names_real_code(
     for name, location in names.items():
         assert name in diagram, f"the {kind} no longer says {name!r}"
         assert resolve(location) is not None, location
+
+
+@pytest.mark.parametrize(("path", "expected"), sorted(FIGURES.items()))
+def test_plots_are_drawn_with_alt_texts_from_the_numbers(
+    built_site: BuiltSite, path: str, expected: int
+) -> None:
+    html = (built_site.folder / path / "index.html").read_text(encoding="utf-8")
+    alts = re.findall(r'<img src="data:image/png;base64,[^"]+" alt="([^"]*)"', html)
+    assert len(alts) == expected, f"/{path} has {len(alts)} plot(s), not {expected}"
+    for alt in alts:  # a sentence that says what the picture shows, with its numbers
+        assert len(alt) > 60 and re.search(r"\d", alt), f"/{path}: a poor alt text {alt!r}"
