@@ -12,6 +12,14 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "site" / "docs"
 SCREENSHOTS = ROOT / "build" / "screenshots"
 LOCAL_MERMAID = ROOT / "build" / "npm" / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
+# The chapters that draw plots with matplotlib while they are built, and how many each shows.
+FIGURES = {
+    "chapters/04-variables/": 1,  # the loss of the training loop
+    "chapters/08-eager-to-graph/": 1,  # the time of one step, four ways
+    "chapters/10-models/": 2,  # three optimizers on a bowl; the learned decision boundary
+    "chapters/11-fizzbuzz/": 1,  # the learning curve of the learned FizzBuzz
+    "chapters/12-linear-regression/": 2,  # loss curves and the fitted line; step times
+}
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

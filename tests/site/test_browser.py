@@ -11,9 +11,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from sitetools import LOCAL_MERMAID, SCREENSHOTS, BuiltSite, chapter_paths, page_paths
+from sitetools import FIGURES, LOCAL_MERMAID, SCREENSHOTS, BuiltSite, chapter_paths, page_paths
 
-REGRESSION_CHAPTER = "chapters/12-linear-regression/"
 TIMEOUT_MS = 30_000  # generous: the machine running the tests may be busy
 
 # Material draws each diagram into a *closed* shadow root, which scripts (and so tests) cannot
@@ -165,12 +164,14 @@ def test_images_load(visit: Callable[[str], Visit], path: str) -> None:
     assert not broken, f"images on /{path} that did not load: {broken}"
 
 
-def test_regression_plots_load(visit: Callable[[str], Visit]) -> None:
-    # chapter 12 draws with matplotlib at build time: the loss curves and the fitted line in
-    # one figure, the time of one training step in four ways in another
-    images = visit(REGRESSION_CHAPTER).images
-    assert len(images) >= 2, f"/{REGRESSION_CHAPTER} shows {len(images)} image(s), not 2"
-    assert all(width > 0 for _, width in images), images
+@pytest.mark.parametrize(("path", "expected"), sorted(FIGURES.items()))
+def test_build_time_plots_load(visit: Callable[[str], Visit], path: str, expected: int) -> None:
+    # these chapters draw with matplotlib at build time, from their own runs (FIGURES says
+    # how many figures each shows; test_site checks their alt texts)
+    images = visit(path).images
+    plots = [(src, width) for src, width in images if src.startswith("data:image/png")]
+    assert len(plots) >= expected, f"/{path} shows {len(plots)} plot(s), not {expected}"
+    assert all(width > 0 for _, width in plots), [width for _, width in plots]
 
 
 def test_diagrams_are_drawn_with_the_local_mermaid(visit: Callable[[str], Visit]) -> None:

@@ -9,7 +9,7 @@ import re
 
 import nbformat
 import pytest
-from sitetools import DOCS, LOCAL_MERMAID, BuiltSite, chapter_paths, page_paths
+from sitetools import DOCS, FIGURES, LOCAL_MERMAID, BuiltSite, chapter_paths, page_paths
 
 
 def test_site_builds_strict(built_site: BuiltSite) -> None:
@@ -74,3 +74,81 @@ def test_notebooks_are_json_with_a_python_kernel(built_site: BuiltSite) -> None:
     for notebook in (built_site.folder / "chapters").glob("*.ipynb"):
         metadata = json.loads(notebook.read_text(encoding="utf-8"))["metadata"]
         assert metadata["kernelspec"]["language"] == "python", notebook.name
+
+
+# --- hand-written diagrams ---------------------------------------------------------------------
+# Two pictures are drawn by hand, not generated, so each appears word for word in several
+# chapters; these tests keep the copies equal and every name in them real.
+SEAM_CHAPTERS = ["02-eager.md", "06-one-op-two-modes.md"]
+BUILD_RUN_CHAPTERS = ["05-graphs.md", "07-control-flow.md", "08-eager-to-graph.md"]
+# A name the picture uses -> where it lives in the code (module:attribute.attribute).
+SEAM_NAMES = {
+    "ef.matmul": "eagerflow.tensor:matmul",
+    "convert_operands": "eagerflow.tensor.tensor:convert_operands",
+    "convert_to_tensor": "eagerflow.tensor:convert_to_tensor",
+    "execute(": "eagerflow.tensor.execution:execute",
+    "OPS[": "eagerflow.tensor.registry:OPS",
+    "graph.as_default()": "eagerflow.graph:Graph.as_default",
+    "Graph.run_op": "eagerflow.graph:Graph.run_op",
+    "Operation": "eagerflow.graph:Operation",
+    "SymbolicTensor": "eagerflow.graph:SymbolicTensor",
+    "run_kernel": "eagerflow.tensor.execution:run_kernel",
+    "record(": "eagerflow.tensor.execution:Recorder.record",
+    "GradientTape": "eagerflow.autodiff:GradientTape",
+}
+BUILD_RUN_NAMES = {
+    "execute": "eagerflow.tensor.execution:execute",
+    "run_op(": "eagerflow.graph:Graph.run_op",
+    "Operation": "eagerflow.graph:Operation",
+    "SymbolicTensor": "eagerflow.graph:SymbolicTensor",
+    "Session.run": "eagerflow.graph:Session.run",
+    "Plan": "eagerflow.graph.session:Plan",
+    "run_kernel(": "eagerflow.tensor.execution:run_kernel",
+}
+
+
+def mermaid_blocks(chapter: str, kind: str) -> list[str]:
+    """The hand-written ```mermaid fences of a chapter whose first line is ``kind``."""
+    text = (DOCS / "chapters" / chapter).read_text(encoding="utf-8")
+    blocks = re.findall(r"^```mermaid\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
+    return [b for b in blocks if b.startswith(kind)]
+
+
+def resolve(location: str) -> object:
+    module_name, _, path = location.partition(":")
+    value: object = importlib.import_module(module_name)
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
+
+
+@pytest.mark.parametrize(
+    ("chapters", "kind", "names"),
+    [
+        (SEAM_CHAPTERS, "flowchart", SEAM_NAMES),
+        (BUILD_RUN_CHAPTERS, "sequenceDiagram", BUILD_RUN_NAMES),
+    ],
+    ids=["the seam", "build time and run time"],
+)
+def test_hand_drawn_diagram_is_the_same_everywhere_and_names_real_code(
+    chapters: list[str], kind: str, names: dict[str, str]
+) -> None:
+    copies = [mermaid_blocks(chapter, kind) for chapter in chapters]
+    assert all(len(c) == 1 for c in copies), f"one {kind} per chapter of {chapters}: {copies}"
+    diagram = copies[0][0]
+    for chapter, (copy,) in zip(chapters, copies, strict=True):
+        assert copy == diagram, f"{chapter}'s copy of the {kind} differs from {chapters[0]}'s"
+    for name, location in names.items():
+        assert name in diagram, f"the {kind} no longer says {name!r}"
+        assert resolve(location) is not None, location
+
+
+@pytest.mark.parametrize(("path", "expected"), sorted(FIGURES.items()))
+def test_plots_are_drawn_with_alt_texts_from_the_numbers(
+    built_site: BuiltSite, path: str, expected: int
+) -> None:
+    html = (built_site.folder / path / "index.html").read_text(encoding="utf-8")
+    alts = re.findall(r'<img src="data:image/png;base64,[^"]+" alt="([^"]*)"', html)
+    assert len(alts) == expected, f"/{path} has {len(alts)} plot(s), not {expected}"
+    for alt in alts:  # a sentence that says what the picture shows, with its numbers
+        assert len(alt) > 60 and re.search(r"\d", alt), f"/{path}: a poor alt text {alt!r}"
