@@ -253,6 +253,36 @@ def sgd_losses(serve: Any, variables: list[Variable], steps: int) -> list[np.nda
     return losses
 
 
+class Regression(nn.Model):
+    """A model whose serving function is a method: saved as an object, by attribute name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = nn.Dense(8, activation="relu")
+        self.out = nn.Dense(1)
+
+    def call(self, inputs: Any) -> Any:
+        return self.out(self.hidden(inputs))
+
+    @function(input_signature=[TensorSpec((None, 4), ef.float32)])
+    def serve(self, x: Any) -> Any:
+        return self(x)
+
+
+def test_a_model_with_a_serving_method(tmp_path: Path) -> None:
+    ef.set_seed(5)
+    model = Regression()
+    extra = function(lambda x: model(x) * 2.0, input_signature=[TensorSpec((None, 4))])
+    save(model, tmp_path / "model", signatures={"serving_default": extra})
+    loaded = load(tmp_path / "model")
+    assert list(loaded.functions) == ["serve"]  # the signature's own function is no attribute
+    assert identical(loaded.serve(X), model.serve(X))
+    assert identical(loaded.signatures["serving_default"](x=X)["output_0"], extra(X))
+    assert len(loaded.variables) == len(model.variables) == 4
+    with pytest.raises(TypeError, match="not callable"):
+        loaded(X)
+
+
 def test_a_loaded_model_trains_further_as_the_original_does(tmp_path: Path) -> None:
     model, serve = mlp()
     serve(X)  # built (and the trace made) before saving
@@ -453,3 +483,44 @@ def test_loading_never_unpickles(saved: Path, monkeypatch: Any) -> None:
     path.write_bytes(b"not a zip file at all")
     with pytest.raises(SavedModelError, match=r"not a variables .npz file"):
         load(saved)
+
+
+def test_control_flow_and_captured_tensors_travel(tmp_path: Path) -> None:
+    scale = ef.constant(np.float32(1.5))  # an eager tensor the function captures: a constant
+    v = Variable(np.float32(0.25), name="v")
+
+    @function(input_signature=[TensorSpec((None,), ef.float32), TensorSpec((), ef.int32)])
+    def f(x: Any, n: Any) -> Any:
+        total = ef.zeros_like(x)
+        for _i in ef.range(n):  # a while_loop (AutoGraph)
+            total += x * scale * v
+        if ef.reduce_sum(total) > 0:  # a cond
+            total = total * 2.0
+        return total
+
+    save(f, tmp_path / "f")
+    loaded = load(tmp_path / "f")
+    x = np.array([1.0, -2.0, 4.0], np.float32)
+    for n in (0, 1, 3):
+        assert identical(loaded.f(x, n), f(x, n))
+    with GradientTape() as tape:
+        y = ef.reduce_sum(loaded.f(x, 3))
+    (grad,) = tape.gradient(y, loaded.trainable_variables)
+    with GradientTape() as tape:
+        y = ef.reduce_sum(f(x, 3))
+    assert identical(grad, tape.gradient(y, [v])[0])
+
+
+def test_a_function_that_returns_nothing(tmp_path: Path) -> None:
+    v = Variable(np.zeros(2, np.float32), name="v")
+
+    @function(input_signature=[TensorSpec((2,), ef.float32)])
+    def add(x: Any) -> None:
+        v.assign_add(x)
+
+    save(add, tmp_path / "add")
+    loaded = load(tmp_path / "add")
+    assert loaded.add(np.ones(2, np.float32)) is None
+    assert loaded.signatures["serving_default"](x=np.ones(2, np.float32)) == {}
+    assert identical(loaded.variables[0].numpy(), np.full(2, 2.0, np.float32))
+    assert identical(v.numpy(), np.zeros(2, np.float32))  # the original is untouched

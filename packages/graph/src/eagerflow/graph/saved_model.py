@@ -491,7 +491,7 @@ class LoadedSignature:
         flat = [named[n] for n in self.inputs]
         args = pack_sequence_as(list(self.function.input_signature), flat)
         result = self.function(*args)
-        return dict(zip(self.outputs, flatten(result), strict=True))
+        return dict(zip(self.outputs, [] if result is None else flatten(result), strict=True))
 
     def __repr__(self) -> str:
         return f"<LoadedSignature {self.name}({', '.join(self.inputs)}) -> {self.outputs}>"
@@ -633,7 +633,9 @@ def load(export_dir: str | os.PathLike[str]) -> LoadedModel:
         concretes = import_functions(graph_def, [f[0] for f in functions.values()], new_variable)
     except SavedModelError:
         raise
-    except EagerflowError as e:  # UnknownOpError, InvalidArgumentError...: name the file
+    except InvalidArgumentError as e:  # a malformed def: a node, an input, an attribute...
+        raise SavedModelError(f"{path}: {e}") from None
+    except EagerflowError as e:  # UnknownOpError, and an op's rules refusing what it got
         raise type(e)(f"{path}: {e}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise SavedModelError(f"{path}: a malformed graph_def: {type(e).__name__}: {e}") from None
@@ -653,9 +655,8 @@ def load(export_dir: str | os.PathLike[str]) -> LoadedModel:
         if name not in loaded:
             raise SavedModelError(f"{path}: signature {key!r} names no saved function {name!r}")
         function = loaded[name]
-        if len(inputs) != len(function.concrete_function.arguments) or len(outputs) != len(
-            flatten(function.concrete_function.structure)
-        ):
+        concrete = function.concrete_function
+        if len(inputs) != len(concrete.arguments) or len(outputs) != len(concrete.outputs):
             raise SavedModelError(f"{path}: signature {key!r} does not fit function {name!r}")
         loaded_signatures[key] = LoadedSignature(key, function, inputs, outputs)
     if call is not None and call not in attributes:
