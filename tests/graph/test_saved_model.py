@@ -524,3 +524,27 @@ def test_a_function_that_returns_nothing(tmp_path: Path) -> None:
     assert loaded.signatures["serving_default"](x=np.ones(2, np.float32)) == {}
     assert identical(loaded.variables[0].numpy(), np.full(2, 2.0, np.float32))
     assert identical(v.numpy(), np.zeros(2, np.float32))  # the original is untouched
+
+
+def test_variables_of_one_name_keep_their_own_values(tmp_path: Path) -> None:
+    a = Variable(np.float32(1.0), name="w")
+    b = Variable(np.float32(-2.0), name="w")
+
+    @function(input_signature=[TensorSpec((), ef.float32)])
+    def f(x: Any) -> Any:
+        return a * x + b
+
+    save(f, tmp_path / "f")
+    loaded = load(tmp_path / "f")
+    with np.load(tmp_path / "f" / VARIABLES_FILENAME, allow_pickle=False) as values:
+        assert sorted(values.files) == ["w:0", "w:0_1"]
+    assert [float(v.numpy()) for v in loaded.variables] == [1.0, -2.0]
+    assert identical(loaded.f(3.0), f(3.0))
+
+
+def test_the_directory_gets_the_usual_permissions(tmp_path: Path) -> None:
+    predict, _, _ = linear_regression()
+    (tmp_path / "usual").mkdir()
+    save(predict, tmp_path / "lr")
+    mode = (tmp_path / "lr").stat().st_mode & 0o777
+    assert mode == (tmp_path / "usual").stat().st_mode & 0o777  # not mkdtemp's 0700

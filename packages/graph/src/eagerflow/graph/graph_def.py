@@ -50,6 +50,12 @@ library name, or ``null`` for a graph outside the def (a function traced eagerly
 node and initializer op; their *values* are not part of a GraphDef (as in TensorFlow they
 travel in checkpoints). ``import_graph_def`` makes a new, uninitialized variable for each
 (see there).
+
+**Functions alone.** ``functions_as_graph_def({"serve": concrete})`` writes traced functions
+as a def with no nodes of its own, everything in the library (and returns the variables they
+read, by key); ``import_functions`` rebuilds them, making each variable with a function the
+caller gives. ``saved_model.py`` uses the pair to save functions with their variables'
+values, which it keeps beside the def.
 """
 
 from __future__ import annotations

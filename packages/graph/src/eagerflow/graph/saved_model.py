@@ -26,7 +26,8 @@ those of objects it holds.
 tensors: the inputs are named after the parameters (or their ``TensorSpec``'s name), the
 outputs are ``output_0``, ``output_1``, ... unless the function returns a dict of tensors,
 whose keys name them. When ``obj`` is a function, it is ``{"serving_default": obj}`` unless
-given; for an object it is empty unless given.
+given; for an object it is empty unless given. A signature's function that is not among the
+functions saved is saved too (as ``signature_<name>``), for the signature alone.
 
 The directory::
 
@@ -86,8 +87,8 @@ import contextlib
 import itertools
 import json
 import os
+import secrets
 import shutil
-import tempfile
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
@@ -379,7 +380,7 @@ def _write_directory(export_dir: str, text: str, arrays: dict[str, np.ndarray]) 
                 f"save(): {export_dir!r} is a directory that is not a SavedModel (it has no "
                 f"{SAVED_MODEL_FILENAME}): refusing to replace it"
             )
-    staging = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=parent)
+    staging = _new_sibling(parent, f".{base}.tmp-")
     try:
         with open(os.path.join(staging, SAVED_MODEL_FILENAME), "w", encoding="utf-8") as f:
             f.write(text)
@@ -399,6 +400,18 @@ def _write_directory(export_dir: str, text: str, arrays: dict[str, np.ndarray]) 
     _fsync_directory(parent)
 
 
+def _new_sibling(parent: str, prefix: str) -> str:
+    """A new empty directory ``parent/prefix<random>``, made with ``os.mkdir`` so that it gets
+    the umask's permissions, as ``export_dir`` would (``tempfile.mkdtemp`` makes it 0700)."""
+    while True:
+        path = os.path.join(parent, prefix + secrets.token_hex(6))
+        try:
+            os.mkdir(path)
+        except FileExistsError:  # (48 random bits: not in practice)
+            continue
+        return path
+
+
 def _rename_into_place(staging: str, target: str) -> None:
     """``staging`` renamed to ``target``; an existing ``target`` is set aside first (a rename
     cannot replace a non-empty directory) and deleted once the new one is in place."""
@@ -406,7 +419,7 @@ def _rename_into_place(staging: str, target: str) -> None:
         os.rename(staging, target)
         return
     parent, base = os.path.split(target)
-    aside = tempfile.mkdtemp(prefix=f".{base}.old-", dir=parent)
+    aside = _new_sibling(parent, f".{base}.old-")
     old = os.path.join(aside, base)
     os.rename(target, old)
     try:
