@@ -12,14 +12,15 @@ Read it in this order:
    before ``@function`` traces (its ``__init__`` says where to start);
 7. ``draw.py``      pictures (``to_mermaid``/``to_dot``);
 8. ``graph_def.py`` graphs as data: ``Graph.as_graph_def()``, ``import_graph_def``,
-   ``write_graph``/``read_graph_def`` (JSON files).
+   ``write_graph``/``read_graph_def`` (JSON files); ``saved_model.py`` functions with the
+   values of their variables, for another program: ``saved_model.save``/``saved_model.load``.
 """
 
 from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-graph")  # from the repository's VERSION file
 
-from eagerflow.graph import autograph
+from eagerflow.graph import autograph, saved_model
 from eagerflow.graph.control_flow import cond, while_loop
 from eagerflow.graph.function import (
     ConcreteFunction,
@@ -79,6 +80,7 @@ __all__ = [
     "read_graph_def",
     "reset_default_graph",
     "run_functions_eagerly",
+    "saved_model",
     "trainable_variables",
     "variables_initializer",
     "while_loop",

@@ -50,6 +50,12 @@ library name, or ``null`` for a graph outside the def (a function traced eagerly
 node and initializer op; their *values* are not part of a GraphDef (as in TensorFlow they
 travel in checkpoints). ``import_graph_def`` makes a new, uninitialized variable for each
 (see there).
+
+**Functions alone.** ``functions_as_graph_def({"serve": concrete})`` writes traced functions
+as a def with no nodes of its own, everything in the library (and returns the variables they
+read, by key); ``import_functions`` rebuilds them, making each variable with a function the
+caller gives. ``saved_model.py`` uses the pair to save functions with their variables'
+values, which it keeps beside the def.
 """
 
 from __future__ import annotations
@@ -78,6 +84,8 @@ from eagerflow.tensor.registry import OPS
 FORMAT = "eagerflow.GraphDef"
 VERSION = 1
 GraphDef = dict[str, Any]
+# makes an imported variable: (key in the def, node name, shape, dtype, trainable)
+NewVariable = Callable[[str, str, tuple[int, ...], DType, bool], Variable]
 
 # Array dtypes a GraphDef stores, by NumPy's name (eagerflow's dtypes have the same names);
 # "object" and friends are refused: their bytes are pointers, and the way around that is pickle.
@@ -242,6 +250,7 @@ class _Exporter:
         self.function_names: dict[Subgraph, str] = {}
         self.graph_names: dict[Graph, str] = {graph: ""}
         self.variable_keys: dict[int, str] = {}  # by id: a Variable's == is elementwise
+        self.variable_objects: dict[str, Variable] = {}  # the other way round
         self.variable_nodes = {
             id(o.attrs["variable"]): o for o in graph.get_operations() if o.type == "VariableV2"
         }
@@ -347,6 +356,7 @@ class _Exporter:
             return key
         key = self.unique(self.variables, variable.name)
         self.variable_keys[id(variable)] = key
+        self.variable_objects[key] = variable
         node = self.variable_nodes.get(id(variable))
         initializer = variable.initializer
         self.variables[key] = {
@@ -365,6 +375,23 @@ class _Exporter:
 def as_graph_def(graph: Graph) -> GraphDef:
     """``graph`` as a GraphDef (see the module docs): ``Graph.as_graph_def()``."""
     return _Exporter(graph).graph_def()
+
+
+def functions_as_graph_def(
+    functions: Mapping[str, ConcreteFunction],
+) -> tuple[GraphDef, dict[str, str], dict[str, Variable]]:
+    """Traced functions as one GraphDef with no nodes of its own: each function (and every
+    subgraph it uses) goes into the library, named after its key where it can be (the
+    ``SavedModel`` format stores its functions this way, ``saved_model.py``).
+
+    Returns the def, each key's name in the library, and the variables the functions read,
+    by their keys in the def's ``variables`` (their values are not in the def)."""
+    exporter = _Exporter(Graph())
+    names = {}
+    for key, concrete in functions.items():
+        exporter.hint = key
+        names[key] = exporter.function(concrete)
+    return exporter.graph_def(), names, dict(exporter.variable_objects)
 
 
 # --- checking ----------------------------------------------------------------------------------
@@ -406,9 +433,15 @@ class _Importer:
     """Rebuilds a GraphDef's nodes in ``graph``, each through its op's shape and dtype rules."""
 
     def __init__(
-        self, graph_def: GraphDef, graph: Graph, input_map: Mapping[str, Any], scope: str
+        self,
+        graph_def: GraphDef,
+        graph: Graph,
+        input_map: Mapping[str, Any],
+        scope: str,
+        new_variable: NewVariable | None = None,
     ) -> None:
         self.root = graph
+        self.new_variable = new_variable  # None: uninitialized graph variables
         self.scope = scope  # the name scope the nodes go under ("import/"), or ""
         self.input_map = dict(input_map)
         library = graph_def.get("library", {})
@@ -629,7 +662,10 @@ class _Importer:
                 f"variable {key!r}: needs a shape and a dtype ({e})"
             ) from None
         node = entry.get("node") or str(entry.get("name", key)).rpartition(":")[0] or "Variable"
-        self.variables[key] = _new_variable(self.scope, node, shape, dtype, trainable)
+        if self.new_variable is not None:
+            self.variables[key] = self.new_variable(key, node, shape, dtype, trainable)
+        else:
+            self.variables[key] = _new_variable(self.scope, node, shape, dtype, trainable)
         return self.variables[key]
 
     def connect_variables(self) -> None:
@@ -733,6 +769,30 @@ def import_graph_def(
     return result
 
 
+def import_functions(
+    graph_def: GraphDef, names: Sequence[str], new_variable: NewVariable
+) -> list[ConcreteFunction]:
+    """The library functions ``names`` of ``graph_def`` (as ``functions_as_graph_def`` writes
+    it), rebuilt: each a ``ConcreteFunction`` with graphs of its own, every node through its
+    op's shape and dtype rules. Each variable of the def is made by
+    ``new_variable(key, name, shape, dtype, trainable)`` (``saved_model.load`` makes eager
+    variables holding the saved values), once, whichever functions read it.
+
+    Errors as ``import_graph_def``'s, and an ``InvalidArgumentError`` for a name that is not
+    a ``ConcreteFunction`` of the library."""
+    graph_def = check_graph_def(graph_def)
+    importer = _Importer(graph_def, Graph(), {}, "", new_variable)
+    importer.build(importer.root, graph_def["node"], "GraphDef")
+    importer.finish()
+    functions = []
+    for name in names:
+        function = importer.function(name)
+        if not isinstance(function, ConcreteFunction):
+            raise InvalidArgumentError(f"the library's function {name!r} is not a ConcreteFunction")
+        functions.append(function)
+    return functions
+
+
 def _node_outputs(graph_def: GraphDef) -> set[str]:
     return {n["name"] for n in graph_def["node"] if isinstance(n, dict) and "name" in n}
 
@@ -797,10 +857,13 @@ __all__ = [
     "VERSION",
     "GraphDef",
     "MissingPythonFunction",
+    "NewVariable",
     "as_graph_def",
     "check_graph_def",
     "decode_attr",
     "encode_attr",
+    "functions_as_graph_def",
+    "import_functions",
     "import_graph_def",
     "read_graph_def",
     "write_graph",
