@@ -474,6 +474,17 @@ def test_unsupported_ops_are_all_listed(tmp_path) -> None:
     assert isinstance(caught.value, NotImplementedError)
 
 
+def test_rules_that_refuse_are_all_listed_too() -> None:
+    @function(input_signature=[TensorSpec((None, 3)), TensorSpec((None,), ef.int32)])
+    def f(data, ids):
+        return ef.unsorted_segment_sum(data, ids, 2), ef.unsorted_segment_sum(data * 2.0, ids, 3)
+
+    with pytest.raises(ef_onnx.UnsupportedOpError, match="opset 16") as caught:
+        ef_onnx.to_model(f, opset=13)  # ScatterND adds with reduction="add" from opset 16
+    assert [t for t, _, _ in caught.value.ops] == ["UnsortedSegmentSum"] * 2
+    ef_onnx.to_model(f, opset=16)
+
+
 def test_a_function_needs_an_input_signature() -> None:
     with pytest.raises(ValueError, match="input_signature"):
         ef_onnx.to_model(function(lambda x: x + 1))

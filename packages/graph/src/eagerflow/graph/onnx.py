@@ -106,6 +106,7 @@ class OnnxBuilder:
         self.initializers: list[onnx.TensorProto] = []
         self.used: set[str] = set()
         self.values: dict[int, str] = {}  # id(variable) -> its initializer's name
+        self.refused: list[tuple[str, str, str]] = []  # nodes a rule could not translate
 
     def name(self, hint: str) -> str:
         """``hint``, or ``hint_1``, ``hint_2``... if it is taken: a name used once."""
@@ -178,12 +179,13 @@ class OnnxBuilder:
                 continue
             inputs = [env[t] for t in operation.inputs]
             rule = RULES.get(operation.type)
-            if rule is None:  # (the check before export lists these; this is a safeguard)
-                raise UnsupportedOpError([(operation.type, operation.name, "no ONNX rule")])
             try:
+                if rule is None:  # (listed by the check before export already)
+                    raise _Refused(_REFUSED.get(operation.type, "no ONNX rule for this op"))
                 names = rule(self, operation, inputs)
-            except _Refused as e:
-                raise UnsupportedOpError([(operation.type, operation.name, str(e))]) from None
+            except _Refused as e:  # noted, and the rest translated: every refusal is listed
+                self.refused.append((operation.type, operation.name, str(e)))
+                names = [self.name("refused") for _ in operation.outputs]
             for tensor, name in zip(operation.outputs, names, strict=True):
                 env[tensor] = name
         return [env[t] for t in targets]
@@ -701,6 +703,7 @@ _REFUSED = {
     "RandomShuffle": "draws random numbers from eagerflow's generator, which ONNX has not",
     "Placeholder": "a placeholder the function does not take as an input",
     "VariableV2": "a graph variable's node (export a function of eager variables)",
+    "StridedSliceGrad": "the gradient of indexing: no rule yet (export the forward function)",
 }
 
 
@@ -768,7 +771,7 @@ def to_model(function: Function | ConcreteFunction, opset: int = 17) -> Any:
     input_names = _input_names(function, concrete)
     found: list[tuple[str, str, str]] = []
     _unsupported([concrete], found, set())
-    if found:
+    if found:  # ops with no rule at all: refused before anything is built
         raise UnsupportedOpError(found)
     b = OnnxBuilder(onnx, opset)
     helper = onnx.helper
@@ -782,17 +785,17 @@ def to_model(function: Function | ConcreteFunction, opset: int = 17) -> Any:
             for i, d in enumerate(t.shape)
         ]  # fmt: skip
         graph_inputs.append(helper.make_tensor_value_info(name, b.elem_type(t.dtype), shape))
-    try:
-        results = b.emit(concrete.graph, env, concrete.outputs)
-    except _Refused as e:  # pragma: no cover - emit turns these into UnsupportedOpError
-        raise UnsupportedOpError([("?", "?", str(e))]) from None
+    results = b.emit(concrete.graph, env, concrete.outputs)
+    if b.refused:  # nodes whose rule refused them (an unknown rank, a Session's variable...)
+        raise UnsupportedOpError(b.refused)
     graph_outputs = []
     for i, (t, result) in enumerate(zip(concrete.outputs, results, strict=True)):
         name = b.name(f"output_{i}")
         b.nodes.append(helper.make_node("Identity", [result], [name], name=b.name("output")))
         graph_outputs.append(helper.make_tensor_value_info(name, b.elem_type(t.dtype), t.shape))
+    title = getattr(function, "__name__", None) if isinstance(function, Function) else None
     graph = helper.make_graph(
-        b.nodes, _graph_name(concrete), graph_inputs, graph_outputs, b.initializers
+        b.nodes, title or "eagerflow_function", graph_inputs, graph_outputs, b.initializers
     )
     opsets = [helper.make_opsetid("", opset)]
     model = helper.make_model(
@@ -821,11 +824,6 @@ def _input_names(function: Function | ConcreteFunction, concrete: ConcreteFuncti
     return [s.name or p for s, p in zip(signature, parameters, strict=False)]
 
 
-def _graph_name(concrete: ConcreteFunction) -> str:
-    structure = getattr(concrete.graph, "name", None)
-    return structure if isinstance(structure, str) else "eagerflow_function"
-
-
 def export(
     function: Function | ConcreteFunction, path: str | os.PathLike[str], opset: int = 17
 ) -> str:
@@ -833,10 +831,12 @@ def export(
 
     ``function`` is a ``Function`` with an ``input_signature`` (its one trace is exported)
     or a ``ConcreteFunction`` (``f.get_concrete_function(TensorSpec((None, 4)))``). Its
-    inputs are the model's inputs, ``input_0``-style names taken from the trace's
-    placeholders, ``None`` sizes left dynamic; its outputs are ``output_0``, ``output_1``...;
-    the variables it reads are frozen at their current values. ``opset`` is the ONNX operator
-    set version (13 or later).
+    inputs are the model's inputs, named after the function's parameters (or a TensorSpec's
+    ``name``; a ConcreteFunction's are its placeholders' names), with each ``None`` size a
+    symbol (``x_batch`` for the first axis of ``x``, ``x_d1`` for the second...); its
+    outputs are ``output_0``, ``output_1``... in the order the function returns them (its
+    nest flattened); the variables it reads are frozen at their current values. ``opset`` is
+    the ONNX operator set version (13 or later).
 
     Errors: ``ImportError`` without the onnx package (``pip install
     "eagerflow-graph[onnx]"``); ``UnsupportedOpError`` listing every node that has no ONNX
