@@ -215,7 +215,8 @@ def _reshape(x):
 @add
 @case("expand_squeeze", ((None, 3), "f"), ((2, 1, 3), "f"))
 def _expand(x, z):
-    return ef.squeeze(ef.expand_dims(x, -1), 2), ef.expand_dims(x, 0), ef.squeeze(z)
+    return (ef.squeeze(ef.expand_dims(x, -1), 2), ef.expand_dims(x, 0), ef.squeeze(z),
+            ef.squeeze(z, axis=()))  # fmt: skip
 
 
 @add
@@ -358,6 +359,24 @@ def test_op_matches_onnx_runtime(c: Case, batch: int, seed: int) -> None:
         for shape, kind in c.inputs
     ]
     run_both(concrete, session, arrays)
+
+
+@functools.cache
+def _fully_dynamic(op: Callable[..., Any]) -> tuple[ConcreteFunction, Any]:
+    c = Case(op.__name__, op, (((None, None), "f"), ((None,), "f")))
+    return exported(c)
+
+
+@pytest.mark.parametrize("op", [ef.add, ef.multiply, ef.maximum, ef.greater], ids=repr)
+@settings(max_examples=5, deadline=None)
+@given(rows=st.integers(1, 4), cols=st.integers(1, 4), one=st.booleans(), seed=st.integers(0, 99))
+def test_fully_dynamic_shapes_broadcast(op, rows: int, cols: int, one: bool, seed: int) -> None:
+    """Every size unknown when exported: (rows, cols) against (cols,) or (1,)."""
+    concrete, session = _fully_dynamic(op)
+    rng = np.random.default_rng(seed)
+    x = draw("f", (rows, cols), rng)
+    y = draw("f", (1 if one else cols,), rng)
+    run_both(concrete, session, [x, y])
 
 
 def _op_types(graph: Any, found: set[str]) -> set[str]:

@@ -39,6 +39,21 @@ running it (``Session``), differentiating it (``gradients``) and compiling it (`
   graph's tensors by name; ``while_loop`` (``While``) becomes ONNX ``Loop``, whose body runs
   eagerflow's body and then its condition on the new values.
 
+**An example.** The models chapter's classifier, ``Sequential([Dense(4, "relu",
+input_shape=(2,)), Dense(3)])`` under ``softmax``, traced with ``TensorSpec((None, 2))`` for
+its ``points``, exports as (each ONNX name is the eagerflow node's, then the ONNX op's)::
+
+    graph classify (%points[FLOAT, points_batch x 2])
+    initializers (%dense/kernel:0[FLOAT, 2x4], %dense/bias:0[FLOAT, 4], ...) {
+      %sequential/dense/MatMul/MatMul:0 = MatMul(%points, %dense/kernel:0)
+      %sequential/dense/add/Add:0 = Add(%sequential/dense/MatMul/MatMul:0, %dense/bias:0)
+      %sequential/dense/Relu/Relu:0 = Relu(%sequential/dense/add/Add:0)
+      ...
+      %Softmax/Softmax:0 = Softmax[axis = -1](%sequential/dense_1/add/Add:0)
+      %output_0 = Identity(%Softmax/Softmax:0)
+      return %output_0
+    }
+
 What cannot be translated is refused before anything is written, in one
 ``UnsupportedOpError`` that lists *every* such node (type and name): ops with state or
 effects (``AssignVariableOp``, ``PrintV2``, random ops: an ONNX graph is a pure function)
@@ -107,6 +122,7 @@ class OnnxBuilder:
         self.used: set[str] = set()
         self.values: dict[int, str] = {}  # id(variable) -> its initializer's name
         self.refused: list[tuple[str, str, str]] = []  # nodes a rule could not translate
+        self.current = ""  # the name of the eagerflow node being translated
 
     def name(self, hint: str) -> str:
         """``hint``, or ``hint_1``, ``hint_2``... if it is taken: a name used once."""
@@ -120,9 +136,12 @@ class OnnxBuilder:
     def node(
         self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any
     ) -> list[str]:
-        """Add one ONNX node; the names of its ``outputs`` new tensors."""
-        names = [self.name(f"{op_type}:{i}") for i in range(outputs)]
-        node_name = self.name(f"{op_type}")
+        """Add one ONNX node; the names of its ``outputs`` new tensors. The node is named
+        after the eagerflow node it translates (``dense/MatMul/Transpose``), its outputs
+        after the node (``dense/MatMul/Transpose:0``), so a runtime's error or a picture of
+        the model (Netron) points back to the trace."""
+        node_name = self.name(f"{self.current}/{op_type}" if self.current else op_type)
+        names = [self.name(f"{node_name}:{i}") for i in range(outputs)]
         helper = self.onnx.helper
         self.nodes.append(helper.make_node(op_type, list(inputs), names, name=node_name, **attrs))
         return names
@@ -131,10 +150,11 @@ class OnnxBuilder:
         """``node`` of one output: its name."""
         return self.node(op_type, inputs, 1, **attrs)[0]
 
-    def const(self, value: Any, hint: str = "const", dtype: Any = None) -> str:
-        """An initializer holding ``value`` (made a NumPy array of ``dtype``)."""
+    def const(self, value: Any, hint: str = "const", dtype: Any = None, scoped: bool = True) -> str:
+        """An initializer holding ``value`` (made a NumPy array of ``dtype``), named after
+        the node being translated unless not ``scoped``."""
         array = np.asarray(value, dtype=dtype)
-        name = self.name(hint)
+        name = self.name(f"{self.current}/{hint}" if scoped and self.current else hint)
         self.initializers.append(self.onnx.numpy_helper.from_array(array, name))
         return name
 
@@ -155,7 +175,7 @@ class OnnxBuilder:
                     f"variable {variable.name} belongs to a Session's graph, where each "
                     "Session holds its own value: export a function of eager variables"
                 )
-            found = self.const(np.asarray(variable.numpy()), variable.name)
+            found = self.const(np.asarray(variable.numpy()), variable.name, scoped=False)
             self.values[id(variable)] = found
         return found
 
@@ -182,7 +202,11 @@ class OnnxBuilder:
             try:
                 if rule is None:  # (listed by the check before export already)
                     raise _Refused(_REFUSED.get(operation.type, "no ONNX rule for this op"))
-                names = rule(self, operation, inputs)
+                outer, self.current = self.current, operation.name
+                try:
+                    names = rule(self, operation, inputs)
+                finally:
+                    self.current = outer
             except _Refused as e:  # noted, and the rest translated: every refusal is listed
                 self.refused.append((operation.type, operation.name, str(e)))
                 names = [self.name("refused") for _ in operation.outputs]
@@ -440,6 +464,8 @@ def _squeeze(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
     """``Squeeze`` of the given axes, or of every size-1 axis."""
     if op.attrs["axis"] is None:
         return b.node("Squeeze", x)
+    if not op.attrs["axis"]:  # no axis listed: nothing to drop (ONNX would drop them all)
+        return b.node("Identity", x)
     return b.node("Squeeze", [x[0], b.ints(op.attrs["axis"], "axes")])
 
 
@@ -533,7 +559,7 @@ def _range(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
 def _computed(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
     """An op of attributes alone, computed now by its own kernel: an initializer."""
     value = op.op_def.kernel(**op.attrs)
-    return [b.const(np.asarray(value, op.outputs[0].dtype.np), op.name)]
+    return [b.const(np.asarray(value, op.outputs[0].dtype.np), op.name, scoped=False)]
 
 
 @rule("ReadVariableOp")
