@@ -202,7 +202,9 @@ class OnnxBuilder:
             try:
                 if rule is None:  # (listed by the check before export already)
                     raise _Refused(_REFUSED.get(operation.type, "no ONNX rule for this op"))
-                outer, self.current = self.current, operation.name
+                # (inside a branch, loop or inlined call: prefixed by that node's name)
+                outer = self.current
+                self.current = f"{outer}/{operation.name}" if outer else operation.name
                 try:
                     names = rule(self, operation, inputs)
                 finally:
@@ -250,11 +252,11 @@ RULES: dict[str, Rule] = {}
 def _simple(onnx_type: str, **attrs: Any) -> Rule:
     """The rule of an op that is one ONNX node of the same inputs."""
 
-    def rule(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    def translate(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
         return b.node(onnx_type, x, **attrs)
 
-    rule.__doc__ = f"One ``{onnx_type}`` node."
-    return rule
+    translate.__doc__ = f"One ``{onnx_type}`` node."
+    return translate
 
 
 for _ours, _theirs in {
@@ -270,7 +272,10 @@ for _ours, _theirs in {
 
 
 def rule(*names: str) -> Callable[[Rule], Rule]:
-    """Decorator: the function is the rule of the op types ``names``."""
+    """Decorator: the function is the rule of the op types ``names`` (as
+    ``register_gradient`` adds a gradient rule; an op of your own can get one the same way).
+    A rule takes the builder, the ``Operation`` and its inputs' ONNX names, and returns the
+    ONNX names of the op's outputs; it raises nothing but what the builder raises."""
 
     def register(function: Rule) -> Rule:
         for name in names:
@@ -559,7 +564,7 @@ def _range(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
 def _computed(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
     """An op of attributes alone, computed now by its own kernel: an initializer."""
     value = op.op_def.kernel(**op.attrs)
-    return [b.const(np.asarray(value, op.outputs[0].dtype.np), op.name, scoped=False)]
+    return [b.const(np.asarray(value, op.outputs[0].dtype.np), b.current, scoped=False)]
 
 
 @rule("ReadVariableOp")
@@ -672,10 +677,10 @@ def _if(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
     """ONNX ``If``: each branch a subgraph without inputs, which uses the captured tensors
     of the outer graph by their names."""
     branches = {}
-    for key, onnx_key in (("then_branch", "then_branch"), ("else_branch", "else_branch")):
+    for key in ("then_branch", "else_branch"):  # (ONNX's attributes have eagerflow's names)
         branch: Subgraph = op.attrs[key]
         env = {t: n for t, n in zip(branch.inputs, x[1:], strict=True) if t is not None}
-        branches[onnx_key] = b.subgraph(branch.graph, env, branch.outputs, f"{op.name}/{key}")
+        branches[key] = b.subgraph(branch.graph, env, branch.outputs, f"{op.name}/{key}")
     return b.node("If", x[:1], len(op.outputs), **branches)
 
 
@@ -784,7 +789,7 @@ def _concrete(function: Function | ConcreteFunction) -> ConcreteFunction:
     )
 
 
-def to_model(function: Function | ConcreteFunction, opset: int = 17) -> Any:
+def to_model(function: Function | ConcreteFunction, opset: int = 17) -> onnx.ModelProto:
     """The ONNX ``ModelProto`` of a traced function (see the module docs), checked by
     ``onnx.checker.check_model``; ``export`` writes it to a file."""
     onnx = _import_onnx()
