@@ -162,9 +162,11 @@ def test_wheel_ships_only_its_own_package(layer, wheels):
     below = LAYERS.index(layer) - 1
     expected_ours = [] if below < 0 else [f"eagerflow-{LAYERS[below]}=={version}"]
     assert ours == expected_ours, f"{wheel.name} Requires-Dist on eagerflow: {ours}"
-    if layer == "graph":  # numba only as the [jit] extra, never required
+    if layer == "graph":  # numba only as the [jit] extra, onnx as the [onnx] one: never required
         numba = [r for r in requires if canonicalize_name(r.name) == "numba"]
         assert [str(r.marker) for r in numba] == ['extra == "jit"'], [str(r) for r in numba]
+        onnx = [r for r in requires if canonicalize_name(r.name) == "onnx"]
+        assert [str(r.marker) for r in onnx] == ['extra == "onnx"'], [str(r) for r in onnx]
     if layer == "tensor":
         assert [canonicalize_name(r.name) for r in requires] == ["numpy"], (
             "eagerflow-tensor must depend on numpy only; Requires-Dist: "

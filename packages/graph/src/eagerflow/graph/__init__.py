@@ -13,14 +13,17 @@ Read it in this order:
 7. ``draw.py``      pictures (``to_mermaid``/``to_dot``);
 8. ``graph_def.py`` graphs as data: ``Graph.as_graph_def()``, ``import_graph_def``,
    ``write_graph``/``read_graph_def`` (JSON files); ``saved_model.py`` functions with the
-   values of their variables, for another program: ``saved_model.save``/``saved_model.load``.
+   values of their variables, for another program: ``saved_model.save``/``saved_model.load``;
+9. ``onnx.py``      ``onnx.export(f, "model.onnx")``: a traced function as an ONNX model, one
+   translation rule per op (the onnx package is the optional ``[onnx]`` extra, imported
+   only by ``export``).
 """
 
 from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-graph")  # from the repository's VERSION file
 
-from eagerflow.graph import autograph, saved_model
+from eagerflow.graph import autograph, onnx, saved_model
 from eagerflow.graph.control_flow import cond, while_loop
 from eagerflow.graph.function import (
     ConcreteFunction,
@@ -76,6 +79,7 @@ __all__ = [
     "import_graph_def",
     "name_scope",
     "no_op",
+    "onnx",
     "placeholder",
     "read_graph_def",
     "reset_default_graph",
