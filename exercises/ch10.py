@@ -1,0 +1,112 @@
+"""Chapter 10 exercises — run `pytest -m ch10`.
+
+Why graphs: a graph is data. The encoder that writes an op's attributes as JSON data (and
+reads them back, every bit), and a saved function that still reports its calls after it is
+loaded.
+
+Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch10`:
+an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
+as a failure that shows what was expected. Reference solutions are in
+`exercises/solutions/ch10.py`; try on your own first.
+"""
+
+# ruff: noqa: F401  (the imports are the ones you will want)
+from __future__ import annotations
+
+import base64
+import math
+from typing import Any
+
+import numpy as np
+
+import eagerflow.tensor as ef
+from eagerflow.graph import Function, TensorSpec, function
+from eagerflow.tensor import dtypes
+from eagerflow.tensor.dtypes import DType
+
+
+def encode_attr(value: Any) -> Any:
+    """``value``, an op attribute, as JSON data: what ``json.dumps`` can write *strictly*
+    (``allow_nan=False``), and what ``decode_attr`` turns back into the very same value.
+
+    This is a part of the chapter's GraphDef format (the module docstring of
+    ``packages/graph/src/eagerflow/graph/graph_def.py``), and the test checks that the
+    chapter's own ``decode_attr`` reads what you write. The values to handle, and how each
+    is written:
+
+    - ``None``, ``True``/``False``, an ``int``, a ``str``: themselves;
+    - a ``float``: itself if it is finite (``json`` writes every digit a float needs, and
+      ``-0.0`` keeps its sign); ``nan``, ``inf`` and ``-inf`` are not JSON, so they are
+      ``{"float": "nan"}``, ``{"float": "inf"}``, ``{"float": "-inf"}``;
+    - a ``tuple`` (a shape such as ``(None, 2)``): a JSON array of its items, encoded;
+    - a ``list``: ``{"list": [...]}`` of its items, encoded (JSON has one kind of array, and
+      the tuple took it);
+    - a ``DType`` (``ef.float32``): ``{"dtype": "float32"}``;
+    - a NumPy array: ``{"tensor": {"dtype": "float32", "shape": [2, 1], "base64": "..."}}``,
+      its raw bytes in little-endian order, in base64 (``base64.b64encode(...).decode()``).
+      Bytes, not decimal digits: NaN payloads, ``-0.0`` and int64 extremes must come back
+      bit for bit.
+
+    Anything else is a ``TypeError``.
+
+    Args:
+        value: One attribute value, perhaps nested (tuples and lists of the above).
+
+    Returns:
+        JSON data: dicts with str keys, lists, str, int, finite float, bool, None.
+
+    Hint:
+        Test ``bool`` before ``int``: ``True`` is an ``int`` too (``isinstance(True, int)``),
+        and must stay ``True``. ``array.astype(array.dtype.newbyteorder("<"))`` gives the
+        little-endian version of an array, and ``.tobytes()`` its bytes in C order, whatever
+        its layout in memory.
+    """
+    raise NotImplementedError
+
+
+def decode_attr(data: Any) -> Any:
+    """The inverse of ``encode_attr``: JSON data (as ``json.loads`` gives it back) to the
+    attribute's Python value, with its type (a tuple stays a tuple, a list a list, ``True``
+    stays ``True``, an ``int`` an ``int``) and, for floats and arrays, its every bit. An array
+    comes back with its dtype and shape, in native byte order, writable.
+
+    The test also gives it what the chapter's own encoder writes
+    (``eagerflow.graph.graph_def.encode_attr``) for these kinds of values.
+
+    Args:
+        data: What ``encode_attr`` returned, after ``json.loads(json.dumps(...))``.
+
+    Returns:
+        The attribute value.
+
+    Hint:
+        ``np.frombuffer(raw, np.dtype(name).newbyteorder("<"))`` reads little-endian bytes;
+        it is read-only and shaped 1-d: reshape it, then ``.astype(np.dtype(name))`` makes a
+        native, writable copy. ``dtypes.as_dtype("float32")`` is ``ef.float32``.
+    """
+    raise NotImplementedError
+
+
+def reporting_square() -> Function:
+    """A traced function that squares a vector and *reports each call*, even after it has
+    been saved with ``saved_model.save`` and loaded in a program without its Python code.
+
+    Return a ``function`` with the input signature ``[TensorSpec((None,), ef.float32)]``
+    that returns ``y = x * x`` and, every time it runs, prints the line that
+    ``ef.print("squares:", y)`` prints for that call's ``y`` (to ``sys.stderr``, as
+    ``ef.print`` does).
+
+    A Python ``print`` will not do. It runs while the function is traced, once, in the
+    process that saves it, and shows a symbolic tensor; the loaded function runs only the
+    graph, and the graph has no node for it. The test saves your function, loads it, calls
+    the loaded one on vectors of its own and reads what each call printed.
+
+    Returns:
+        The ``Function``.
+
+    Hint:
+        Chapter 8's section "``print`` or ``ef.print``": ``ef.print`` is an op (``PrintV2``),
+        a node of the graph, kept in order by the automatic control dependencies although
+        nothing uses its result.
+    """
+    raise NotImplementedError
