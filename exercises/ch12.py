@@ -1,8 +1,10 @@
 """Chapter 12 exercises — run `pytest -m ch12`.
 
-Linear regression, the line ``y ≈ w·x + b`` fitted to noisy points: its gradient by
-calculus, its exact answer in closed form, and two training loops, one eager with an
-optimizer and a global step, one in a graph with placeholders and a Session.
+FizzBuzz three ways: one number's class with ``cond``, the whole sequence with
+``while_loop`` (both work eagerly and build a graph), and the two ends of the learned
+version: the binary encoding a network reads and the decoding of what it predicts.
+
+Classes, as in the chapter: 0 for the number itself, 1 for Fizz, 2 for Buzz, 3 for FizzBuzz.
 
 Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch12`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -13,128 +15,101 @@ as a failure that shows what was expected. Reference solutions are in
 # ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow import nn
-from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Graph, Session, global_variables_initializer, placeholder
+from eagerflow.graph import cond, while_loop
+from eagerflow.tensor import Tensor
+
+WORDS = ("", "Fizz", "Buzz", "FizzBuzz")
 
 
-def mse_gradients(w: float, b: float, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """The gradient of the mean squared error, by calculus instead of by a tape.
+def fizzbuzz_class(n: Tensor) -> Tensor:
+    """The FizzBuzz class of one number, chosen with ``cond``: works in both modes.
 
-    For the loss ``L(w, b) = mean((w·x + b − y)²)`` over the n points, with the error
-    ``e = w·x + b − y`` of each point:
-
-        ∂L/∂w = 2 · mean(e · x)        ∂L/∂b = 2 · mean(e)
-
-    Compute both with NumPy. The test compares your numbers with a GradientTape's: when
-    they agree, you have checked the tape against the chain rule.
+    3 if ``n`` is a multiple of 15, else 2 if of 5, else 1 if of 3, else 0. Eagerly a
+    Python ``if`` on ``ef.equal(...)`` would do; in a graph ``n`` has no value while the
+    graph is built, so the choice must become ``If`` nodes that the Session evaluates.
 
     Args:
-        w: The slope.
-        b: The intercept.
-        x: The inputs, shape (n,).
-        y: The targets, shape (n,).
+        n: An ``int32`` scalar tensor (eager, or symbolic in a graph).
 
     Returns:
-        ``(∂L/∂w, ∂L/∂b)`` as Python floats.
+        An ``int32`` scalar tensor: 0, 1, 2 or 3.
 
     Hint:
-        ``error = w * x + b - y``; then ``np.mean``. Convert with ``float(...)``.
+        Nest the ``cond``: the false branch of the first is a function that calls the
+        second, and so on. Each branch is a function of no arguments, such as
+        ``lambda: ef.constant(3)``. Test 15 first: a multiple of 15 is also a multiple of 3.
     """
     raise NotImplementedError
 
 
-def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """The exact minimizer of ``mean((w·x + b − y)²)``: no training needed.
+def fizzbuzz_classes(n: Tensor) -> Tensor:
+    """The classes of 1, 2, …, ``n``, computed by a ``while_loop``: works in both modes.
 
-    Setting both partial derivatives of the loss to zero gives two linear equations in w
-    and b, whose solution is
-
-        w* = cov(x, y) / var(x)        b* = mean(y) − w* · mean(x)
-
-    with ``cov(x, y) = mean((x − mean(x)) · (y − mean(y)))`` and ``var(x) = cov(x, x)``.
-    This is what gradient descent converges to, and what the chapter compares it with.
+    Loop a counter ``i`` from 1 while ``i <= n``, appending ``fizzbuzz_class(i)`` to a
+    vector that starts empty. In a graph the number of iterations is not known until the
+    Session is fed ``n``: the loop must be one ``While`` node, not a Python loop.
 
     Args:
-        x: The inputs, shape (n,), not all equal.
-        y: The targets, shape (n,).
+        n: An ``int32`` scalar tensor, at least 0.
 
     Returns:
-        ``(w*, b*)`` as Python floats.
+        An ``int32`` vector of length ``n`` (shape ``(None,)`` in a graph).
 
     Hint:
-        Work in float64 (``np.asarray(x, np.float64)``): the sums of many float32 numbers
-        lose digits. Center x and y by subtracting their means first.
+        Two loop variables: ``ef.constant(1)`` and ``ef.zeros((0,), ef.int32)``. The body
+        returns ``i + 1`` and ``ef.concat([classes, ef.reshape(c, (1,))], axis=0)``. The
+        vector grows, so pass ``shape_invariants=[(), (None,)]``. ``while_loop`` returns
+        the final loop variables as a list.
     """
     raise NotImplementedError
 
 
-def train_with_optimizer(
-    model: nn.Model, x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
-) -> list[float]:
-    """Train ``model`` eagerly with ``GradientDescentOptimizer`` and the global step.
+def binary_encode(numbers: Any, bits: int = 10) -> Tensor:
+    """Each number as its ``bits`` binary digits, least significant first, with ops.
 
-    ``model(x)`` predicts y (the chapter's ``Linear`` model, with variables ``W`` and
-    ``B``). For each of ``steps`` steps, on the whole data set:
-
-    1. compute ``loss = mean((model(x) − y)²)`` under a GradientTape;
-    2. take its gradients for ``model.trainable_variables``;
-    3. ``apply_gradients`` with ``global_step=nn.get_or_create_global_step()``, which adds
-       1 to the step counter after each update.
+    ``binary_encode([6], 4)`` is ``[[0., 1., 1., 0.]]``: 6 = 0·1 + 1·2 + 1·4 + 0·8. This
+    is the input of the learned FizzBuzz: ten 0/1 features per number. Use eagerflow ops
+    only, so the encoding works on a placeholder too.
 
     Args:
-        model: The model to train; its variables change in place.
-        x: The inputs, float32, shape (n,).
-        y: The targets, float32, shape (n,).
-        steps: How many updates.
-        learning_rate: The optimizer's learning rate.
+        numbers: A vector of integers (a tensor, NumPy array or list; int32 or int64).
+        bits: How many digits.
 
     Returns:
-        The loss *before* each update, as Python floats (``steps`` of them).
+        A ``float32`` tensor of shape ``(len(numbers), bits)`` (``(None, bits)`` in a graph
+        fed by a ``(None,)`` placeholder).
 
     Hint:
-        One optimizer for all the steps. ``optimizer.apply_gradients(zip(grads, variables),
-        global_step=global_step)``. The eager global step is one variable for the whole
-        process: do not reset it, the test measures how much you advance it.
+        Digit i of n is ``(n // 2**i) % 2``. Make a column of the numbers
+        (``ef.expand_dims(numbers, 1)``, shape (batch, 1)) and a row of the powers of two
+        (``ef.constant([1, 2, 4, …], numbers.dtype)``, shape (bits,)): ``ef.floordiv`` and
+        ``ef.floormod`` broadcast them to (batch, bits). Finish with ``ef.cast``.
     """
     raise NotImplementedError
 
 
-def train_in_graph(
-    x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
-) -> tuple[float, float, list[float]]:
-    """Fit ``y ≈ w·x + b`` in graph mode: build once, then run the train op ``steps`` times.
+def decode(numbers: Sequence[int], logits: Any) -> list[str]:
+    """Turn a network's outputs back into FizzBuzz text.
 
-    Build a new ``Graph`` holding
-
-    - two placeholders, for x and y (float32, shape ``(None,)``);
-    - two variables, ``w`` starting at 5.0 and ``b`` at 10.0;
-    - the loss ``mean((w·x + b − y)²)``;
-    - ``train = nn.GradientDescentOptimizer(learning_rate).minimize(loss)``;
-    - ``global_variables_initializer()``.
-
-    Then, in a ``Session`` of that graph, run the initializer once and the train op
-    ``steps`` times, feeding the data each time. Building happens once: running a step adds
-    no node and executes no op through the seam, which is what the test checks.
+    Row k of ``logits`` holds the network's four scores for ``numbers[k]``; the predicted
+    class is the highest. Class 0 prints the number itself (``"7"``), classes 1, 2 and 3
+    print ``"Fizz"``, ``"Buzz"`` and ``"FizzBuzz"``. Decode what the network *predicted*,
+    even when it is wrong: that is how you see its mistakes.
 
     Args:
-        x: The inputs, float32, shape (n,).
-        y: The targets, float32, shape (n,).
-        steps: How many updates.
-        learning_rate: The step size.
+        numbers: The numbers the rows are about.
+        logits: Shape ``(len(numbers), 4)``: a tensor or a NumPy array.
 
     Returns:
-        w: The final slope, a Python float.
-        b: The final intercept, a Python float.
-        losses: The loss before each update, ``steps`` Python floats.
+        One string per number.
 
     Hint:
-        ``session.run([train, loss], feed)`` runs one step and returns the loss computed
-        in the same run. A Session runs the nodes in the order they were added to the graph,
-        and the loss was built before ``minimize`` added the assignments: so it is the loss
-        before the update. Fetch the final values with ``session.run([w, b])``.
+        ``np.argmax(np.asarray(logits), axis=1)`` gives the classes (NumPy reads tensors).
     """
     raise NotImplementedError

@@ -1,321 +1,150 @@
 """Chapter 10 exercises — run `pytest -m ch10`.
 
-Models and optimizers: an optimizer of your own (Adagrad) written as variable assignments,
-a layer that makes its variables in ``build``, a model that holds a list of layers, the
-training step that ``fit`` repeats, and a dense layer that runs as one op.
+Why graphs: a graph is data. The encoder that writes an op's attributes as JSON data (and
+reads them back, every bit), and a saved function that still reports its calls after it is
+loaded.
 
-Reference solutions: the same classes and functions as `exercises/ch10.py`, solved.
+Reference solutions: the same functions as `exercises/ch10.py`, solved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import base64
+import math
 from typing import Any
 
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow import nn
-from eagerflow.autodiff import GradientTape, Variable, register_gradient
-from eagerflow.autodiff.registry import GRADIENTS
-from eagerflow.tensor import Tensor
-from eagerflow.tensor.dtypes import FLOATS
-from eagerflow.tensor.errors import ShapeError, format_shape
-from eagerflow.tensor.execution import execute
-from eagerflow.tensor.registry import OPS, Attrs, Shape, register_op
-from eagerflow.tensor.rules import same_dtype
+from eagerflow.graph import Function, TensorSpec, function
+from eagerflow.tensor import dtypes
+from eagerflow.tensor.dtypes import DType
 
 
-class AdagradOptimizer(nn.Optimizer):
-    """Adagrad (Duchi et al., 2011), in TensorFlow 1.x's form.
+def encode_attr(value: Any) -> Any:
+    """``value``, an op attribute, as JSON data: what ``json.dumps`` can write *strictly*
+    (``allow_nan=False``), and what ``decode_attr`` turns back into the very same value.
 
-    Each variable gets a slot variable ``accumulator``, filled with
-    ``initial_accumulator_value`` when it is first used. One step, for a gradient ``g``:
+    This is a part of the chapter's GraphDef format (the module docstring of
+    ``packages/graph/src/eagerflow/graph/graph_def.py``), and the test checks that the
+    chapter's own ``decode_attr`` reads what you write. The values to handle, and how each
+    is written:
 
-        accumulator ← accumulator + g²
-        variable ← variable − learning_rate · g / √accumulator   (the new accumulator)
+    - ``None``, ``True``/``False``, an ``int``, a ``str``: themselves;
+    - a ``float``: itself if it is finite (``json`` writes every digit a float needs, and
+      ``-0.0`` keeps its sign); ``nan``, ``inf`` and ``-inf`` are not JSON, so they are
+      ``{"float": "nan"}``, ``{"float": "inf"}``, ``{"float": "-inf"}``;
+    - a ``tuple`` (a shape such as ``(None, 2)``): a JSON array of its items, encoded;
+    - a ``list``: ``{"list": [...]}`` of its items, encoded (JSON has one kind of array, and
+      the tuple took it);
+    - a ``DType`` (``ef.float32``): ``{"dtype": "float32"}``;
+    - a NumPy array: ``{"tensor": {"dtype": "float32", "shape": [2, 1], "base64": "..."}}``,
+      its raw bytes in little-endian order, in base64 (``base64.b64encode(...).decode()``).
+      Bytes, not decimal digits: NaN payloads, ``-0.0`` and int64 extremes must come back
+      bit for bit.
 
-    A weight whose gradients have been large takes smaller and smaller steps; a rarely
-    updated one keeps taking large steps. ``__init__`` is written for you: write
-    ``_apply(grad, variable)``, the one method an optimizer subclass must define. Like the
-    optimizers of ``eagerflow.nn`` it must work in both modes: eagerly the assignments happen
-    at once; in a graph, return the assignment so ``apply_gradients`` can group it into the
-    train op.
-
-    Args:
-        learning_rate: The step size.
-        initial_accumulator_value: The accumulator's first value (> 0, so the first step
-            does not divide by zero).
-        name: The optimizer's name, part of its slot variables' names.
-
-    Hint:
-        ``self.slot(variable, "accumulator", initial=...)`` creates the slot on first use
-        and returns the same variable afterwards. ``accumulator.assign(...)`` returns the
-        new value: use it in the second line, as ``MomentumOptimizer._apply`` does in
-        ``packages/nn/src/eagerflow/nn/optimizers.py``. Return
-        ``variable.assign_sub(...)``.
-    """
-
-    def __init__(
-        self,
-        learning_rate: float,
-        initial_accumulator_value: float = 0.1,
-        name: str = "Adagrad",
-    ) -> None:
-        super().__init__(learning_rate, name)
-        self.initial_accumulator_value = float(initial_accumulator_value)
-
-    def _apply(self, grad: Tensor, variable: Variable) -> Any:
-        accumulator = self.slot(variable, "accumulator", initial=self.initial_accumulator_value)
-        accumulated = accumulator.assign(accumulator + ef.square(grad))
-        return variable.assign_sub(self.learning_rate * grad / ef.sqrt(accumulated))
-
-
-class FeatureScale(nn.Layer):
-    """A layer that scales and shifts each feature: ``outputs = inputs · gamma + beta``.
-
-    ``gamma`` and ``beta`` are trainable vectors with one entry per feature (the last axis
-    of the inputs), so their size is known only when the layer first sees an input. That
-    is what ``build(input_shape)`` is for: ``Layer.__call__`` calls it once, before the
-    first ``call``. Start ``gamma`` at ones and ``beta`` at zeros, so a new layer is the
-    identity. (Batch normalization ends with exactly this layer.)
-
-    Write ``build`` and ``call``. Assign the variables to ``self.gamma`` then ``self.beta``:
-    assigning them to attributes is all it takes for ``variables``, checkpoints and
-    optimizers to find them, in that order. The constructor is ``Layer``'s:
-    ``FeatureScale(name="scale")`` names the variables ``scale/gamma`` and ``scale/beta``.
-
-    Hint:
-        ``self.add_weight("gamma", (features,), "ones")`` makes a variable named after the
-        layer and drawn by the named initializer. ``input_shape[-1]`` is the number of
-        features. In ``call``, ``inputs * self.gamma + self.beta`` broadcasts over the batch.
-    """
-
-    def build(self, input_shape: tuple[int | None, ...]) -> None:
-        """Create ``self.gamma`` (ones) and ``self.beta`` (zeros), of shape (features,).
-
-        Args:
-            input_shape: The shape of the first input, e.g. ``(None, 3)`` in a graph.
-        """
-        features = input_shape[-1]
-        self.gamma = self.add_weight("gamma", (features,), "ones")
-        self.beta = self.add_weight("beta", (features,), "zeros")
-
-    def call(self, inputs: Any) -> Tensor:
-        """Scale and shift ``inputs`` (shape ``(batch, features)``), feature by feature.
-
-        Args:
-            inputs: A float32 tensor (eager or symbolic).
-
-        Returns:
-            ``inputs · gamma + beta``, of the inputs' shape.
-        """
-        return inputs * self.gamma + self.beta
-
-
-class Residual(nn.Model):
-    """A stack of residual blocks: ``x ← x + relu(x @ kernel + bias)``, ``depth`` times.
-
-    Each block is a ``Dense(units, activation="relu")`` whose output is *added* to its
-    input instead of replacing it, so the inputs must already have ``units`` features. This
-    skip connection is what lets very deep networks (ResNets) train: a block that has
-    learned nothing yet passes its input through.
-
-    Write ``__init__`` and ``call``. Keep the blocks in a list assigned to ``self.blocks``:
-    a model tracks the layers it finds in lists, so ``model.variables`` lists
-    ``blocks/0/kernel``, ``blocks/0/bias``, ``blocks/1/kernel``, … without your registering
-    anything.
+    Anything else is a ``TypeError``.
 
     Args:
-        units: The number of features of the inputs and of every block.
-        depth: How many blocks.
-        name: The model's name (None: one derived from the class name).
-
-    Hint:
-        ``super().__init__(name)`` first: it sets the model's name and ``built`` flag.
-        Then ``self.blocks = [nn.Dense(units, activation="relu") for _ in range(depth)]``.
-        In ``call``, loop over the blocks: ``x = x + block(x)``.
-    """
-
-    def __init__(self, units: int, depth: int, name: str | None = None) -> None:
-        super().__init__(name)
-        self.blocks = [nn.Dense(units, activation="relu") for _ in range(depth)]
-
-    def call(self, inputs: Any) -> Any:
-        """Apply the blocks in order, each adding its output to its input.
-
-        Args:
-            inputs: A float32 tensor of shape ``(batch, units)``.
-
-        Returns:
-            A tensor of the same shape.
-        """
-        x = inputs
-        for block in self.blocks:
-            x = x + block(x)
-        return x
-
-
-def train_step(model: nn.Layer, optimizer: nn.Optimizer, x: np.ndarray, y: np.ndarray) -> float:
-    """One step of training a classifier: what ``fit`` does for each batch.
-
-    1. run ``model(x, training=True)`` under a GradientTape, to get logits;
-    2. the loss is the mean over the batch of
-       ``nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)``;
-    3. take the gradient of the loss for every one of ``model.trainable_variables``;
-    4. let ``optimizer.apply_gradients`` update them.
-
-    Args:
-        model: A model (already built or not: it builds on its first call).
-        optimizer: Any ``eagerflow.nn`` optimizer.
-        x: A float32 batch of inputs.
-        y: The int64 class of each example, shape ``(batch,)``.
+        value: One attribute value, perhaps nested (tuples and lists of the above).
 
     Returns:
-        The loss *before* the update, as a Python float.
+        JSON data: dicts with str keys, lists, str, int, finite float, bool, None.
 
     Hint:
-        Ask for ``model.trainable_variables`` after the forward pass: a model called for the
-        first time creates its variables during that call. ``apply_gradients`` takes
-        ``(gradient, variable)`` pairs: ``zip(grads, variables)``. Compare yours with the
-        loop in ``fit`` (``packages/nn/src/eagerflow/nn/training.py``).
+        Test ``bool`` before ``int``: ``True`` is an ``int`` too (``isinstance(True, int)``),
+        and must stay ``True``. ``array.astype(array.dtype.newbyteorder("<"))`` gives the
+        little-endian version of an array, and ``.tobytes()`` its bytes in C order, whatever
+        its layout in memory.
     """
-    with GradientTape() as tape:
-        logits = model(x, training=True)
-        loss = ef.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-    variables = model.trainable_variables
-    grads = tape.gradient(loss, variables)
-    optimizer.apply_gradients(zip(grads, variables, strict=True))
-    return float(loss)
+    if value is None or isinstance(value, bool | str) or type(value) is int:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": repr(value)}  # "nan", "inf", "-inf"
+    if isinstance(value, tuple):
+        return [encode_attr(item) for item in value]
+    if isinstance(value, list):
+        return {"list": [encode_attr(item) for item in value]}
+    if isinstance(value, DType):
+        return {"dtype": value.name}
+    if isinstance(value, np.ndarray):
+        little = value.astype(value.dtype.newbyteorder("<"), copy=False)
+        return {
+            "tensor": {
+                "dtype": value.dtype.name,
+                "shape": list(value.shape),
+                "base64": base64.b64encode(little.tobytes()).decode("ascii"),
+            }
+        }
+    raise TypeError(f"an attribute cannot be a {type(value).__name__}: {value!r:.60}")
 
 
-# --- a layer of one op ----------------------------------------------------------------------------
-# Given: the shape rule of the op ``FusedDense`` (its dtype rule is ``same_dtype(FLOATS)``).
-def fused_dense_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """x (batch, k), kernel (k, units), bias (units,) -> (batch, units); None is unknown."""
-    x, kernel, bias = shapes
+def decode_attr(data: Any) -> Any:
+    """The inverse of ``encode_attr``: JSON data (as ``json.loads`` gives it back) to the
+    attribute's Python value, with its type (a tuple stays a tuple, a list a list, ``True``
+    stays ``True``, an ``int`` an ``int``) and, for floats and arrays, its every bit. An array
+    comes back with its dtype and shape, in native byte order, writable.
 
-    def fits(a: int | None, b: int | None) -> bool:
-        return a is None or b is None or a == b
-
-    if not (len(x) == len(kernel) == 2 and len(bias) == 1 and fits(x[1], kernel[0])
-            and fits(kernel[1], bias[0])):  # fmt: skip
-        got = ", ".join(map(format_shape, (x, kernel, bias)))
-        raise ShapeError(f"needs x (batch, k), kernel (k, units) and bias (units,), got {got}")
-    return [(x[0], kernel[1])]
-
-
-def fused_dense_kernel(
-    x: np.ndarray, kernel: np.ndarray, bias: np.ndarray, relu: bool
-) -> np.ndarray:
-    """``x @ kernel + bias``, then ``max(·, 0)`` if ``relu``: three ops' work in one kernel.
-
-    ``Dense`` runs three ops, and eagerly each of them costs a trip through the seam and a
-    new array. This kernel makes one array, the matrix product, and does the rest *in
-    place* in it: that array is the kernel's own, so nobody else can see it change. Never
-    write into ``x``, ``kernel`` or ``bias``: they belong to the caller (and a tape may
-    still need them).
+    The test also gives it what the chapter's own encoder writes
+    (``eagerflow.graph.graph_def.encode_attr``) for these kinds of values.
 
     Args:
-        x: The inputs, shape (batch, k).
-        kernel: The weights, shape (k, units).
-        bias: The bias, shape (units,).
-        relu: Whether to apply relu as well.
+        data: What ``encode_attr`` returned, after ``json.loads(json.dumps(...))``.
 
     Returns:
-        A new array of shape (batch, units), of the inputs' dtype.
+        The attribute value.
 
     Hint:
-        ``out = x @ kernel`` is new; ``out += bias`` and ``np.maximum(out, 0, out=out)`` write
-        into it.
+        ``np.frombuffer(raw, np.dtype(name).newbyteorder("<"))`` reads little-endian bytes;
+        it is read-only and shaped 1-d: reshape it, then ``.astype(np.dtype(name))`` makes a
+        native, writable copy. ``dtypes.as_dtype("float32")`` is ``ef.float32``.
     """
-    out = x @ kernel  # a new array, ours to change
-    out += bias
-    if relu:
-        np.maximum(out, 0, out=out)
-    return out
+    if data is None or isinstance(data, bool | str | int | float):
+        return data
+    if isinstance(data, list):
+        return tuple(decode_attr(item) for item in data)
+    ((kind, payload),) = data.items()
+    if kind == "float":
+        return float(payload)
+    if kind == "list":
+        return [decode_attr(item) for item in payload]
+    if kind == "dtype":
+        return dtypes.as_dtype(payload)
+    if kind == "tensor":
+        dtype = np.dtype(payload["dtype"])
+        raw = base64.b64decode(payload["base64"])
+        little = np.frombuffer(raw, dtype.newbyteorder("<")).reshape(payload["shape"])
+        return little.astype(dtype)
+    raise ValueError(f"not an encoded attribute: {data!r:.60}")
 
 
-def register_fused_dense() -> None:
-    """Register the op ``FusedDense`` and its gradient rule, once (a second call does nothing).
+def reporting_square() -> Function:
+    """A traced function that squares a vector and *reports each call*, even after it has
+    been saved with ``saved_model.save`` and loaded in a program without its Python code.
 
-    The op: ``fused_dense_kernel`` with the rules ``fused_dense_shape`` and
-    ``same_dtype(FLOATS)``; its inputs are ``(x, kernel, bias)`` and its attribute ``relu``.
+    Return a ``function`` with the input signature ``[TensorSpec((None,), ef.float32)]``
+    that returns ``y = x * x`` and, every time it runs, prints the line that
+    ``ef.print("squares:", y)`` prints for that call's ``y`` (to ``sys.stderr``, as
+    ``ef.print`` does).
 
-    The gradient, for y = relu(x W + b) and an incoming gradient g: first g ← g where y > 0
-    (only if ``relu``; that is ``ef.relu_grad(g, y)``), then
+    A Python ``print`` will not do. It runs while the function is traced, once, in the
+    process that saves it, and shows a symbolic tensor; the loaded function runs only the
+    graph, and the graph has no node for it. The test saves your function, loads it, calls
+    the loaded one on vectors of its own and reads what each call printed.
 
-        dx = g Wᵀ,   dW = xᵀ g,   db = Σ g over the batch (axis 0)
-
-    Skip each one whose input needs no gradient (``op.needs(i)`` is False: return None for
-    it). For a network's first layer, x is data, and dx would cost as much as the forward
-    matrix product. Write the rule with eagerflow ops (``ef.matmul`` with
-    ``transpose_a``/``transpose_b``, ``ef.reduce_sum``), so it also works in graph mode and
-    can itself be differentiated.
+    Returns:
+        The ``Function``.
 
     Hint:
-        ``register_op`` is in ``eagerflow.tensor.registry`` and ``register_gradient`` in
-        ``eagerflow.autodiff``; check ``OPS`` and ``GRADIENTS`` first, as chapter 3's
-        ``register_softsign_gradient`` does. ``op.inputs`` is ``(x, kernel, bias)``,
-        ``op.outputs[0]`` is y and ``op.attrs["relu"]`` the attribute. ``MatMul``'s rule in
-        ``packages/autodiff/src/eagerflow/autodiff/math_grad.py`` is the one to copy.
-    """
-    if "FusedDense" not in OPS:
-        register_op("FusedDense", fused_dense_kernel, shape=fused_dense_shape,
-                    dtype=same_dtype(FLOATS))  # fmt: skip
-    if "FusedDense" in GRADIENTS:
-        return
-
-    @register_gradient("FusedDense")
-    def _fused_dense_grad(op: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
-        x, kernel, _ = op.inputs
-        if op.attrs["relu"]:
-            grad = ef.relu_grad(grad, op.outputs[0])
-        return (
-            ef.matmul(grad, kernel, transpose_b=True) if op.needs(0) else None,
-            ef.matmul(x, grad, transpose_a=True) if op.needs(1) else None,
-            ef.reduce_sum(grad, axis=0) if op.needs(2) else None,
-        )
-
-
-class FusedDense(nn.Dense):
-    """``Dense``, with its matrix product, bias and relu run as one op, ``FusedDense``.
-
-    It has the same variables, built the same way (``build`` is ``Dense``'s), and gives the
-    same outputs and gradients, while a ``relu`` layer runs one op instead of three. This is
-    what PyTorch's ``nn.Linear`` does (one ``addmm`` for the product and the bias), and what
-    TensorFlow's graph optimizer does when it rewrites MatMul, BiasAdd and Relu into one
-    ``_FusedMatMul``. Fewer ops means less Python per step in eager mode, and two fewer
-    arrays of the layer's output size.
-
-    Write ``call``:
-
-    - with the activation ``nn.activations.relu`` (``FusedDense(64, "relu")``): one
-      ``FusedDense`` op with ``relu=True``;
-    - with no activation: one ``FusedDense`` op with ``relu=False``;
-    - with any other activation: the op with ``relu=False``, then the activation;
-    - with ``use_bias=False``: ``Dense``'s own ``call`` (there is no bias to fuse).
-
-    Hint:
-        Call ``register_fused_dense()`` first. Convert the inputs and the two variables
-        with ``ef.convert_to_tensor`` (a variable becomes a read of its value, which a tape
-        watches), then ``execute("FusedDense", (x, kernel, bias), {"relu": ...})[0]``.
+        Chapter 8's section "``print`` or ``ef.print``": ``ef.print`` is an op (``PrintV2``),
+        a node of the graph, kept in order by the automatic control dependencies although
+        nothing uses its result.
     """
 
-    def call(self, inputs: Any) -> Tensor:
-        """``activation(inputs @ kernel + bias)``, through the op ``FusedDense``.
+    @function(input_signature=[TensorSpec((None,), ef.float32)])
+    def square(x: Any) -> Any:
+        y = x * x
+        ef.print("squares:", y)  # an op: it runs whenever the graph runs
+        return y
 
-        Args:
-            inputs: A float tensor of shape (batch, features), eager or symbolic.
-
-        Returns:
-            A tensor of shape (batch, units).
-        """
-        if not self.use_bias:
-            return super().call(inputs)
-        register_fused_dense()
-        relu = self.activation is nn.activations.relu
-        inputs = (ef.convert_to_tensor(inputs), ef.convert_to_tensor(self.kernel),
-                  ef.convert_to_tensor(self.bias))  # fmt: skip
-        outputs = execute("FusedDense", inputs, {"relu": relu})[0]
-        return outputs if relu or self.activation is None else self.activation(outputs)
+    return square

@@ -1,12 +1,10 @@
 """Chapter 11 exercises — run `pytest -m ch11`.
 
-FizzBuzz three ways: one number's class with ``cond``, the whole sequence with
-``while_loop`` (both work eagerly and build a graph), and the two ends of the learned
-version: the binary encoding a network reads and the decoding of what it predicts.
+Models and optimizers: an optimizer of your own (Adagrad) written as variable assignments,
+a layer that makes its variables in ``build``, a model that holds a list of layers, the
+training step that ``fit`` repeats, and a dense layer that runs as one op.
 
-Classes, as in the chapter: 0 for the number itself, 1 for Fizz, 2 for Buzz, 3 for FizzBuzz.
-
-Reference solutions: the same functions as `exercises/ch11.py`, solved.
+Reference solutions: the same classes and functions as `exercises/ch11.py`, solved.
 """
 
 from __future__ import annotations
@@ -17,122 +15,307 @@ from typing import Any
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow.graph import cond, while_loop
+from eagerflow import nn
+from eagerflow.autodiff import GradientTape, Variable, register_gradient
+from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.tensor import Tensor
-
-WORDS = ("", "Fizz", "Buzz", "FizzBuzz")
-
-
-def fizzbuzz_class(n: Tensor) -> Tensor:
-    """The FizzBuzz class of one number, chosen with ``cond``: works in both modes.
-
-    3 if ``n`` is a multiple of 15, else 2 if of 5, else 1 if of 3, else 0. Eagerly a
-    Python ``if`` on ``ef.equal(...)`` would do; in a graph ``n`` has no value while the
-    graph is built, so the choice must become ``If`` nodes that the Session evaluates.
-
-    Args:
-        n: An ``int32`` scalar tensor (eager, or symbolic in a graph).
-
-    Returns:
-        An ``int32`` scalar tensor: 0, 1, 2 or 3.
-
-    Hint:
-        Nest the ``cond``: the false branch of the first is a function that calls the
-        second, and so on. Each branch is a function of no arguments, such as
-        ``lambda: ef.constant(3)``. Test 15 first: a multiple of 15 is also a multiple of 3.
-    """
-
-    def multiple_of(k: int) -> Tensor:
-        return ef.equal(ef.floormod(n, k), 0)
-
-    return cond(
-        multiple_of(15),
-        lambda: ef.constant(3),
-        lambda: cond(
-            multiple_of(5),
-            lambda: ef.constant(2),
-            lambda: cond(multiple_of(3), lambda: ef.constant(1), lambda: ef.constant(0)),
-        ),
-    )
+from eagerflow.tensor.dtypes import FLOATS
+from eagerflow.tensor.errors import ShapeError, format_shape
+from eagerflow.tensor.execution import execute
+from eagerflow.tensor.registry import OPS, Attrs, Shape, register_op
+from eagerflow.tensor.rules import same_dtype
 
 
-def fizzbuzz_classes(n: Tensor) -> Tensor:
-    """The classes of 1, 2, …, ``n``, computed by a ``while_loop``: works in both modes.
+class AdagradOptimizer(nn.Optimizer):
+    """Adagrad (Duchi et al., 2011), in TensorFlow 1.x's form.
 
-    Loop a counter ``i`` from 1 while ``i <= n``, appending ``fizzbuzz_class(i)`` to a
-    vector that starts empty. In a graph the number of iterations is not known until the
-    Session is fed ``n``: the loop must be one ``While`` node, not a Python loop.
+    Each variable gets a slot variable ``accumulator``, filled with
+    ``initial_accumulator_value`` when it is first used. One step, for a gradient ``g``:
+
+        accumulator ← accumulator + g²
+        variable ← variable − learning_rate · g / √accumulator   (the new accumulator)
+
+    A weight whose gradients have been large takes smaller and smaller steps; a rarely
+    updated one keeps taking large steps. ``__init__`` is written for you: write
+    ``_apply(grad, variable)``, the one method an optimizer subclass must define. Like the
+    optimizers of ``eagerflow.nn`` it must work in both modes: eagerly the assignments happen
+    at once; in a graph, return the assignment so ``apply_gradients`` can group it into the
+    train op.
 
     Args:
-        n: An ``int32`` scalar tensor, at least 0.
-
-    Returns:
-        An ``int32`` vector of length ``n`` (shape ``(None,)`` in a graph).
+        learning_rate: The step size.
+        initial_accumulator_value: The accumulator's first value (> 0, so the first step
+            does not divide by zero).
+        name: The optimizer's name, part of its slot variables' names.
 
     Hint:
-        Two loop variables: ``ef.constant(1)`` and ``ef.zeros((0,), ef.int32)``. The body
-        returns ``i + 1`` and ``ef.concat([classes, ef.reshape(c, (1,))], axis=0)``. The
-        vector grows, so pass ``shape_invariants=[(), (None,)]``. ``while_loop`` returns
-        the final loop variables as a list.
+        ``self.slot(variable, "accumulator", initial=...)`` creates the slot on first use
+        and returns the same variable afterwards. ``accumulator.assign(...)`` returns the
+        new value: use it in the second line, as ``MomentumOptimizer._apply`` does in
+        ``packages/nn/src/eagerflow/nn/optimizers.py``. Return
+        ``variable.assign_sub(...)``.
     """
 
-    def body(i: Tensor, classes: Tensor) -> tuple[Tensor, Tensor]:
-        grown = ef.concat([classes, ef.reshape(fizzbuzz_class(i), (1,))], axis=0)
-        return i + 1, grown
+    def __init__(
+        self,
+        learning_rate: float,
+        initial_accumulator_value: float = 0.1,
+        name: str = "Adagrad",
+    ) -> None:
+        super().__init__(learning_rate, name)
+        self.initial_accumulator_value = float(initial_accumulator_value)
 
-    _, classes = while_loop(
-        lambda i, classes: i <= n,
-        body,
-        [ef.constant(1), ef.zeros((0,), ef.int32)],
-        shape_invariants=[(), (None,)],
-    )
-    return classes
+    def _apply(self, grad: Tensor, variable: Variable) -> Any:
+        accumulator = self.slot(variable, "accumulator", initial=self.initial_accumulator_value)
+        accumulated = accumulator.assign(accumulator + ef.square(grad))
+        return variable.assign_sub(self.learning_rate * grad / ef.sqrt(accumulated))
 
 
-def binary_encode(numbers: Any, bits: int = 10) -> Tensor:
-    """Each number as its ``bits`` binary digits, least significant first, with ops.
+class FeatureScale(nn.Layer):
+    """A layer that scales and shifts each feature: ``outputs = inputs · gamma + beta``.
 
-    ``binary_encode([6], 4)`` is ``[[0., 1., 1., 0.]]``: 6 = 0·1 + 1·2 + 1·4 + 0·8. This
-    is the input of the learned FizzBuzz: ten 0/1 features per number. Use eagerflow ops
-    only, so the encoding works on a placeholder too.
+    ``gamma`` and ``beta`` are trainable vectors with one entry per feature (the last axis
+    of the inputs), so their size is known only when the layer first sees an input. That
+    is what ``build(input_shape)`` is for: ``Layer.__call__`` calls it once, before the
+    first ``call``. Start ``gamma`` at ones and ``beta`` at zeros, so a new layer is the
+    identity. (Batch normalization ends with exactly this layer.)
+
+    Write ``build`` and ``call``. Assign the variables to ``self.gamma`` then ``self.beta``:
+    assigning them to attributes is all it takes for ``variables``, checkpoints and
+    optimizers to find them, in that order. The constructor is ``Layer``'s:
+    ``FeatureScale(name="scale")`` names the variables ``scale/gamma`` and ``scale/beta``.
+
+    Hint:
+        ``self.add_weight("gamma", (features,), "ones")`` makes a variable named after the
+        layer and drawn by the named initializer. ``input_shape[-1]`` is the number of
+        features. In ``call``, ``inputs * self.gamma + self.beta`` broadcasts over the batch.
+    """
+
+    def build(self, input_shape: tuple[int | None, ...]) -> None:
+        """Create ``self.gamma`` (ones) and ``self.beta`` (zeros), of shape (features,).
+
+        Args:
+            input_shape: The shape of the first input, e.g. ``(None, 3)`` in a graph.
+        """
+        features = input_shape[-1]
+        self.gamma = self.add_weight("gamma", (features,), "ones")
+        self.beta = self.add_weight("beta", (features,), "zeros")
+
+    def call(self, inputs: Any) -> Tensor:
+        """Scale and shift ``inputs`` (shape ``(batch, features)``), feature by feature.
+
+        Args:
+            inputs: A float32 tensor (eager or symbolic).
+
+        Returns:
+            ``inputs · gamma + beta``, of the inputs' shape.
+        """
+        return inputs * self.gamma + self.beta
+
+
+class Residual(nn.Model):
+    """A stack of residual blocks: ``x ← x + relu(x @ kernel + bias)``, ``depth`` times.
+
+    Each block is a ``Dense(units, activation="relu")`` whose output is *added* to its
+    input instead of replacing it, so the inputs must already have ``units`` features. This
+    skip connection is what lets very deep networks (ResNets) train: a block that has
+    learned nothing yet passes its input through.
+
+    Write ``__init__`` and ``call``. Keep the blocks in a list assigned to ``self.blocks``:
+    a model tracks the layers it finds in lists, so ``model.variables`` lists
+    ``blocks/0/kernel``, ``blocks/0/bias``, ``blocks/1/kernel``, … without your registering
+    anything.
 
     Args:
-        numbers: A vector of integers (a tensor, NumPy array or list; int32 or int64).
-        bits: How many digits.
-
-    Returns:
-        A ``float32`` tensor of shape ``(len(numbers), bits)`` (``(None, bits)`` in a graph
-        fed by a ``(None,)`` placeholder).
+        units: The number of features of the inputs and of every block.
+        depth: How many blocks.
+        name: The model's name (None: one derived from the class name).
 
     Hint:
-        Digit i of n is ``(n // 2**i) % 2``. Make a column of the numbers
-        (``ef.expand_dims(numbers, 1)``, shape (batch, 1)) and a row of the powers of two
-        (``ef.constant([1, 2, 4, …], numbers.dtype)``, shape (bits,)): ``ef.floordiv`` and
-        ``ef.floormod`` broadcast them to (batch, bits). Finish with ``ef.cast``.
+        ``super().__init__(name)`` first: it sets the model's name and ``built`` flag.
+        Then ``self.blocks = [nn.Dense(units, activation="relu") for _ in range(depth)]``.
+        In ``call``, loop over the blocks: ``x = x + block(x)``.
     """
-    numbers = ef.convert_to_tensor(numbers)
-    powers = ef.constant([2**i for i in range(bits)], numbers.dtype)
-    digits = ef.floormod(ef.floordiv(ef.expand_dims(numbers, 1), powers), 2)
-    return ef.cast(digits, ef.float32)
+
+    def __init__(self, units: int, depth: int, name: str | None = None) -> None:
+        super().__init__(name)
+        self.blocks = [nn.Dense(units, activation="relu") for _ in range(depth)]
+
+    def call(self, inputs: Any) -> Any:
+        """Apply the blocks in order, each adding its output to its input.
+
+        Args:
+            inputs: A float32 tensor of shape ``(batch, units)``.
+
+        Returns:
+            A tensor of the same shape.
+        """
+        x = inputs
+        for block in self.blocks:
+            x = x + block(x)
+        return x
 
 
-def decode(numbers: Sequence[int], logits: Any) -> list[str]:
-    """Turn a network's outputs back into FizzBuzz text.
+def train_step(model: nn.Layer, optimizer: nn.Optimizer, x: np.ndarray, y: np.ndarray) -> float:
+    """One step of training a classifier: what ``fit`` does for each batch.
 
-    Row k of ``logits`` holds the network's four scores for ``numbers[k]``; the predicted
-    class is the highest. Class 0 prints the number itself (``"7"``), classes 1, 2 and 3
-    print ``"Fizz"``, ``"Buzz"`` and ``"FizzBuzz"``. Decode what the network *predicted*,
-    even when it is wrong: that is how you see its mistakes.
+    1. run ``model(x, training=True)`` under a GradientTape, to get logits;
+    2. the loss is the mean over the batch of
+       ``nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)``;
+    3. take the gradient of the loss for every one of ``model.trainable_variables``;
+    4. let ``optimizer.apply_gradients`` update them.
 
     Args:
-        numbers: The numbers the rows are about.
-        logits: Shape ``(len(numbers), 4)``: a tensor or a NumPy array.
+        model: A model (already built or not: it builds on its first call).
+        optimizer: Any ``eagerflow.nn`` optimizer.
+        x: A float32 batch of inputs.
+        y: The int64 class of each example, shape ``(batch,)``.
 
     Returns:
-        One string per number.
+        The loss *before* the update, as a Python float.
 
     Hint:
-        ``np.argmax(np.asarray(logits), axis=1)`` gives the classes (NumPy reads tensors).
+        Ask for ``model.trainable_variables`` after the forward pass: a model called for the
+        first time creates its variables during that call. ``apply_gradients`` takes
+        ``(gradient, variable)`` pairs: ``zip(grads, variables)``. Compare yours with the
+        loop in ``fit`` (``packages/nn/src/eagerflow/nn/training.py``).
     """
-    predicted = np.argmax(np.asarray(logits), axis=1)
-    return [WORDS[c] if c else str(n) for n, c in zip(numbers, predicted, strict=True)]
+    with GradientTape() as tape:
+        logits = model(x, training=True)
+        loss = ef.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+    variables = model.trainable_variables
+    grads = tape.gradient(loss, variables)
+    optimizer.apply_gradients(zip(grads, variables, strict=True))
+    return float(loss)
+
+
+# --- a layer of one op ----------------------------------------------------------------------------
+# Given: the shape rule of the op ``FusedDense`` (its dtype rule is ``same_dtype(FLOATS)``).
+def fused_dense_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    """x (batch, k), kernel (k, units), bias (units,) -> (batch, units); None is unknown."""
+    x, kernel, bias = shapes
+
+    def fits(a: int | None, b: int | None) -> bool:
+        return a is None or b is None or a == b
+
+    if not (len(x) == len(kernel) == 2 and len(bias) == 1 and fits(x[1], kernel[0])
+            and fits(kernel[1], bias[0])):  # fmt: skip
+        got = ", ".join(map(format_shape, (x, kernel, bias)))
+        raise ShapeError(f"needs x (batch, k), kernel (k, units) and bias (units,), got {got}")
+    return [(x[0], kernel[1])]
+
+
+def fused_dense_kernel(
+    x: np.ndarray, kernel: np.ndarray, bias: np.ndarray, relu: bool
+) -> np.ndarray:
+    """``x @ kernel + bias``, then ``max(·, 0)`` if ``relu``: three ops' work in one kernel.
+
+    ``Dense`` runs three ops, and eagerly each of them costs a trip through the seam and a
+    new array. This kernel makes one array, the matrix product, and does the rest *in
+    place* in it: that array is the kernel's own, so nobody else can see it change. Never
+    write into ``x``, ``kernel`` or ``bias``: they belong to the caller (and a tape may
+    still need them).
+
+    Args:
+        x: The inputs, shape (batch, k).
+        kernel: The weights, shape (k, units).
+        bias: The bias, shape (units,).
+        relu: Whether to apply relu as well.
+
+    Returns:
+        A new array of shape (batch, units), of the inputs' dtype.
+
+    Hint:
+        ``out = x @ kernel`` is new; ``out += bias`` and ``np.maximum(out, 0, out=out)`` write
+        into it.
+    """
+    out = x @ kernel  # a new array, ours to change
+    out += bias
+    if relu:
+        np.maximum(out, 0, out=out)
+    return out
+
+
+def register_fused_dense() -> None:
+    """Register the op ``FusedDense`` and its gradient rule, once (a second call does nothing).
+
+    The op: ``fused_dense_kernel`` with the rules ``fused_dense_shape`` and
+    ``same_dtype(FLOATS)``; its inputs are ``(x, kernel, bias)`` and its attribute ``relu``.
+
+    The gradient, for y = relu(x W + b) and an incoming gradient g: first g ← g where y > 0
+    (only if ``relu``; that is ``ef.relu_grad(g, y)``), then
+
+        dx = g Wᵀ,   dW = xᵀ g,   db = Σ g over the batch (axis 0)
+
+    Skip each one whose input needs no gradient (``op.needs(i)`` is False: return None for
+    it). For a network's first layer, x is data, and dx would cost as much as the forward
+    matrix product. Write the rule with eagerflow ops (``ef.matmul`` with
+    ``transpose_a``/``transpose_b``, ``ef.reduce_sum``), so it also works in graph mode and
+    can itself be differentiated.
+
+    Hint:
+        ``register_op`` is in ``eagerflow.tensor.registry`` and ``register_gradient`` in
+        ``eagerflow.autodiff``; check ``OPS`` and ``GRADIENTS`` first, as chapter 3's
+        ``register_softsign_gradient`` does. ``op.inputs`` is ``(x, kernel, bias)``,
+        ``op.outputs[0]`` is y and ``op.attrs["relu"]`` the attribute. ``MatMul``'s rule in
+        ``packages/autodiff/src/eagerflow/autodiff/math_grad.py`` is the one to copy.
+    """
+    if "FusedDense" not in OPS:
+        register_op("FusedDense", fused_dense_kernel, shape=fused_dense_shape,
+                    dtype=same_dtype(FLOATS))  # fmt: skip
+    if "FusedDense" in GRADIENTS:
+        return
+
+    @register_gradient("FusedDense")
+    def _fused_dense_grad(op: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+        x, kernel, _ = op.inputs
+        if op.attrs["relu"]:
+            grad = ef.relu_grad(grad, op.outputs[0])
+        return (
+            ef.matmul(grad, kernel, transpose_b=True) if op.needs(0) else None,
+            ef.matmul(x, grad, transpose_a=True) if op.needs(1) else None,
+            ef.reduce_sum(grad, axis=0) if op.needs(2) else None,
+        )
+
+
+class FusedDense(nn.Dense):
+    """``Dense``, with its matrix product, bias and relu run as one op, ``FusedDense``.
+
+    It has the same variables, built the same way (``build`` is ``Dense``'s), and gives the
+    same outputs and gradients, while a ``relu`` layer runs one op instead of three. This is
+    what PyTorch's ``nn.Linear`` does (one ``addmm`` for the product and the bias), and what
+    TensorFlow's graph optimizer does when it rewrites MatMul, BiasAdd and Relu into one
+    ``_FusedMatMul``. Fewer ops means less Python per step in eager mode, and two fewer
+    arrays of the layer's output size.
+
+    Write ``call``:
+
+    - with the activation ``nn.activations.relu`` (``FusedDense(64, "relu")``): one
+      ``FusedDense`` op with ``relu=True``;
+    - with no activation: one ``FusedDense`` op with ``relu=False``;
+    - with any other activation: the op with ``relu=False``, then the activation;
+    - with ``use_bias=False``: ``Dense``'s own ``call`` (there is no bias to fuse).
+
+    Hint:
+        Call ``register_fused_dense()`` first. Convert the inputs and the two variables
+        with ``ef.convert_to_tensor`` (a variable becomes a read of its value, which a tape
+        watches), then ``execute("FusedDense", (x, kernel, bias), {"relu": ...})[0]``.
+    """
+
+    def call(self, inputs: Any) -> Tensor:
+        """``activation(inputs @ kernel + bias)``, through the op ``FusedDense``.
+
+        Args:
+            inputs: A float tensor of shape (batch, features), eager or symbolic.
+
+        Returns:
+            A tensor of shape (batch, units).
+        """
+        if not self.use_bias:
+            return super().call(inputs)
+        register_fused_dense()
+        relu = self.activation is nn.activations.relu
+        inputs = (ef.convert_to_tensor(inputs), ef.convert_to_tensor(self.kernel),
+                  ef.convert_to_tensor(self.bias))  # fmt: skip
+        outputs = execute("FusedDense", inputs, {"relu": relu})[0]
+        return outputs if relu or self.activation is None else self.activation(outputs)

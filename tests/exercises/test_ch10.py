@@ -1,365 +1,201 @@
-"""Chapter 10 exercises: models and optimizers (`exercises/ch10.py`)."""
+"""Chapter 10 exercises: why graphs, a graph is data (`exercises/ch10.py`)."""
 
 from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow import nn
-from eagerflow.autodiff import GradientCheckError, GradientTape, Variable, check_gradients
-from eagerflow.graph import Graph, Session, global_variables_initializer, placeholder
-from eagerflow.tensor.execution import execute, recording
+from eagerflow.graph import Function, saved_model
+from eagerflow.graph import graph_def as chapter_format
+from eagerflow.tensor.dtypes import DType
 
 pytestmark = pytest.mark.ch10
 
-GRADIENTS = [[0.5, -2.0, 0.0], [0.5, 1.0, 3.0], [-1.0, 0.25, 3.0], [0.1, -0.1, 0.0]]
+
+# --- encode_attr / decode_attr --------------------------------------------------------------------
+def identical(a: Any, b: Any) -> bool:
+    """Same type and same bits, all the way down: -0.0 is not 0.0, a NaN is only its own
+    payload, a list is not a tuple, True is not 1."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return np.float64(a).tobytes() == np.float64(b).tobytes()
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    if isinstance(a, tuple | list):
+        return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, DType):
+        return a is b
+    return bool(a == b)
 
 
-def adagrad_reference(start, gradients, learning_rate, initial):
-    """NumPy Adagrad: the values of the variable after each step."""
-    value = np.array(start, np.float64)
-    accumulator = np.full_like(value, initial)
-    values = []
-    for g in gradients:
-        g = np.array(g, np.float64)
-        accumulator += g * g
-        value -= learning_rate * g / np.sqrt(accumulator)
-        values.append(value.copy())
-    return values
-
-
-# --- AdagradOptimizer -----------------------------------------------------------------------------
-def test_adagrad_matches_numpy_step_by_step_eagerly(chapter):
-    w = Variable([1.0, -2.0, 3.0], name="w")
-    optimizer = chapter.AdagradOptimizer(0.5, initial_accumulator_value=0.1)
-    expected = adagrad_reference([1.0, -2.0, 3.0], GRADIENTS, 0.5, 0.1)
-    for step, (g, want) in enumerate(zip(GRADIENTS, expected, strict=True), start=1):
-        optimizer.apply_gradients([(ef.constant(g), w)])
-        np.testing.assert_allclose(
-            w.numpy(),
-            want,
-            rtol=1e-5,
-            err_msg=f"after step {step} (gradients so far {GRADIENTS[:step]}) expected {want}, "
-            f"got {w.numpy()}",
-        )
-    slots = optimizer.slots()
-    assert [name for name, _, _ in slots] == ["accumulator"], (
-        f"expected one slot named 'accumulator' for w, got {[name for name, _, _ in slots]}"
-    )
-    accumulated = 0.1 + np.sum(np.square(GRADIENTS), axis=0)
-    np.testing.assert_allclose(
-        slots[0][2].numpy(), accumulated, rtol=1e-5, err_msg="the accumulator should be 0.1 + Σ g²"
-    )
-
-
-def test_adagrad_works_in_a_graph_through_minimize(chapter):
-    targets = np.array([3.0, -1.0], np.float32)
-    graph = Graph()
-    optimizer = chapter.AdagradOptimizer(0.3, initial_accumulator_value=0.1)
-    with graph.as_default():
-        w = Variable([0.0, 0.0], name="w")
-        loss = ef.reduce_sum(ef.square(w - targets))  # gradient 2 (w - targets)
-        update = optimizer._apply(ef.constant([1.0, 1.0]), Variable([0.0, 0.0], name="probe"))
-        if update is None:
-            pytest.fail(
-                "in a graph, _apply must *return* the assignment (return "
-                "variable.assign_sub(...)): apply_gradients groups what _apply returns into the "
-                "train op, and an assignment nobody returns is never run"
-            )
-        train = optimizer.minimize(loss, var_list=[w])
-        init = global_variables_initializer()
-    value, accumulator = np.zeros(2), np.full(2, 0.1)
-    with Session(graph) as session:
-        session.run(init)
-        for step in range(1, 6):
-            session.run(train)
-            g = 2 * (value - targets)
-            accumulator += g * g
-            value = value - 0.3 * g / np.sqrt(accumulator)
-            got = session.run(w)
-            np.testing.assert_allclose(
-                got, value, rtol=1e-5, err_msg=f"graph mode, after step {step}"
-            )
-
-
-# --- FeatureScale ---------------------------------------------------------------------------------
-def test_feature_scale_builds_gamma_and_beta_on_first_call(chapter):
-    layer = chapter.FeatureScale(name="scale_test")
-    assert layer.variables == [], "no variables before the first call: build makes them"
-    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
-    y = layer(x)
-    names = [v.name for v in layer.variables]
-    assert names == ["scale_test/gamma:0", "scale_test/beta:0"], (
-        f"expected variables [gamma, beta] made with add_weight, got {names}"
-    )
-    shapes = [v.shape for v in layer.variables]
-    assert shapes == [(3,), (3,)], f"one entry per feature: expected (3,) twice, got {shapes}"
-    assert all(v.trainable for v in layer.variables), "gamma and beta must be trainable"
-    np.testing.assert_allclose(np.asarray(y), x, err_msg="a new FeatureScale is the identity")
-    layer.gamma.assign([1.0, 2.0, -1.0])
-    layer.beta.assign([0.0, 0.5, 1.0])
-    want = x * [1.0, 2.0, -1.0] + [0.0, 0.5, 1.0]
-    got = np.asarray(layer(x))
-    np.testing.assert_allclose(got, want, err_msg=f"expected x·gamma + beta = {want}, got {got}")
-    with GradientTape() as tape:
-        total = ef.reduce_sum(layer(x))
-    d_gamma, d_beta = tape.gradient(total, [layer.gamma, layer.beta])
-    np.testing.assert_allclose(
-        np.asarray(d_gamma),
-        x.sum(axis=0),
-        err_msg="d Σ(x·gamma + beta) / d gamma = Σ over the batch of x",
-    )
-    np.testing.assert_allclose(np.asarray(d_beta), [2.0, 2.0, 2.0])
-
-
-def test_feature_scale_works_on_a_placeholder(chapter):
-    graph = Graph()
-    with graph.as_default():
-        x = placeholder(ef.float32, (None, 4), name="x")
-        layer = chapter.FeatureScale(name="scale_graph")
-        y = layer(x)
-        init = global_variables_initializer()
-    assert y.shape == (None, 4), f"expected a symbolic (None, 4) output, got {y!r}"
-    values = np.arange(8, dtype=np.float32).reshape(2, 4)
-    with Session(graph) as session:
-        session.run(init)
-        got = session.run(y, {x: values})
-    np.testing.assert_allclose(got, values, err_msg="a new FeatureScale is the identity")
-
-
-# --- Residual -------------------------------------------------------------------------------------
-def test_residual_tracks_its_blocks_and_adds_each_output(chapter):
-    ef.set_seed(9)
-    model = chapter.Residual(4, depth=3)
-    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
-    got = np.asarray(model(x))
-    paths = [path for path, _ in model.variable_paths()]
-    want_paths = [f"blocks/{i}/{w}" for i in range(3) for w in ("kernel", "bias")]
-    assert paths == want_paths, (
-        f"expected the blocks in a list self.blocks, variables {want_paths}; got {paths}"
-    )
-    assert model.count_params() == 3 * (4 * 4 + 4), f"got {model.count_params()} parameters"
-    expected = x.astype(np.float64)
-    for i in range(3):
-        kernel, bias = (v.numpy() for v in model.variables[2 * i : 2 * i + 2])
-        expected = expected + np.maximum(expected @ kernel + bias, 0.0)
-    np.testing.assert_allclose(
-        got, expected, rtol=1e-5, err_msg="each block: x ← x + relu(x @ kernel + bias)"
-    )
-
-
-# --- train_step -----------------------------------------------------------------------------------
-class TrainingSpy(nn.Layer):
-    def __init__(self):
-        super().__init__(name="training_spy")
-        self.seen = []
-
-    def call(self, inputs, training=False):
-        self.seen.append(training)
-        return inputs
-
-
-def softmax_loss_and_grads(x, y, kernel, bias):
-    logits = x @ kernel + bias
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
-    n = len(x)
-    loss = -np.mean(np.log(probabilities[np.arange(n), y]))
-    delta = probabilities.copy()
-    delta[np.arange(n), y] -= 1.0
-    delta /= n
-    return loss, x.T @ delta, delta.sum(axis=0)
-
-
-def test_train_step_takes_one_gradient_step_on_the_mean_loss(chapter):
-    ef.set_seed(1)
-    spy = TrainingSpy()
-    model = nn.Sequential([nn.Dense(3), spy])
-    rng = np.random.default_rng(1)
-    x = rng.normal(size=(6, 2)).astype(np.float32)
-    y = np.array([0, 1, 2, 0, 1, 2], np.int64)
-    model(x)  # build
-    spy.seen.clear()
-    kernel, bias = (v.numpy().astype(np.float64) for v in model.variables)
-    loss, d_kernel, d_bias = softmax_loss_and_grads(x, y, kernel, bias)
-    got = chapter.train_step(model, nn.GradientDescentOptimizer(0.5), x, y)
-    assert isinstance(got, float), f"return the loss as a Python float, got {got!r}"
-    assert got == pytest.approx(loss, rel=1e-5), (
-        f"expected the mean cross-entropy before the update, {loss:.6f}, got {got}"
-    )
-    assert spy.seen == [True], (
-        f"call the model once with training=True (the layers saw training={spy.seen})"
-    )
-    np.testing.assert_allclose(
-        model.variables[0].numpy(),
-        kernel - 0.5 * d_kernel,
-        rtol=1e-4,
-        err_msg="kernel after one step of gradient descent",
-    )
-    np.testing.assert_allclose(
-        model.variables[1].numpy(),
-        bias - 0.5 * d_bias,
-        rtol=1e-4,
-        atol=1e-6,
-        err_msg="bias after one step",
-    )
-
-
-def test_train_step_builds_a_new_model_and_learns(chapter):
-    ef.set_seed(2)
-    rng = np.random.default_rng(2)
-    x = rng.normal(size=(64, 2)).astype(np.float32)
-    y = (x[:, 0] + x[:, 1] > 0).astype(np.int64)
-    model = nn.Sequential([nn.Dense(8, "relu"), nn.Dense(2)])  # not built yet
-    optimizer = nn.AdamOptimizer(0.05)
-    losses = [chapter.train_step(model, optimizer, x, y) for _ in range(40)]
-    assert len(model.variables) == 4, "the model should have been built by its first call"
-    assert losses[-1] < losses[0] / 3, (
-        f"40 Adam steps on a separable problem should cut the loss by 3x: {losses[0]:.3f} -> "
-        f"{losses[-1]:.3f}"
-    )
-
-
-# --- FusedDense ---------------------------------------------------------------------------------
-class OpNames:
-    """A recorder on the seam: the name of every op that runs."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    def record(self, op, inputs, attrs, outputs) -> None:
-        self.names.append(op.name)
-
-
-def ops_run(fn):
-    """The names of the ops ``fn()`` runs (ReadVariableOp left out), and its result."""
-    recorder = OpNames()
-    with recording(recorder):
-        result = fn()
-    return [n for n in recorder.names if n != "ReadVariableOp"], result
-
-
-def dense_data(seed=0, dtype=np.float32):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(5, 3)).astype(dtype)
-    kernel = rng.normal(size=(3, 4)).astype(dtype)
-    bias = rng.normal(size=4).astype(dtype)
-    return x, kernel, bias
-
-
-def test_fused_dense_kernel_does_three_ops_work_on_a_new_array(chapter):
-    x, kernel, bias = dense_data()
-    copies = [a.copy() for a in (x, kernel, bias)]
-    for relu in (False, True):
-        want = x @ kernel + bias
-        if relu:
-            want = np.maximum(want, 0)
-        got = chapter.fused_dense_kernel(x, kernel, bias, relu)
-        assert isinstance(got, np.ndarray) and got.dtype == np.float32, (
-            f"expected a float32 array, got {type(got).__name__} {getattr(got, 'dtype', '')}"
-        )
-        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"relu={relu}")
-        for name, before, after in zip(("x", "kernel", "bias"), copies, (x, kernel, bias),
-                                       strict=True):  # fmt: skip
-            np.testing.assert_array_equal(after, before, err_msg=f"the kernel changed {name}")
-        assert not any(np.shares_memory(got, a) for a in (x, kernel, bias)), (
-            "the result must be a new array, not one of the inputs"
-        )
-
-
-def test_fused_dense_is_registered_once(chapter):
-    from eagerflow.autodiff.registry import GRADIENTS
-    from eagerflow.tensor.registry import OPS
-
-    chapter.register_fused_dense()
-    assert "FusedDense" in OPS, "no op named 'FusedDense' in the registry"
-    assert GRADIENTS.get("FusedDense") is not None, "no gradient rule for 'FusedDense'"
-    op, rule = OPS["FusedDense"], GRADIENTS["FusedDense"]
-    chapter.register_fused_dense()
-    assert OPS["FusedDense"] is op and GRADIENTS["FusedDense"] is rule, (
-        "a second call should leave the op and its rule as they are"
-    )
-
-
-def fused(x, kernel, bias, relu):
-    return execute("FusedDense", (x, kernel, bias), {"relu": relu})[0]
-
-
-@pytest.mark.parametrize("relu", [False, True])
-@pytest.mark.parametrize("order", [1, 2])
-def test_fused_dense_gradients_pass_the_checker(chapter, relu, order):
-    chapter.register_fused_dense()
-    x, kernel, bias = dense_data(seed=order, dtype=np.float64)
+def strict_json(data: Any, what: str) -> str:
     try:
-        check_gradients(lambda *ins: fused(*ins, relu), [x, kernel, bias], order=order)
-    except GradientCheckError as e:
-        pytest.fail(f"check_gradients(FusedDense, relu={relu}, order={order}):\n{e}")
+        return json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise AssertionError(
+            f"encode_attr({what}) gave {data!r:.200}, which is not strict JSON "
+            f"(json.dumps(..., allow_nan=False) says: {error})"
+        ) from None
 
 
-def test_fused_dense_gradient_skips_the_product_nobody_needs(chapter):
-    chapter.register_fused_dense()
-    x, kernel, bias = dense_data()
-    w, b = ef.constant(kernel), ef.constant(bias)
-    with GradientTape() as tape:
-        tape.watch([w, b])
-        y = ef.reduce_sum(fused(ef.constant(x), w, b, True))
-    names, (dw, db) = ops_run(lambda: tape.gradient(y, [w, b]))
-    assert names.count("MatMul") == 1, (
-        f"x is data (no gradient asked for), so only dW = xᵀ g needs a matrix product; the "
-        f"backward pass ran {names}"
+def round_trip(chapter: Any, value: Any) -> Any:
+    text = strict_json(chapter.encode_attr(value), repr(value))
+    return chapter.decode_attr(json.loads(text))
+
+
+def check_round_trip(chapter: Any, value: Any) -> None:
+    back = round_trip(chapter, value)
+    assert identical(back, value), (
+        f"decode_attr(json.loads(json.dumps(encode_attr(v)))) is not v, bit for bit:\n"
+        f"  v    = {value!r:.300} ({type(value).__name__})\n"
+        f"  back = {back!r:.300} ({type(back).__name__})"
     )
-    g = (x @ kernel + bias > 0).astype(np.float32)
-    np.testing.assert_allclose(dw.numpy(), x.T @ g, rtol=1e-5, err_msg="dW")
-    np.testing.assert_allclose(db.numpy(), g.sum(0), rtol=1e-5, err_msg="db")
+    if isinstance(value, np.ndarray):
+        assert back.flags.writeable, "a decoded array must be writable (a copy, not a view)"
 
 
-@pytest.mark.parametrize("activation", ["relu", None, "tanh"])
-def test_fused_dense_layer_matches_dense_in_fewer_ops(chapter, activation):
-    x = dense_data()[0]
-    dense = nn.Dense(4, activation)
-    dense(x)
-    layer = chapter.FusedDense(4, activation)
-    layer(x)
-    for mine, theirs in zip(layer.variables, dense.variables, strict=True):
-        mine.assign(theirs)
-    with GradientTape(persistent=True) as tape:
-        want = dense(x)
-        names, got = ops_run(lambda: layer(x))
-    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6,
-                               err_msg=f"FusedDense(4, {activation!r}) vs Dense")  # fmt: skip
-    expected = ["FusedDense"] + (["Tanh"] if activation == "tanh" else [])
-    assert names == expected, f"FusedDense(4, {activation!r}) should run {expected}, ran {names}"
-    grads = tape.gradient(got, layer.variables)
-    wanted = tape.gradient(want, dense.variables)
-    for variable, g, w in zip(layer.variables, grads, wanted, strict=True):
-        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6,
-                                   err_msg=f"gradient of {variable.name}")  # fmt: skip
+def test_a_shape_and_a_dtype(chapter):
+    assert chapter.encode_attr((None, 2)) == [None, 2]
+    assert chapter.encode_attr(ef.float32) == {"dtype": "float32"}
+    check_round_trip(chapter, (None, 2))
+    check_round_trip(chapter, ef.int64)
 
 
-def test_fused_dense_without_a_bias_is_dense(chapter):
-    x = dense_data()[0]
-    layer = chapter.FusedDense(4, "relu", use_bias=False)
-    layer(x)  # (the first call builds the kernel: a RandomUniform op)
-    names, y = ops_run(lambda: layer(x))
-    assert names == ["MatMul", "Relu"], f"without a bias there is nothing to fuse, ran {names}"
-    assert len(layer.variables) == 1 and y.shape == (5, 4)
+def test_a_constant_of_the_chapter(chapter):
+    value = np.array([[3.0], [-1.0]], np.float32)
+    encoded = chapter.encode_attr(value)
+    assert encoded == {"tensor": {"dtype": "float32", "shape": [2, 1], "base64": "AABAQAAAgL8="}}, (
+        f"expected the chapter's encoding of w, got {encoded!r}"
+    )
+    check_round_trip(chapter, value)
 
 
-def test_fused_dense_works_in_a_graph(chapter):
-    x = dense_data()[0]
-    graph = Graph()
-    with graph.as_default():
-        ef.set_seed(3)
-        layer = chapter.FusedDense(4, "relu")
-        inputs = placeholder(ef.float32, (None, 3), name="x")
-        outputs = layer(inputs)
-        init = global_variables_initializer()
-    types = [o.type for o in graph.get_operations()]
-    assert "FusedDense" in types and "MatMul" not in types, f"the graph holds {types}"
-    assert outputs.shape == (None, 4), f"the static shape should be (None, 4), got {outputs.shape}"
-    with Session(graph) as session:
-        session.run(init)
-        got = session.run(outputs, {inputs: x})
-        kernel, bias = session.run(layer.variables)
-    np.testing.assert_allclose(got, np.maximum(x @ kernel + bias, 0), rtol=1e-5, atol=1e-6)
+def _nan_with_payload() -> np.ndarray:
+    return np.array([0x7FC00001, 0xFFC12345, 0x7F800001], np.uint32).view(np.float32)
+
+
+HIDDEN = {
+    "nan": math.nan,
+    "inf": math.inf,
+    "-inf": -math.inf,
+    "-0.0": -0.0,
+    "tiny": 5e-324,
+    "digits": 0.1 + 0.2,
+    "int64 extremes as ints": (2**63 - 1, -(2**63)),
+    "bool is not int": (True, 1, False, 0),
+    "list is not tuple": [(None, 3), [1, 2], ()],
+    "nested floats": [(math.nan, -0.0), "float", ["nan"]],
+    "strings": ("", "x:0", "ünï"),
+    "dtypes": [ef.float32, ef.float64, ef.int32, ef.int64, ef.bool],
+    "float32 specials": np.array([np.nan, -0.0, np.inf, -np.inf, 1e-45, 3.4028235e38], np.float32),
+    "nan payloads": _nan_with_payload(),
+    "int64 extremes": np.array([np.iinfo(np.int64).min, -1, 0, np.iinfo(np.int64).max]),
+    "uint8": np.arange(0, 256, 51, dtype=np.uint8).reshape(2, 3),
+    "bool array": np.array([[True, False], [False, True]]),
+    "float64 matrix transposed": np.arange(12.0).reshape(3, 4).T,
+    "scalar array": np.array(-0.0),
+    "empty": np.zeros((0, 3), np.float32),
+    "float16": np.array([65504.0, -np.inf, 6e-8], np.float16),
+    "nothing": None,
+}
+
+
+@pytest.mark.parametrize("name", list(HIDDEN))
+def test_round_trip_on_hidden_values(chapter, name):
+    check_round_trip(chapter, HIDDEN[name])
+
+
+@pytest.mark.parametrize("name", list(HIDDEN))
+def test_the_chapters_format_both_ways(chapter, name):
+    value = HIDDEN[name]
+    mine = json.loads(strict_json(chapter.encode_attr(value), repr(value)))
+    try:
+        theirs = chapter_format.decode_attr(mine)
+    except (ValueError, TypeError, KeyError) as error:
+        raise AssertionError(
+            f"the chapter's decode_attr cannot read your encoding of {value!r:.100}: "
+            f"{mine!r:.200} ({error})"
+        ) from None
+    assert identical(theirs, value), (
+        f"the chapter's decode_attr reads your {mine!r:.200} as {theirs!r:.200}, not {value!r:.200}"
+    )
+    written = json.loads(json.dumps(chapter_format.encode_attr(value)))
+    back = chapter.decode_attr(written)
+    assert identical(back, value), (
+        f"your decode_attr reads the chapter's {written!r:.200} as {back!r:.200}, "
+        f"not {value!r:.200}"
+    )
+
+
+@pytest.mark.parametrize("value", [{"a": 1}, object(), b"bytes", {1, 2}])
+def test_other_values_are_a_type_error(chapter, value):
+    with pytest.raises(TypeError):
+        chapter.encode_attr(value)
+
+
+# --- reporting_square -----------------------------------------------------------------------------
+def what_ef_print_prints(values: np.ndarray) -> str:
+    with contextlib.redirect_stderr(io.StringIO()) as stderr:
+        ef.print("squares:", ef.constant(values))
+    return stderr.getvalue()
+
+
+def call_capturing(fn: Any, x: np.ndarray) -> tuple[np.ndarray, str, str]:
+    with (
+        contextlib.redirect_stderr(io.StringIO()) as stderr,
+        contextlib.redirect_stdout(io.StringIO()) as stdout,
+    ):
+        result = np.asarray(fn(x))
+    return result, stderr.getvalue(), stdout.getvalue()
+
+
+def saved_and_loaded(chapter: Any, folder: Path) -> Any:
+    square = chapter.reporting_square()
+    assert isinstance(square, Function), (
+        f"reporting_square() must return a function(...), got {type(square).__name__}"
+    )
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # a trace-time print goes here
+            saved_model.save(square, folder / "square")
+    except (TypeError, ValueError) as error:
+        raise AssertionError(f"saved_model.save refused your function: {error}") from None
+    return saved_model.load(folder / "square")
+
+
+HIDDEN_VECTORS = [
+    np.array([3.0], np.float32),
+    np.array([1.5, -2.0, 0.0], np.float32),
+    np.array([-0.5, 4.0, 10.0, 0.25], np.float32),
+    np.array([], np.float32),
+    np.array([7.0, -7.0], np.float32),
+]
+
+
+def test_the_loaded_function_reports_every_call(chapter, tmp_path):
+    loaded = saved_and_loaded(chapter, tmp_path)
+    for x in HIDDEN_VECTORS:
+        result, printed, stdout = call_capturing(loaded, x)
+        assert result.tobytes() == (x * x).tobytes(), f"the loaded function gave {result} for {x}"
+        expected = what_ef_print_prints(x * x)
+        assert printed == expected, (
+            f"the loaded function, called on {x}, printed {printed!r} to stderr "
+            f"(and {stdout!r} to stdout); expected {expected!r}"
+        )
+
+
+def test_the_original_reports_too(chapter):
+    square = chapter.reporting_square()
+    x = np.array([2.0, -3.0], np.float32)
+    call_capturing(square, x)  # the first call traces
+    result, printed, _ = call_capturing(square, x)
+    assert printed == what_ef_print_prints(x * x), f"the second call printed {printed!r}"
+    assert result.tobytes() == (x * x).tobytes()

@@ -1,4 +1,4 @@
-"""Chapter 11 exercises: FizzBuzz (`exercises/ch11.py`)."""
+"""Chapter 11 exercises: models and optimizers (`exercises/ch11.py`)."""
 
 from __future__ import annotations
 
@@ -6,116 +6,360 @@ import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow.graph import Graph, Session, SymbolicTensor, placeholder
-from eagerflow.tensor import Tensor
+from eagerflow import nn
+from eagerflow.autodiff import GradientCheckError, GradientTape, Variable, check_gradients
+from eagerflow.graph import Graph, Session, global_variables_initializer, placeholder
+from eagerflow.tensor.execution import execute, recording
 
 pytestmark = pytest.mark.ch11
 
-
-def python_class(n: int) -> int:
-    return 3 if n % 15 == 0 else 2 if n % 5 == 0 else 1 if n % 3 == 0 else 0
+GRADIENTS = [[0.5, -2.0, 0.0], [0.5, 1.0, 3.0], [-1.0, 0.25, 3.0], [0.1, -0.1, 0.0]]
 
 
-def op_types(graph: Graph) -> list[str]:
-    return [o.type for o in graph.get_operations()]
+def adagrad_reference(start, gradients, learning_rate, initial):
+    """NumPy Adagrad: the values of the variable after each step."""
+    value = np.array(start, np.float64)
+    accumulator = np.full_like(value, initial)
+    values = []
+    for g in gradients:
+        g = np.array(g, np.float64)
+        accumulator += g * g
+        value -= learning_rate * g / np.sqrt(accumulator)
+        values.append(value.copy())
+    return values
 
 
-# --- fizzbuzz_class -------------------------------------------------------------------------------
-def test_fizzbuzz_class_eagerly(chapter):
-    for n in range(1, 31):
-        got = chapter.fizzbuzz_class(ef.constant(n))
-        assert isinstance(got, Tensor), f"fizzbuzz_class({n}): expected a tensor, got {got!r}"
-        assert int(got) == python_class(n), (
-            f"fizzbuzz_class({n}): expected {python_class(n)}, got {int(got)}"
+# --- AdagradOptimizer -----------------------------------------------------------------------------
+def test_adagrad_matches_numpy_step_by_step_eagerly(chapter):
+    w = Variable([1.0, -2.0, 3.0], name="w")
+    optimizer = chapter.AdagradOptimizer(0.5, initial_accumulator_value=0.1)
+    expected = adagrad_reference([1.0, -2.0, 3.0], GRADIENTS, 0.5, 0.1)
+    for step, (g, want) in enumerate(zip(GRADIENTS, expected, strict=True), start=1):
+        optimizer.apply_gradients([(ef.constant(g), w)])
+        np.testing.assert_allclose(
+            w.numpy(),
+            want,
+            rtol=1e-5,
+            err_msg=f"after step {step} (gradients so far {GRADIENTS[:step]}) expected {want}, "
+            f"got {w.numpy()}",
         )
-
-
-def test_fizzbuzz_class_builds_if_nodes(chapter):
-    graph = Graph()
-    with graph.as_default():
-        n = placeholder(ef.int32, (), name="n")
-        c = chapter.fizzbuzz_class(n)
-    assert isinstance(c, SymbolicTensor), f"in a graph expected a symbolic tensor, got {c!r}"
-    assert "If" in op_types(graph), f"expected cond to add an If node; got {op_types(graph)}"
-    with Session(graph) as session:
-        got = [int(session.run(c, {n: value})) for value in range(1, 31)]
-    want = [python_class(value) for value in range(1, 31)]
-    assert got == want, f"classes of 1..30 in a Session: expected {want}, got {got}"
-
-
-# --- fizzbuzz_classes -----------------------------------------------------------------------------
-def test_fizzbuzz_classes_eagerly(chapter):
-    for n in (0, 1, 15, 20):
-        got = chapter.fizzbuzz_classes(ef.constant(n))
-        want = [python_class(i) for i in range(1, n + 1)]
-        assert isinstance(got, Tensor) and got.dtype is ef.int32, (
-            f"expected an int32 tensor, got {got!r}"
-        )
-        assert got.numpy().tolist() == want, f"fizzbuzz_classes({n}): expected {want}, got {got}"
-
-
-def test_fizzbuzz_classes_is_one_while_node(chapter):
-    graph = Graph()
-    with graph.as_default():
-        n = placeholder(ef.int32, (), name="n")
-        classes = chapter.fizzbuzz_classes(n)
-    types = op_types(graph)
-    assert types.count("While") == 1, f"expected one While node in the graph, got {types}"
-    assert isinstance(classes, SymbolicTensor) and classes.shape == (None,), (
-        f"expected a vector of unknown length, shape (None,), got {classes!r}"
+    slots = optimizer.slots()
+    assert [name for name, _, _ in slots] == ["accumulator"], (
+        f"expected one slot named 'accumulator' for w, got {[name for name, _, _ in slots]}"
     )
+    accumulated = 0.1 + np.sum(np.square(GRADIENTS), axis=0)
+    np.testing.assert_allclose(
+        slots[0][2].numpy(), accumulated, rtol=1e-5, err_msg="the accumulator should be 0.1 + Σ g²"
+    )
+
+
+def test_adagrad_works_in_a_graph_through_minimize(chapter):
+    targets = np.array([3.0, -1.0], np.float32)
+    graph = Graph()
+    optimizer = chapter.AdagradOptimizer(0.3, initial_accumulator_value=0.1)
+    with graph.as_default():
+        w = Variable([0.0, 0.0], name="w")
+        loss = ef.reduce_sum(ef.square(w - targets))  # gradient 2 (w - targets)
+        update = optimizer._apply(ef.constant([1.0, 1.0]), Variable([0.0, 0.0], name="probe"))
+        if update is None:
+            pytest.fail(
+                "in a graph, _apply must *return* the assignment (return "
+                "variable.assign_sub(...)): apply_gradients groups what _apply returns into the "
+                "train op, and an assignment nobody returns is never run"
+            )
+        train = optimizer.minimize(loss, var_list=[w])
+        init = global_variables_initializer()
+    value, accumulator = np.zeros(2), np.full(2, 0.1)
     with Session(graph) as session:
-        for value in (0, 7, 45):
-            got = session.run(classes, {n: value}).tolist()
-            want = [python_class(i) for i in range(1, value + 1)]
-            assert got == want, (
-                f"fizzbuzz_classes({value}) in a Session: expected {want}, got {got}"
+        session.run(init)
+        for step in range(1, 6):
+            session.run(train)
+            g = 2 * (value - targets)
+            accumulator += g * g
+            value = value - 0.3 * g / np.sqrt(accumulator)
+            got = session.run(w)
+            np.testing.assert_allclose(
+                got, value, rtol=1e-5, err_msg=f"graph mode, after step {step}"
             )
 
 
-# --- binary_encode --------------------------------------------------------------------------------
-def numpy_encode(numbers, bits):
-    return np.array([[(n >> i) & 1 for i in range(bits)] for n in numbers], np.float32)
-
-
-def test_binary_encode_eagerly(chapter):
-    got = chapter.binary_encode(ef.constant([6]), 4)
-    assert isinstance(got, Tensor), f"expected a tensor, got {got!r}"
-    assert got.dtype is ef.float32, f"the network reads float32 features, got {got.dtype}"
-    assert got.numpy().tolist() == [[0.0, 1.0, 1.0, 0.0]], (
-        f"6 in 4 bits, least significant first: expected [[0, 1, 1, 0]], got {got.numpy()}"
+# --- FeatureScale ---------------------------------------------------------------------------------
+def test_feature_scale_builds_gamma_and_beta_on_first_call(chapter):
+    layer = chapter.FeatureScale(name="scale_test")
+    assert layer.variables == [], "no variables before the first call: build makes them"
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], np.float32)
+    y = layer(x)
+    names = [v.name for v in layer.variables]
+    assert names == ["scale_test/gamma:0", "scale_test/beta:0"], (
+        f"expected variables [gamma, beta] made with add_weight, got {names}"
     )
-    numbers = [1, 2, 3, 100, 511, 1023]
-    got = chapter.binary_encode(np.array(numbers), 10)
-    assert got.shape == (6, 10), f"expected shape (6, 10), got {got.shape}"
-    np.testing.assert_array_equal(
-        got.numpy(), numpy_encode(numbers, 10), err_msg=f"encoding {numbers} in 10 bits"
+    shapes = [v.shape for v in layer.variables]
+    assert shapes == [(3,), (3,)], f"one entry per feature: expected (3,) twice, got {shapes}"
+    assert all(v.trainable for v in layer.variables), "gamma and beta must be trainable"
+    np.testing.assert_allclose(np.asarray(y), x, err_msg="a new FeatureScale is the identity")
+    layer.gamma.assign([1.0, 2.0, -1.0])
+    layer.beta.assign([0.0, 0.5, 1.0])
+    want = x * [1.0, 2.0, -1.0] + [0.0, 0.5, 1.0]
+    got = np.asarray(layer(x))
+    np.testing.assert_allclose(got, want, err_msg=f"expected x·gamma + beta = {want}, got {got}")
+    with GradientTape() as tape:
+        total = ef.reduce_sum(layer(x))
+    d_gamma, d_beta = tape.gradient(total, [layer.gamma, layer.beta])
+    np.testing.assert_allclose(
+        np.asarray(d_gamma),
+        x.sum(axis=0),
+        err_msg="d Σ(x·gamma + beta) / d gamma = Σ over the batch of x",
     )
+    np.testing.assert_allclose(np.asarray(d_beta), [2.0, 2.0, 2.0])
 
 
-def test_binary_encode_on_a_placeholder(chapter):
+def test_feature_scale_works_on_a_placeholder(chapter):
     graph = Graph()
     with graph.as_default():
-        numbers = placeholder(ef.int32, (None,), name="numbers")
-        encoded = chapter.binary_encode(numbers, 10)
-    assert isinstance(encoded, SymbolicTensor) and encoded.shape == (None, 10), (
-        f"use eagerflow ops, so a placeholder of shape (None,) gives (None, 10); got {encoded!r}"
-    )
+        x = placeholder(ef.float32, (None, 4), name="x")
+        layer = chapter.FeatureScale(name="scale_graph")
+        y = layer(x)
+        init = global_variables_initializer()
+    assert y.shape == (None, 4), f"expected a symbolic (None, 4) output, got {y!r}"
+    values = np.arange(8, dtype=np.float32).reshape(2, 4)
     with Session(graph) as session:
-        got = session.run(encoded, {numbers: [5, 96, 1000]})
-    np.testing.assert_array_equal(got, numpy_encode([5, 96, 1000], 10))
+        session.run(init)
+        got = session.run(y, {x: values})
+    np.testing.assert_allclose(got, values, err_msg="a new FeatureScale is the identity")
 
 
-# --- decode ---------------------------------------------------------------------------------------
-def test_decode_follows_the_predictions(chapter):
-    numbers = [1, 3, 5, 15, 7, 9]
-    logits = np.full((6, 4), -1.0, np.float32)
-    for row, cls in enumerate([0, 1, 2, 3, 1, 0]):  # the last two are deliberately wrong
-        logits[row, cls] = 2.0
-    want = ["1", "Fizz", "Buzz", "FizzBuzz", "Fizz", "9"]
-    got = chapter.decode(numbers, logits)
-    assert got == want, (
-        f"expected {want} (decode the predicted class, even when it is wrong), got {got}"
+# --- Residual -------------------------------------------------------------------------------------
+def test_residual_tracks_its_blocks_and_adds_each_output(chapter):
+    ef.set_seed(9)
+    model = chapter.Residual(4, depth=3)
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    got = np.asarray(model(x))
+    paths = [path for path, _ in model.variable_paths()]
+    want_paths = [f"blocks/{i}/{w}" for i in range(3) for w in ("kernel", "bias")]
+    assert paths == want_paths, (
+        f"expected the blocks in a list self.blocks, variables {want_paths}; got {paths}"
     )
-    got = chapter.decode(numbers, ef.constant(logits))
-    assert got == want, f"logits given as a tensor: expected {want}, got {got}"
+    assert model.count_params() == 3 * (4 * 4 + 4), f"got {model.count_params()} parameters"
+    expected = x.astype(np.float64)
+    for i in range(3):
+        kernel, bias = (v.numpy() for v in model.variables[2 * i : 2 * i + 2])
+        expected = expected + np.maximum(expected @ kernel + bias, 0.0)
+    np.testing.assert_allclose(
+        got, expected, rtol=1e-5, err_msg="each block: x ← x + relu(x @ kernel + bias)"
+    )
+
+
+# --- train_step -----------------------------------------------------------------------------------
+class TrainingSpy(nn.Layer):
+    def __init__(self):
+        super().__init__(name="training_spy")
+        self.seen = []
+
+    def call(self, inputs, training=False):
+        self.seen.append(training)
+        return inputs
+
+
+def softmax_loss_and_grads(x, y, kernel, bias):
+    logits = x @ kernel + bias
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+    n = len(x)
+    loss = -np.mean(np.log(probabilities[np.arange(n), y]))
+    delta = probabilities.copy()
+    delta[np.arange(n), y] -= 1.0
+    delta /= n
+    return loss, x.T @ delta, delta.sum(axis=0)
+
+
+def test_train_step_takes_one_gradient_step_on_the_mean_loss(chapter):
+    ef.set_seed(1)
+    spy = TrainingSpy()
+    model = nn.Sequential([nn.Dense(3), spy])
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(6, 2)).astype(np.float32)
+    y = np.array([0, 1, 2, 0, 1, 2], np.int64)
+    model(x)  # build
+    spy.seen.clear()
+    kernel, bias = (v.numpy().astype(np.float64) for v in model.variables)
+    loss, d_kernel, d_bias = softmax_loss_and_grads(x, y, kernel, bias)
+    got = chapter.train_step(model, nn.GradientDescentOptimizer(0.5), x, y)
+    assert isinstance(got, float), f"return the loss as a Python float, got {got!r}"
+    assert got == pytest.approx(loss, rel=1e-5), (
+        f"expected the mean cross-entropy before the update, {loss:.6f}, got {got}"
+    )
+    assert spy.seen == [True], (
+        f"call the model once with training=True (the layers saw training={spy.seen})"
+    )
+    np.testing.assert_allclose(
+        model.variables[0].numpy(),
+        kernel - 0.5 * d_kernel,
+        rtol=1e-4,
+        err_msg="kernel after one step of gradient descent",
+    )
+    np.testing.assert_allclose(
+        model.variables[1].numpy(),
+        bias - 0.5 * d_bias,
+        rtol=1e-4,
+        atol=1e-6,
+        err_msg="bias after one step",
+    )
+
+
+def test_train_step_builds_a_new_model_and_learns(chapter):
+    ef.set_seed(2)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(64, 2)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int64)
+    model = nn.Sequential([nn.Dense(8, "relu"), nn.Dense(2)])  # not built yet
+    optimizer = nn.AdamOptimizer(0.05)
+    losses = [chapter.train_step(model, optimizer, x, y) for _ in range(40)]
+    assert len(model.variables) == 4, "the model should have been built by its first call"
+    assert losses[-1] < losses[0] / 3, (
+        f"40 Adam steps on a separable problem should cut the loss by 3x: {losses[0]:.3f} -> "
+        f"{losses[-1]:.3f}"
+    )
+
+
+# --- FusedDense ---------------------------------------------------------------------------------
+class OpNames:
+    """A recorder on the seam: the name of every op that runs."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def record(self, op, inputs, attrs, outputs) -> None:
+        self.names.append(op.name)
+
+
+def ops_run(fn):
+    """The names of the ops ``fn()`` runs (ReadVariableOp left out), and its result."""
+    recorder = OpNames()
+    with recording(recorder):
+        result = fn()
+    return [n for n in recorder.names if n != "ReadVariableOp"], result
+
+
+def dense_data(seed=0, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(5, 3)).astype(dtype)
+    kernel = rng.normal(size=(3, 4)).astype(dtype)
+    bias = rng.normal(size=4).astype(dtype)
+    return x, kernel, bias
+
+
+def test_fused_dense_kernel_does_three_ops_work_on_a_new_array(chapter):
+    x, kernel, bias = dense_data()
+    copies = [a.copy() for a in (x, kernel, bias)]
+    for relu in (False, True):
+        want = x @ kernel + bias
+        if relu:
+            want = np.maximum(want, 0)
+        got = chapter.fused_dense_kernel(x, kernel, bias, relu)
+        assert isinstance(got, np.ndarray) and got.dtype == np.float32, (
+            f"expected a float32 array, got {type(got).__name__} {getattr(got, 'dtype', '')}"
+        )
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"relu={relu}")
+        for name, before, after in zip(("x", "kernel", "bias"), copies, (x, kernel, bias),
+                                       strict=True):  # fmt: skip
+            np.testing.assert_array_equal(after, before, err_msg=f"the kernel changed {name}")
+        assert not any(np.shares_memory(got, a) for a in (x, kernel, bias)), (
+            "the result must be a new array, not one of the inputs"
+        )
+
+
+def test_fused_dense_is_registered_once(chapter):
+    from eagerflow.autodiff.registry import GRADIENTS
+    from eagerflow.tensor.registry import OPS
+
+    chapter.register_fused_dense()
+    assert "FusedDense" in OPS, "no op named 'FusedDense' in the registry"
+    assert GRADIENTS.get("FusedDense") is not None, "no gradient rule for 'FusedDense'"
+    op, rule = OPS["FusedDense"], GRADIENTS["FusedDense"]
+    chapter.register_fused_dense()
+    assert OPS["FusedDense"] is op and GRADIENTS["FusedDense"] is rule, (
+        "a second call should leave the op and its rule as they are"
+    )
+
+
+def fused(x, kernel, bias, relu):
+    return execute("FusedDense", (x, kernel, bias), {"relu": relu})[0]
+
+
+@pytest.mark.parametrize("relu", [False, True])
+@pytest.mark.parametrize("order", [1, 2])
+def test_fused_dense_gradients_pass_the_checker(chapter, relu, order):
+    chapter.register_fused_dense()
+    x, kernel, bias = dense_data(seed=order, dtype=np.float64)
+    try:
+        check_gradients(lambda *ins: fused(*ins, relu), [x, kernel, bias], order=order)
+    except GradientCheckError as e:
+        pytest.fail(f"check_gradients(FusedDense, relu={relu}, order={order}):\n{e}")
+
+
+def test_fused_dense_gradient_skips_the_product_nobody_needs(chapter):
+    chapter.register_fused_dense()
+    x, kernel, bias = dense_data()
+    w, b = ef.constant(kernel), ef.constant(bias)
+    with GradientTape() as tape:
+        tape.watch([w, b])
+        y = ef.reduce_sum(fused(ef.constant(x), w, b, True))
+    names, (dw, db) = ops_run(lambda: tape.gradient(y, [w, b]))
+    assert names.count("MatMul") == 1, (
+        f"x is data (no gradient asked for), so only dW = xᵀ g needs a matrix product; the "
+        f"backward pass ran {names}"
+    )
+    g = (x @ kernel + bias > 0).astype(np.float32)
+    np.testing.assert_allclose(dw.numpy(), x.T @ g, rtol=1e-5, err_msg="dW")
+    np.testing.assert_allclose(db.numpy(), g.sum(0), rtol=1e-5, err_msg="db")
+
+
+@pytest.mark.parametrize("activation", ["relu", None, "tanh"])
+def test_fused_dense_layer_matches_dense_in_fewer_ops(chapter, activation):
+    x = dense_data()[0]
+    dense = nn.Dense(4, activation)
+    dense(x)
+    layer = chapter.FusedDense(4, activation)
+    layer(x)
+    for mine, theirs in zip(layer.variables, dense.variables, strict=True):
+        mine.assign(theirs)
+    with GradientTape(persistent=True) as tape:
+        want = dense(x)
+        names, got = ops_run(lambda: layer(x))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6,
+                               err_msg=f"FusedDense(4, {activation!r}) vs Dense")  # fmt: skip
+    expected = ["FusedDense"] + (["Tanh"] if activation == "tanh" else [])
+    assert names == expected, f"FusedDense(4, {activation!r}) should run {expected}, ran {names}"
+    grads = tape.gradient(got, layer.variables)
+    wanted = tape.gradient(want, dense.variables)
+    for variable, g, w in zip(layer.variables, grads, wanted, strict=True):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-5, atol=1e-6,
+                                   err_msg=f"gradient of {variable.name}")  # fmt: skip
+
+
+def test_fused_dense_without_a_bias_is_dense(chapter):
+    x = dense_data()[0]
+    layer = chapter.FusedDense(4, "relu", use_bias=False)
+    layer(x)  # (the first call builds the kernel: a RandomUniform op)
+    names, y = ops_run(lambda: layer(x))
+    assert names == ["MatMul", "Relu"], f"without a bias there is nothing to fuse, ran {names}"
+    assert len(layer.variables) == 1 and y.shape == (5, 4)
+
+
+def test_fused_dense_works_in_a_graph(chapter):
+    x = dense_data()[0]
+    graph = Graph()
+    with graph.as_default():
+        ef.set_seed(3)
+        layer = chapter.FusedDense(4, "relu")
+        inputs = placeholder(ef.float32, (None, 3), name="x")
+        outputs = layer(inputs)
+        init = global_variables_initializer()
+    types = [o.type for o in graph.get_operations()]
+    assert "FusedDense" in types and "MatMul" not in types, f"the graph holds {types}"
+    assert outputs.shape == (None, 4), f"the static shape should be (None, 4), got {outputs.shape}"
+    with Session(graph) as session:
+        session.run(init)
+        got = session.run(outputs, {inputs: x})
+        kernel, bias = session.run(layer.variables)
+    np.testing.assert_allclose(got, np.maximum(x @ kernel + bias, 0), rtol=1e-5, atol=1e-6)

@@ -1,4 +1,4 @@
-"""Chapter 12 exercises: linear regression (`exercises/ch12.py`)."""
+"""Chapter 12 exercises: FizzBuzz (`exercises/ch12.py`)."""
 
 from __future__ import annotations
 
@@ -6,136 +6,116 @@ import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow import nn
-from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.tensor.execution import recording
+from eagerflow.graph import Graph, Session, SymbolicTensor, placeholder
+from eagerflow.tensor import Tensor
 
 pytestmark = pytest.mark.ch12
 
 
-def noisy_line(n, seed, slope=3.0, intercept=2.0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=n).astype(np.float32)
-    y = (slope * x + intercept + rng.normal(size=n)).astype(np.float32)
-    return x, y
+def python_class(n: int) -> int:
+    return 3 if n % 15 == 0 else 2 if n % 5 == 0 else 1 if n % 3 == 0 else 0
 
 
-def gradient_descent(x, y, steps, learning_rate, w=5.0, b=10.0):
-    """The reference: NumPy, float64. Returns w, b and the loss before each step."""
-    x, y = x.astype(np.float64), y.astype(np.float64)
-    losses = []
-    for _ in range(steps):
-        error = w * x + b - y
-        losses.append(float(np.mean(error**2)))
-        w, b = w - learning_rate * 2 * np.mean(error * x), b - learning_rate * 2 * np.mean(error)
-    return w, b, losses
+def op_types(graph: Graph) -> list[str]:
+    return [o.type for o in graph.get_operations()]
 
 
-class Linear(nn.Model):
-    def __init__(self):
-        super().__init__()
-        self.W = Variable(5.0, name="weight")
-        self.B = Variable(10.0, name="bias")
-
-    def call(self, inputs):
-        return inputs * self.W + self.B
-
-
-class OpCounter:
-    def __init__(self):
-        self.count = 0
-
-    def record(self, op, inputs, attrs, outputs):
-        self.count += 1
+# --- fizzbuzz_class -------------------------------------------------------------------------------
+def test_fizzbuzz_class_eagerly(chapter):
+    for n in range(1, 31):
+        got = chapter.fizzbuzz_class(ef.constant(n))
+        assert isinstance(got, Tensor), f"fizzbuzz_class({n}): expected a tensor, got {got!r}"
+        assert int(got) == python_class(n), (
+            f"fizzbuzz_class({n}): expected {python_class(n)}, got {int(got)}"
+        )
 
 
-# --- mse_gradients --------------------------------------------------------------------------------
-@pytest.mark.parametrize(("w", "b"), [(5.0, 10.0), (3.0, 2.0), (-1.5, 0.25)])
-def test_mse_gradients_agree_with_the_tape(chapter, w, b):
-    x, y = noisy_line(200, seed=4)
-    got = chapter.mse_gradients(w, b, x, y)
-    wv, bv = Variable(w), Variable(b)
-    with GradientTape() as tape:
-        loss = ef.reduce_mean(ef.square(wv * x + bv - y))
-    want = [float(g) for g in tape.gradient(loss, [wv, bv])]
-    assert isinstance(got, tuple) and len(got) == 2, f"return (dL/dw, dL/db), got {got!r}"
-    np.testing.assert_allclose(
-        got,
-        want,
-        rtol=1e-4,
-        atol=1e-5,
-        err_msg=f"at w={w}, b={b} the tape says {want}, you said {got}",
+def test_fizzbuzz_class_builds_if_nodes(chapter):
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        c = chapter.fizzbuzz_class(n)
+    assert isinstance(c, SymbolicTensor), f"in a graph expected a symbolic tensor, got {c!r}"
+    assert "If" in op_types(graph), f"expected cond to add an If node; got {op_types(graph)}"
+    with Session(graph) as session:
+        got = [int(session.run(c, {n: value})) for value in range(1, 31)]
+    want = [python_class(value) for value in range(1, 31)]
+    assert got == want, f"classes of 1..30 in a Session: expected {want}, got {got}"
+
+
+# --- fizzbuzz_classes -----------------------------------------------------------------------------
+def test_fizzbuzz_classes_eagerly(chapter):
+    for n in (0, 1, 15, 20):
+        got = chapter.fizzbuzz_classes(ef.constant(n))
+        want = [python_class(i) for i in range(1, n + 1)]
+        assert isinstance(got, Tensor) and got.dtype is ef.int32, (
+            f"expected an int32 tensor, got {got!r}"
+        )
+        assert got.numpy().tolist() == want, f"fizzbuzz_classes({n}): expected {want}, got {got}"
+
+
+def test_fizzbuzz_classes_is_one_while_node(chapter):
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        classes = chapter.fizzbuzz_classes(n)
+    types = op_types(graph)
+    assert types.count("While") == 1, f"expected one While node in the graph, got {types}"
+    assert isinstance(classes, SymbolicTensor) and classes.shape == (None,), (
+        f"expected a vector of unknown length, shape (None,), got {classes!r}"
+    )
+    with Session(graph) as session:
+        for value in (0, 7, 45):
+            got = session.run(classes, {n: value}).tolist()
+            want = [python_class(i) for i in range(1, value + 1)]
+            assert got == want, (
+                f"fizzbuzz_classes({value}) in a Session: expected {want}, got {got}"
+            )
+
+
+# --- binary_encode --------------------------------------------------------------------------------
+def numpy_encode(numbers, bits):
+    return np.array([[(n >> i) & 1 for i in range(bits)] for n in numbers], np.float32)
+
+
+def test_binary_encode_eagerly(chapter):
+    got = chapter.binary_encode(ef.constant([6]), 4)
+    assert isinstance(got, Tensor), f"expected a tensor, got {got!r}"
+    assert got.dtype is ef.float32, f"the network reads float32 features, got {got.dtype}"
+    assert got.numpy().tolist() == [[0.0, 1.0, 1.0, 0.0]], (
+        f"6 in 4 bits, least significant first: expected [[0, 1, 1, 0]], got {got.numpy()}"
+    )
+    numbers = [1, 2, 3, 100, 511, 1023]
+    got = chapter.binary_encode(np.array(numbers), 10)
+    assert got.shape == (6, 10), f"expected shape (6, 10), got {got.shape}"
+    np.testing.assert_array_equal(
+        got.numpy(), numpy_encode(numbers, 10), err_msg=f"encoding {numbers} in 10 bits"
     )
 
 
-# --- least_squares --------------------------------------------------------------------------------
-def test_least_squares_is_exact_on_a_line(chapter):
-    x = np.array([0.0, 1.0, 2.0, 4.0], np.float32)
-    got = chapter.least_squares(x, -0.5 * x + 7.0)
-    assert got == pytest.approx((-0.5, 7.0)), (
-        f"points on y = -0.5x + 7: expected (-0.5, 7), got {got}"
+def test_binary_encode_on_a_placeholder(chapter):
+    graph = Graph()
+    with graph.as_default():
+        numbers = placeholder(ef.int32, (None,), name="numbers")
+        encoded = chapter.binary_encode(numbers, 10)
+    assert isinstance(encoded, SymbolicTensor) and encoded.shape == (None, 10), (
+        f"use eagerflow ops, so a placeholder of shape (None,) gives (None, 10); got {encoded!r}"
     )
+    with Session(graph) as session:
+        got = session.run(encoded, {numbers: [5, 96, 1000]})
+    np.testing.assert_array_equal(got, numpy_encode([5, 96, 1000], 10))
 
 
-def test_least_squares_matches_polyfit_on_noisy_data(chapter):
-    x, y = noisy_line(2000, seed=5)
-    want = tuple(float(v) for v in np.polyfit(x.astype(np.float64), y.astype(np.float64), 1))
-    got = chapter.least_squares(x, y)
-    assert got == pytest.approx(want, rel=1e-6), f"expected (w*, b*) = {want}, got {got}"
-
-
-# --- train_with_optimizer -------------------------------------------------------------------------
-def test_train_with_optimizer_follows_gradient_descent_and_counts_steps(chapter):
-    x, y = noisy_line(500, seed=6)
-    model = Linear()
-    step = nn.get_or_create_global_step()
-    before = int(step)
-    losses = chapter.train_with_optimizer(model, x, y, steps=60, learning_rate=0.05)
-    w, b, want = gradient_descent(x, y, 60, 0.05)
-    assert isinstance(losses, list) and len(losses) == 60, (
-        f"return one loss per step (60), got {type(losses).__name__} of {len(losses)}"
+# --- decode ---------------------------------------------------------------------------------------
+def test_decode_follows_the_predictions(chapter):
+    numbers = [1, 3, 5, 15, 7, 9]
+    logits = np.full((6, 4), -1.0, np.float32)
+    for row, cls in enumerate([0, 1, 2, 3, 1, 0]):  # the last two are deliberately wrong
+        logits[row, cls] = 2.0
+    want = ["1", "Fizz", "Buzz", "FizzBuzz", "Fizz", "9"]
+    got = chapter.decode(numbers, logits)
+    assert got == want, (
+        f"expected {want} (decode the predicted class, even when it is wrong), got {got}"
     )
-    np.testing.assert_allclose(
-        losses, want, rtol=1e-4, err_msg="the loss before each update, as computed by NumPy"
-    )
-    np.testing.assert_allclose(
-        [float(model.W), float(model.B)],
-        [w, b],
-        rtol=1e-4,
-        err_msg="W and B after 60 steps of gradient descent",
-    )
-    advanced = int(step) - before
-    assert advanced == 60, (
-        f"pass global_step=nn.get_or_create_global_step() to apply_gradients: it should have "
-        f"advanced by 60, it advanced by {advanced}"
-    )
-
-
-# --- train_in_graph -------------------------------------------------------------------------------
-def test_train_in_graph_follows_gradient_descent(chapter):
-    x, y = noisy_line(1000, seed=7)
-    w, b, losses = chapter.train_in_graph(x, y, steps=100, learning_rate=0.05)
-    want_w, want_b, want_losses = gradient_descent(x, y, 100, 0.05)
-    assert len(losses) == 100, f"return one loss per step (100), got {len(losses)}"
-    np.testing.assert_allclose(
-        losses, want_losses, rtol=1e-4, err_msg="the loss before each update, as computed by NumPy"
-    )
-    assert (w, b) == pytest.approx((want_w, want_b), rel=1e-4), (
-        f"after 100 steps from w=5, b=10: expected ({want_w:.5f}, {want_b:.5f}), got ({w}, {b})"
-    )
-
-
-def test_train_in_graph_builds_once_and_runs_many_times(chapter):
-    x, y = noisy_line(100, seed=8)
-    counts = []
-    for steps in (10, 200):
-        counter = OpCounter()
-        with recording(counter):
-            chapter.train_in_graph(x, y, steps=steps, learning_rate=0.05)
-        counts.append(counter.count)
-    assert counts[1] == counts[0], (
-        f"the seam saw {counts[0]} ops for 10 steps and {counts[1]} for 200: in graph mode the "
-        "ops are called once, to build the graph, and the Session runs it without calling them "
-        "again"
-    )
-    assert ef.executing_eagerly(), "leave graph mode when you are done (use `with`)"
+    got = chapter.decode(numbers, ef.constant(logits))
+    assert got == want, f"logits given as a tensor: expected {want}, got {got}"

@@ -7,18 +7,24 @@ the chapter's test is run against it and must fail. The set grows with the exerc
 from __future__ import annotations
 
 import ast
+import base64
+import math
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import test_ch08  # a module, not its names: pytest would collect an imported test again
 import test_ch09
+import test_ch10
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Function, cond, function
+from eagerflow.graph import Function, TensorSpec, cond, function
 from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
+from eagerflow.graph.graph_def import decode_attr, encode_attr
+from eagerflow.tensor.dtypes import DType
 
 
 def _train_step_returning_the_loss_after_the_update(
@@ -294,3 +300,129 @@ def test_ch09_predict_clusters_rejects_a_constant_answer() -> None:
     test_ch09.test_predict_clusters_on_the_chapters_training_step(chapter)  # it fits here
     with pytest.raises(AssertionError, match=r"expected the clusters|in program order"):
         test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, "layer_norm")
+
+
+# --- chapter 10: attributes as JSON ---------------------------------------------------------------
+def _encoder(  # type: ignore[no-untyped-def]
+    specials_as_strings=True, bytes_not_digits=True, bool_first=True, lists_marked=True
+):
+    """An encode_attr with the chapter's format, each rule of which a mistake can forget."""
+
+    def encode(value):  # type: ignore[no-untyped-def]
+        if value is None or isinstance(value, str):
+            return value
+        if bool_first and isinstance(value, bool):
+            return value
+        if isinstance(value, int):
+            return int(value)  # True becomes 1 when bools are not tested first
+        if isinstance(value, float):
+            return (
+                value if math.isfinite(value) or not specials_as_strings else {"float": repr(value)}
+            )
+        if isinstance(value, tuple):
+            return [encode(v) for v in value]
+        if isinstance(value, list):
+            return (
+                {"list": [encode(v) for v in value]} if lists_marked else [encode(v) for v in value]
+            )
+        if isinstance(value, DType):
+            return {"dtype": value.name}
+        if isinstance(value, np.ndarray):
+            entry = {"dtype": value.dtype.name, "shape": list(value.shape)}
+            if bytes_not_digits:
+                little = value.astype(value.dtype.newbyteorder("<"))
+                return {"tensor": {**entry, "base64": base64.b64encode(little.tobytes()).decode()}}
+            return {"tensor": {**entry, "values": value.tolist()}}  # digits: NaN payloads lost
+        raise TypeError(type(value).__name__)
+
+    return encode
+
+
+def _decode_values_or_bytes(data):  # type: ignore[no-untyped-def]
+    if isinstance(data, dict) and "tensor" in data and "values" in data["tensor"]:
+        return np.array(data["tensor"]["values"], data["tensor"]["dtype"])
+    if isinstance(data, list):
+        return tuple(_decode_values_or_bytes(v) for v in data)
+    if isinstance(data, dict) and "list" in data:
+        return [_decode_values_or_bytes(v) for v in data["list"]]
+    return decode_attr(data)
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "message"),
+    [
+        ("specials_as_strings", "nan", "not strict JSON"),
+        ("bytes_not_digits", "nan payloads", "not strict JSON"),
+        ("bytes_not_digits", "int64 extremes", "cannot read your encoding"),
+        ("bool_first", "bool is not int", "not v, bit for bit"),
+        ("lists_marked", "list is not tuple", "not v, bit for bit"),
+    ],
+)
+def test_ch10_encode_attr_rejects_forgetting(rule, value, message) -> None:  # type: ignore[no-untyped-def]
+    right = SimpleNamespace(encode_attr=_encoder(), decode_attr=_decode_values_or_bytes)
+    test = (test_ch10.test_the_chapters_format_both_ways if "read" in message
+            else test_ch10.test_round_trip_on_hidden_values)  # fmt: skip
+    test(right, value)  # the rules together pass
+    chapter = SimpleNamespace(
+        encode_attr=_encoder(**{rule: False}), decode_attr=_decode_values_or_bytes
+    )
+    with pytest.raises(AssertionError, match=message):
+        test(chapter, value)
+
+
+def test_ch10_decode_attr_rejects_a_read_only_view() -> None:
+    def view(data):  # type: ignore[no-untyped-def]
+        if isinstance(data, dict) and "tensor" in data:
+            entry = data["tensor"]
+            raw = base64.b64decode(entry["base64"])
+            return np.frombuffer(raw, entry["dtype"]).reshape(entry["shape"])  # read-only
+        return decode_attr(data)
+
+    chapter = SimpleNamespace(encode_attr=encode_attr, decode_attr=view)
+    with pytest.raises(AssertionError, match="writable"):
+        test_ch10.test_round_trip_on_hidden_values(chapter, "uint8")
+
+
+# --- chapter 10: a saved function that reports its calls ------------------------------------------
+def _square_printing_with_python():  # type: ignore[no-untyped-def]
+    @function(input_signature=[TensorSpec((None,), ef.float32)])
+    def square(x):  # type: ignore[no-untyped-def]
+        y = x * x
+        print("squares:", y)  # runs while tracing, once: the loaded function never prints
+        return y
+
+    return square
+
+
+def _square_reporting_its_input():  # type: ignore[no-untyped-def]
+    @function(input_signature=[TensorSpec((None,), ef.float32)])
+    def square(x):  # type: ignore[no-untyped-def]
+        ef.print("squares:", x)
+        return x * x
+
+    return square
+
+
+def _square_without_a_signature():  # type: ignore[no-untyped-def]
+    @function
+    def square(x):  # type: ignore[no-untyped-def]
+        y = x * x
+        ef.print("squares:", y)
+        return y
+
+    return square
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_square_printing_with_python, "printed ''"),
+        (_square_reporting_its_input, "expected 'squares: "),
+        (_square_without_a_signature, "refused your function"),
+    ],
+    ids=["python_print", "prints_the_input", "no_input_signature"],
+)
+def test_ch10_reporting_square_rejects(mistake, message, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(reporting_square=mistake)
+    with pytest.raises(AssertionError, match=message):
+        test_ch10.test_the_loaded_function_reports_every_call(chapter, tmp_path)

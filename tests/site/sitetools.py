@@ -16,9 +16,9 @@ LOCAL_MERMAID = ROOT / "build" / "npm" / "node_modules" / "mermaid" / "dist" / "
 FIGURES = {
     "chapters/04-variables/": 1,  # the loss of the training loop
     "chapters/08-eager-to-graph/": 1,  # the time of one step, four ways
-    "chapters/10-models/": 2,  # three optimizers on a bowl; the learned decision boundary
-    "chapters/11-fizzbuzz/": 1,  # the learning curve of the learned FizzBuzz
-    "chapters/12-linear-regression/": 2,  # loss curves and the fitted line; step times
+    "chapters/11-models/": 2,  # three optimizers on a bowl; the learned decision boundary
+    "chapters/12-fizzbuzz/": 1,  # the learning curve of the learned FizzBuzz
+    "chapters/13-linear-regression/": 2,  # loss curves and the fitted line; step times
 }
 CHROMIUM_ARGS = [
     "--no-sandbox",

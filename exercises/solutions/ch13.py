@@ -1,0 +1,168 @@
+"""Chapter 13 exercises — run `pytest -m ch13`.
+
+Linear regression, the line ``y ≈ w·x + b`` fitted to noisy points: its gradient by
+calculus, its exact answer in closed form, and two training loops, one eager with an
+optimizer and a global step, one in a graph with placeholders and a Session.
+
+Reference solutions: the same functions as `exercises/ch13.py`, solved.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import eagerflow.tensor as ef
+from eagerflow import nn
+from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.graph import Graph, Session, global_variables_initializer, placeholder
+
+
+def mse_gradients(w: float, b: float, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """The gradient of the mean squared error, by calculus instead of by a tape.
+
+    For the loss ``L(w, b) = mean((w·x + b − y)²)`` over the n points, with the error
+    ``e = w·x + b − y`` of each point:
+
+        ∂L/∂w = 2 · mean(e · x)        ∂L/∂b = 2 · mean(e)
+
+    Compute both with NumPy. The test compares your numbers with a GradientTape's: when
+    they agree, you have checked the tape against the chain rule.
+
+    Args:
+        w: The slope.
+        b: The intercept.
+        x: The inputs, shape (n,).
+        y: The targets, shape (n,).
+
+    Returns:
+        ``(∂L/∂w, ∂L/∂b)`` as Python floats.
+
+    Hint:
+        ``error = w * x + b - y``; then ``np.mean``. Convert with ``float(...)``.
+    """
+    error = w * np.asarray(x, np.float64) + b - np.asarray(y, np.float64)
+    return float(2 * np.mean(error * x)), float(2 * np.mean(error))
+
+
+def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """The exact minimizer of ``mean((w·x + b − y)²)``: no training needed.
+
+    Setting both partial derivatives of the loss to zero gives two linear equations in w
+    and b, whose solution is
+
+        w* = cov(x, y) / var(x)        b* = mean(y) − w* · mean(x)
+
+    with ``cov(x, y) = mean((x − mean(x)) · (y − mean(y)))`` and ``var(x) = cov(x, x)``.
+    This is what gradient descent converges to, and what the chapter compares it with.
+
+    Args:
+        x: The inputs, shape (n,), not all equal.
+        y: The targets, shape (n,).
+
+    Returns:
+        ``(w*, b*)`` as Python floats.
+
+    Hint:
+        Work in float64 (``np.asarray(x, np.float64)``): the sums of many float32 numbers
+        lose digits. Center x and y by subtracting their means first.
+    """
+    x = np.asarray(x, np.float64)
+    y = np.asarray(y, np.float64)
+    dx, dy = x - x.mean(), y - y.mean()
+    w = float(np.mean(dx * dy) / np.mean(dx * dx))
+    return w, float(y.mean() - w * x.mean())
+
+
+def train_with_optimizer(
+    model: nn.Model, x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
+) -> list[float]:
+    """Train ``model`` eagerly with ``GradientDescentOptimizer`` and the global step.
+
+    ``model(x)`` predicts y (the chapter's ``Linear`` model, with variables ``W`` and
+    ``B``). For each of ``steps`` steps, on the whole data set:
+
+    1. compute ``loss = mean((model(x) − y)²)`` under a GradientTape;
+    2. take its gradients for ``model.trainable_variables``;
+    3. ``apply_gradients`` with ``global_step=nn.get_or_create_global_step()``, which adds
+       1 to the step counter after each update.
+
+    Args:
+        model: The model to train; its variables change in place.
+        x: The inputs, float32, shape (n,).
+        y: The targets, float32, shape (n,).
+        steps: How many updates.
+        learning_rate: The optimizer's learning rate.
+
+    Returns:
+        The loss *before* each update, as Python floats (``steps`` of them).
+
+    Hint:
+        One optimizer for all the steps. ``optimizer.apply_gradients(zip(grads, variables),
+        global_step=global_step)``. The eager global step is one variable for the whole
+        process: do not reset it, the test measures how much you advance it.
+    """
+    optimizer = nn.GradientDescentOptimizer(learning_rate)
+    global_step = nn.get_or_create_global_step()
+    losses = []
+    for _ in range(steps):
+        with GradientTape() as tape:
+            loss = ef.reduce_mean(ef.square(model(x) - y))
+        variables = model.trainable_variables
+        grads = tape.gradient(loss, variables)
+        optimizer.apply_gradients(zip(grads, variables, strict=True), global_step=global_step)
+        losses.append(float(loss))
+    return losses
+
+
+def train_in_graph(
+    x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
+) -> tuple[float, float, list[float]]:
+    """Fit ``y ≈ w·x + b`` in graph mode: build once, then run the train op ``steps`` times.
+
+    Build a new ``Graph`` holding
+
+    - two placeholders, for x and y (float32, shape ``(None,)``);
+    - two variables, ``w`` starting at 5.0 and ``b`` at 10.0;
+    - the loss ``mean((w·x + b − y)²)``;
+    - ``train = nn.GradientDescentOptimizer(learning_rate).minimize(loss)``;
+    - ``global_variables_initializer()``.
+
+    Then, in a ``Session`` of that graph, run the initializer once and the train op
+    ``steps`` times, feeding the data each time. Building happens once: running a step adds
+    no node and executes no op through the seam, which is what the test checks.
+
+    Args:
+        x: The inputs, float32, shape (n,).
+        y: The targets, float32, shape (n,).
+        steps: How many updates.
+        learning_rate: The step size.
+
+    Returns:
+        w: The final slope, a Python float.
+        b: The final intercept, a Python float.
+        losses: The loss before each update, ``steps`` Python floats.
+
+    Hint:
+        ``session.run([train, loss], feed)`` runs one step and returns the loss computed
+        in the same run. A Session runs the nodes in the order they were added to the graph,
+        and the loss was built before ``minimize`` added the assignments: so it is the loss
+        before the update. Fetch the final values with ``session.run([w, b])``.
+    """
+    graph = Graph()
+    with graph.as_default():
+        xs = placeholder(ef.float32, (None,), name="x")
+        ys = placeholder(ef.float32, (None,), name="y")
+        w = Variable(5.0, name="w")
+        b = Variable(10.0, name="b")
+        loss = ef.reduce_mean(ef.square(w * xs + b - ys))
+        train = nn.GradientDescentOptimizer(learning_rate).minimize(loss)
+        init = global_variables_initializer()
+    losses = []
+    with Session(graph) as session:
+        session.run(init)
+        feed = {xs: x, ys: y}
+        for _ in range(steps):
+            _, value = session.run([train, loss], feed)
+            losses.append(float(value))
+        w_value, b_value = session.run([w, b])
+    return float(w_value), float(b_value), losses
