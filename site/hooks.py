@@ -1,6 +1,6 @@
 """MkDocs hooks of the eagerflow tutorial site (registered under ``hooks:`` in mkdocs.yml).
 
-Three jobs:
+Four jobs:
 
 1. **Local mermaid.** Material for MkDocs draws ```` ```mermaid ```` fences with mermaid.js,
    which its bundle fetches from unpkg.com *only if* ``window.mermaid`` is undefined. When
@@ -16,6 +16,14 @@ Three jobs:
    a function defined on a page would have no source, and run unconverted (with an
    ``AutoGraphWarning``). We put each block's text in ``linecache`` under that name, as
    IPython and Jupyter do for their cells, and ``inspect`` finds it there.
+4. **Files made by a page, and onnxruntime-web.** While a page's code runs at build time, the
+   environment variable ``EAGERFLOW_PAGE_DIR`` names the page's own folder in the built site
+   (``<site>/chapters/12-fizzbuzz/``): a file the code writes there is published next to the
+   page, at a URL relative to it (chapter 12 writes its trained model as ``fizzbuzz.onnx``).
+   When ``make setup`` has installed the npm ``onnxruntime-web`` package into ``build/npm``,
+   its WebAssembly build is shipped under ``assets/onnxruntime/`` and, while a page's code
+   runs, ``EAGERFLOW_ONNXRUNTIME_WEB`` holds that folder's URL relative to the page; without
+   it the variable is unset, and a page should say its live demo cannot run.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 import json
 import linecache
 import logging
+import os
 import re
 import sys
 from pathlib import Path, PurePosixPath
@@ -32,6 +41,7 @@ import jupytext
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
+from mkdocs.utils import get_relative_url
 from mkdocs.utils.meta import get_data
 from nbformat.v4 import new_markdown_cell
 
@@ -41,6 +51,20 @@ log = logging.getLogger("mkdocs.hooks.eagerflow")
 NPM_MERMAID = Path("build/npm/node_modules/mermaid")
 # Where the copy is published in the built site; the page template loads it from there.
 MERMAID_URI = "assets/javascripts/mermaid.min.js"
+# Where the Makefile installs onnxruntime-web, the files of its WebAssembly build that a page
+# needs (the script, the Emscripten module it imports, the .wasm binary that module loads), and
+# where they are published. ORT 1.19+ ships only the SIMD+threads binary; with one thread it
+# needs no SharedArrayBuffer, so no cross-origin isolation.
+NPM_ONNXRUNTIME_WEB = Path("build/npm/node_modules/onnxruntime-web/dist")
+ONNXRUNTIME_WEB_FILES = (
+    "ort.wasm.min.js",
+    "ort-wasm-simd-threaded.mjs",
+    "ort-wasm-simd-threaded.wasm",
+)
+ONNXRUNTIME_WEB_URI = "assets/onnxruntime/"
+# The environment variables a page's code reads while it runs at build time (part 4).
+PAGE_DIR_VARIABLE = "EAGERFLOW_PAGE_DIR"
+ONNXRUNTIME_WEB_VARIABLE = "EAGERFLOW_ONNXRUNTIME_WEB"
 # Pages under this folder of docs/ are chapters: each gets a notebook and a download link.
 CHAPTERS = "chapters/"
 
@@ -159,6 +183,16 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     if script is not None and MERMAID_URI in [str(s) for s in config.extra_javascript]:
         files.append(File.generated(config, MERMAID_URI, abs_src_path=str(script)))
         log.info("using the local mermaid %s from %s", mermaid_version(script), script)
+    runtime = local_onnxruntime_web(repository_root(config))
+    if runtime is None:
+        log.info(
+            "no local onnxruntime-web (run `make setup` with npm installed): live demos that "
+            "run a model in the page will say they cannot run"
+        )
+    else:
+        for name in ONNXRUNTIME_WEB_FILES:
+            uri = ONNXRUNTIME_WEB_URI + name
+            files.append(File.generated(config, uri, abs_src_path=str(runtime / name)))
     for file in list(files.documentation_pages()):
         if not is_chapter(file.src_uri):
             continue
@@ -245,3 +279,36 @@ def register_code_block_sources() -> None:
         return
     sys.addaudithook(_on_audit_event)
     setattr(sys, _REGISTERED, True)
+
+
+# --- 4. files made by a page, and onnxruntime-web ----------------------------------------------
+def local_onnxruntime_web(root: Path) -> Path | None:
+    """The ``dist`` folder of the onnxruntime-web installed under ``root``, if it has every
+    file a page needs, or None."""
+    dist = root / NPM_ONNXRUNTIME_WEB
+    return dist if all((dist / name).is_file() for name in ONNXRUNTIME_WEB_FILES) else None
+
+
+def page_dir(page: Page, config: MkDocsConfig) -> Path:
+    """The folder of ``page``'s ``index.html`` in the built site (created if need be)."""
+    folder = Path(config.site_dir, page.file.dest_uri).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def on_pre_page(page: Page, config: MkDocsConfig, files: Files) -> Page:
+    """Set the variables the page's code reads while markdown-exec runs it, when the page is
+    rendered (after this hook, before ``on_page_content``; pages are built one at a time)."""
+    os.environ[PAGE_DIR_VARIABLE] = str(page_dir(page, config))
+    if files.get_file_from_path(ONNXRUNTIME_WEB_URI + ONNXRUNTIME_WEB_FILES[0]) is None:
+        os.environ.pop(ONNXRUNTIME_WEB_VARIABLE, None)
+    else:
+        os.environ[ONNXRUNTIME_WEB_VARIABLE] = get_relative_url(ONNXRUNTIME_WEB_URI, page.url)
+    return page
+
+
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """The page's code has run: its variables no longer apply."""
+    os.environ.pop(PAGE_DIR_VARIABLE, None)
+    os.environ.pop(ONNXRUNTIME_WEB_VARIABLE, None)
+    return html

@@ -12,6 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "site" / "docs"
 SCREENSHOTS = ROOT / "build" / "screenshots"
 LOCAL_MERMAID = ROOT / "build" / "npm" / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
+LOCAL_ONNXRUNTIME_WEB = ROOT / "build" / "npm" / "node_modules" / "onnxruntime-web" / "dist"
+LOCAL_ONNXRUNTIME_WEB /= "ort.wasm.min.js"  # the script chapter 12's live demo loads
 # The chapters that draw plots with matplotlib while they are built, and how many each shows.
 FIGURES = {
     "chapters/04-variables/": 1,  # the loss of the training loop

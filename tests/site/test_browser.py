@@ -11,7 +11,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from sitetools import FIGURES, LOCAL_MERMAID, SCREENSHOTS, BuiltSite, chapter_paths, page_paths
+from sitetools import (
+    FIGURES,
+    LOCAL_MERMAID,
+    LOCAL_ONNXRUNTIME_WEB,
+    SCREENSHOTS,
+    BuiltSite,
+    chapter_paths,
+    page_paths,
+)
 
 TIMEOUT_MS = 30_000  # generous: the machine running the tests may be busy
 
@@ -225,3 +233,56 @@ def test_search_finds_gradienttape(browser: Any, site_url: str) -> None:
     finally:
         context.close()
     assert not result.console_errors, result.console_errors
+
+
+# --- chapter 12's live demo: the exported FizzBuzz network, run by onnxruntime-web -------------
+FIZZBUZZ = "chapters/12-fizzbuzz/"
+# eagerflow's answers printed at build time: "  15: FizzBuzz probabilities [...]"
+BUILD_TIME_ANSWER = re.compile(r"^\s*(\d+): (\S+)\s+probabilities \[", re.MULTILINE)
+
+
+def build_time_answers(built_site: BuiltSite) -> dict[int, str]:
+    """What eagerflow answered, in Python at build time, for the numbers the page shows."""
+    html = (built_site.folder / FIZZBUZZ / "index.html").read_text(encoding="utf-8")
+    text = re.sub(r"<[^>]+>", "", html)  # the highlighting's spans
+    return {int(n): word for n, word in BUILD_TIME_ANSWER.findall(text)}
+
+
+def test_fizzbuzz_demo_runs_the_exported_model_offline(
+    browser: Any, site_url: str, built_site: BuiltSite
+) -> None:
+    if not LOCAL_ONNXRUNTIME_WEB.is_file():
+        pytest.skip("no local onnxruntime-web (`make setup` installs it when npm is available)")
+    expected = build_time_answers(built_site)
+    assert {15, 7} <= expected.keys(), f"the page should print eagerflow's answers: {expected}"
+    result = Visit(FIZZBUZZ)
+    context, page = new_page(browser, result)
+    shown: dict[int, tuple[str, list[float]]] = {}
+    try:
+        page.goto(site_url + FIZZBUZZ, wait_until="load")
+        demo = page.locator(".fizzbuzz-demo")
+        for n in (15, 7, 9, 10):
+            if n not in expected:
+                continue
+            demo.locator("input").fill(str(n))
+            page.wait_for_function(
+                f"document.querySelector('.fizzbuzz-demo').dataset.answered === '{n}'"
+            )
+            answer = demo.locator(".fizzbuzz-demo__answer").inner_text().strip()
+            cells = demo.locator(".fizzbuzz-demo__probabilities td").all_inner_texts()
+            shown[n] = (answer, [float(c) for c in cells[1::2]])
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        demo.screenshot(path=str(SCREENSHOTS / "chapters-12-fizzbuzz-demo.png"))
+    finally:
+        context.close()
+    for n, (answer, probabilities) in shown.items():
+        assert answer == expected[n], f"{n}: the page says {answer}, eagerflow said {expected[n]}"
+        assert len(probabilities) == 4 and abs(sum(probabilities) - 1) < 1e-3, probabilities
+    assert not result.console_errors, result.console_errors
+    assert not result.http_errors, result.http_errors
+    # Offline: every request went to the local server (the model and ORT's .wasm included).
+    assert not result.blocked, f"the demo tried to load from the internet: {result.blocked}"
+    outside = [url for url in result.requested if not url.startswith(site_url)]
+    assert not outside, outside
+    assert any(url.endswith("/fizzbuzz.onnx") for url in result.requested)
+    assert any(url.endswith(".wasm") for url in result.requested)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import linecache
+import os
 import warnings
 from pathlib import Path
 from types import ModuleType
@@ -179,3 +180,48 @@ def test_source_in_linecache_is_enough_as_in_jupyter(hooks: ModuleType) -> None:
     assert int(traced(ef.constant(37))) == 7
     graph = traced.get_concrete_function(ef.constant(37)).graph
     assert "While" in [op.type for op in graph.get_operations()]
+
+
+def test_no_local_onnxruntime_web_means_none(hooks: ModuleType, tmp_path: Path) -> None:
+    assert hooks.local_onnxruntime_web(tmp_path) is None
+    dist = tmp_path / "build/npm/node_modules/onnxruntime-web/dist"
+    dist.mkdir(parents=True)
+    for name in hooks.ONNXRUNTIME_WEB_FILES[:-1]:
+        (dist / name).write_text("")
+    assert hooks.local_onnxruntime_web(tmp_path) is None  # the .wasm is missing
+    (dist / hooks.ONNXRUNTIME_WEB_FILES[-1]).write_bytes(b"\0asm")
+    assert hooks.local_onnxruntime_web(tmp_path) == dist
+
+
+def test_a_page_s_code_is_told_where_its_files_go(
+    hooks: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in (hooks.PAGE_DIR_VARIABLE, hooks.ONNXRUNTIME_WEB_VARIABLE):
+        monkeypatch.delenv(variable, raising=False)
+
+    class File:
+        dest_uri = "chapters/12-fizzbuzz/index.html"
+
+    class Page:
+        file = File()
+        url = "chapters/12-fizzbuzz/"
+
+    class Config:
+        site_dir = str(tmp_path)
+
+    class Files:
+        def __init__(self, shipped: bool) -> None:
+            self.shipped = shipped
+
+        def get_file_from_path(self, path: str) -> object:
+            return object() if self.shipped and path.startswith("assets/onnxruntime/") else None
+
+    hooks.on_pre_page(Page(), Config(), Files(shipped=True))
+    assert os.environ[hooks.PAGE_DIR_VARIABLE] == str(tmp_path / "chapters/12-fizzbuzz")
+    assert (tmp_path / "chapters/12-fizzbuzz").is_dir()
+    assert os.environ[hooks.ONNXRUNTIME_WEB_VARIABLE] == "../../assets/onnxruntime/"
+    hooks.on_page_content("<p></p>", Page(), Config(), Files(shipped=True))
+    assert hooks.PAGE_DIR_VARIABLE not in os.environ
+    hooks.on_pre_page(Page(), Config(), Files(shipped=False))
+    assert hooks.ONNXRUNTIME_WEB_VARIABLE not in os.environ  # no local copy: the demo says so
+    hooks.on_page_content("<p></p>", Page(), Config(), Files(shipped=False))

@@ -8,8 +8,17 @@ import json
 import re
 
 import nbformat
+import numpy as np
 import pytest
-from sitetools import DOCS, FIGURES, LOCAL_MERMAID, BuiltSite, chapter_paths, page_paths
+from sitetools import (
+    DOCS,
+    FIGURES,
+    LOCAL_MERMAID,
+    LOCAL_ONNXRUNTIME_WEB,
+    BuiltSite,
+    chapter_paths,
+    page_paths,
+)
 
 
 def test_site_builds_strict(built_site: BuiltSite) -> None:
@@ -152,3 +161,55 @@ def test_plots_are_drawn_with_alt_texts_from_the_numbers(
     assert len(alts) == expected, f"/{path} has {len(alts)} plot(s), not {expected}"
     for alt in alts:  # a sentence that says what the picture shows, with its numbers
         assert len(alt) > 60 and re.search(r"\d", alt), f"/{path}: a poor alt text {alt!r}"
+
+
+# --- chapter 12's exported model ---------------------------------------------------------------
+WORD_CLASSES = {"Fizz": 1, "Buzz": 2, "FizzBuzz": 3}
+
+
+def chapter_12_text(built_site: BuiltSite) -> str:
+    html = (built_site.folder / "chapters" / "12-fizzbuzz" / "index.html").read_text("utf-8")
+    return re.sub(r"<[^>]+>", "", html)  # the text, without the highlighting's spans
+
+
+def test_fizzbuzz_model_is_published_and_onnx_runtime_agrees(built_site: BuiltSite) -> None:
+    # The page exports its trained network next to itself (site/hooks.py, part 4), and prints
+    # eagerflow's answers for 1..100 as a grid of words; ONNX Runtime must give the same.
+    import onnxruntime
+
+    path = built_site.folder / "chapters" / "12-fizzbuzz" / "fizzbuzz.onnx"
+    assert path.is_file(), "chapter 12 should publish fizzbuzz.onnx next to its page"
+    text = chapter_12_text(built_site)
+    grid = re.search(r"wrong predictions: \d+\s+((?:\S+\s+){99}\S+)", text)
+    assert grid is not None, "the page should print its answers for 1..100"
+    words = grid[1].split()
+    by_eagerflow = [WORD_CLASSES.get(word, 0) for word in words]
+    assert all(w in WORD_CLASSES or w == str(n) for n, w in enumerate(words, 1)), words
+
+    numbers = np.arange(1, 101)
+    digits = ((numbers[:, None] >> np.arange(10)) & 1).astype(np.float32)
+    engine = onnxruntime.InferenceSession(str(path))
+    assert [i.name for i in engine.get_inputs()] == ["digits"]
+    (probabilities,) = engine.run(None, {"digits": digits})
+    assert np.allclose(probabilities.sum(axis=1), 1, atol=1e-5)
+    assert np.argmax(probabilities, axis=1).tolist() == by_eagerflow
+
+    # and the probabilities the page prints for a few numbers, to their four decimals
+    for n, shown in re.findall(r"^\s*(\d+): \S+\s+probabilities \[([^\]]*)\]", text, re.M):
+        printed = np.array(shown.split(), dtype=np.float32)
+        assert np.allclose(probabilities[int(n) - 1], printed, atol=1e-4), (n, printed)
+
+
+def test_fizzbuzz_demo_ships_onnxruntime_web_when_installed(built_site: BuiltSite) -> None:
+    html = (built_site.folder / "chapters" / "12-fizzbuzz" / "index.html").read_text("utf-8")
+    if not LOCAL_ONNXRUNTIME_WEB.is_file():
+        assert "no local onnxruntime-web" in built_site.log
+        assert "The live demo cannot run" in html
+        pytest.skip("no local onnxruntime-web (`make setup` installs it when npm is available)")
+    shipped = built_site.folder / "assets" / "onnxruntime"
+    assert (shipped / "ort.wasm.min.js").read_bytes() == LOCAL_ONNXRUNTIME_WEB.read_bytes()
+    assert (shipped / "ort-wasm-simd-threaded.wasm").stat().st_size > 1_000_000
+    assert '<script src="../../assets/onnxruntime/ort.wasm.min.js"></script>' in html
+    assert 'data-model="fizzbuzz.onnx"' in html
+    # only this page loads it
+    assert "onnxruntime" not in (built_site.folder / "index.html").read_text("utf-8")
