@@ -13,13 +13,14 @@
   // Absolute URLs: ORT imports its .mjs relative to its own script, not to this page.
   ort.env.wasm.wasmPaths = new URL(demo.dataset.ort, document.baseURI).href;
   ort.env.wasm.numThreads = 1; // no SharedArrayBuffer, so no cross-origin isolation needed
-  const session = ort.InferenceSession.create(new URL(demo.dataset.model, document.baseURI).href);
+  const loading = ort.InferenceSession.create(new URL(demo.dataset.model, document.baseURI).href);
 
   async function answerFor(n) {
     // The network's input: n's binary digits, least significant first, as on the page.
     const digits = Float32Array.from({ length: BITS }, (_, i) => (n >> i) & 1);
     const feeds = { digits: new ort.Tensor("float32", digits, [1, BITS]) };
-    const results = await (await session).run(feeds);
+    const session = await loading; // the model is fetched and loaded once
+    const results = await session.run(feeds);
     return Array.from(results.output_0.data); // four probabilities
   }
 
