@@ -14,7 +14,8 @@ Read it in this order:
 8. ``graph_def.py`` graphs as data: ``Graph.as_graph_def()``, ``import_graph_def``,
    ``write_graph``/``read_graph_def`` (JSON files); ``saved_model.py`` functions with the
    values of their variables, for another program: ``saved_model.save``/``saved_model.load``;
-9. ``onnx.py``      ``onnx.export(f, "model.onnx")``: a traced function as an ONNX model, one
+9. ``files.py``     ``atomic_write``: every file written whole or not at all;
+10. ``onnx.py``      ``onnx.export(f, "model.onnx")``: a traced function as an ONNX model, one
    translation rule per op (the onnx package is the optional ``[onnx]`` extra, imported
    only by ``export``).
 """

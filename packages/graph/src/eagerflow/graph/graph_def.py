@@ -64,15 +64,15 @@ import base64
 import json
 import math
 import os
-import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
 
 from eagerflow.autodiff import Variable
 from eagerflow.graph.control_flow import FunctionGraph, Subgraph
+from eagerflow.graph.files import atomic_write
 from eagerflow.graph.function import ConcreteFunction, TraceGraph
 from eagerflow.graph.graph import Graph, Operation, Shape, SymbolicTensor, get_default_graph
 from eagerflow.tensor import dtypes
@@ -810,27 +810,10 @@ def write_graph(graph_or_graph_def: Graph | GraphDef, logdir: str | os.PathLike[
     text = json.dumps(graph_def, indent=1, allow_nan=False)  # strict JSON: no NaN literals
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(os.fspath(logdir), name)
-    with _atomic_file(path) as f:
+    with atomic_write(path) as f:
         f.write(text)
         f.write("\n")
     return path
-
-
-@contextmanager
-def _atomic_file(path: str) -> Iterator[Any]:
-    """A text file that appears at ``path`` only once fully written (``os.replace`` is atomic
-    within a directory): a crash midway leaves the old file, never half a new one."""
-    directory = os.path.dirname(path) or "."
-    fd, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
 
 
 def read_graph_def(path: str | os.PathLike[str]) -> GraphDef:

@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +74,7 @@ import numpy as np
 
 from eagerflow.autodiff import Variable
 from eagerflow.graph.control_flow import Subgraph
+from eagerflow.graph.files import atomic_write
 from eagerflow.graph.function import ConcreteFunction, Function
 from eagerflow.graph.graph import Graph, Operation, SymbolicTensor
 from eagerflow.graph.tensor_spec import TensorSpec
@@ -875,17 +875,8 @@ def export(
     The file is written whole or not at all (a temporary file, then ``os.replace``)."""
     model = to_model(function, opset)
     target = os.fspath(path)
-    directory = os.path.dirname(target) or "."
-    fd, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".onnx", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(model.SerializeToString())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    with atomic_write(target, "wb") as f:
+        f.write(model.SerializeToString())
     return target
 
 

@@ -24,7 +24,6 @@ which warns about it when it is dropped unless you called ``expect_partial()``.
 from __future__ import annotations
 
 import os
-import tempfile
 import warnings
 import zipfile
 from collections.abc import Iterable
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from eagerflow.autodiff import Variable
+from eagerflow.graph.files import atomic_write
 from eagerflow.nn.module import Layer
 from eagerflow.nn.optimizers import Optimizer
 from eagerflow.tensor.errors import EagerflowError, format_shape
@@ -93,17 +93,8 @@ class Checkpoint:
         arrays = {key: value for key, value in zip(variables, values, strict=True)}
         arrays[MARKER] = np.array(FORMAT)
         path.parent.mkdir(parents=True, exist_ok=True)  # as TensorFlow's Checkpoint.save does
-        handle, temporary = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.",
-                                             suffix=".tmp")  # fmt: skip
-        try:
-            with os.fdopen(handle, "wb") as file:
-                np.savez(file, **arrays)  # type: ignore[arg-type]
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, path)  # atomic: readers see the old file or the new one
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        with atomic_write(path, "wb") as file:  # readers see the old file or the new one
+            np.savez(file, **arrays)  # type: ignore[arg-type]
         return str(path)
 
     # --- restore ------------------------------------------------------------------------------

@@ -44,13 +44,13 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from eagerflow.graph.files import atomic_write
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
 
@@ -330,10 +330,8 @@ def _module_from_file(module_name: str, source: str) -> Any:
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{module_name}.py"
         if not path.exists() or path.read_text() != source:
-            handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-            with os.fdopen(handle, "w") as file:
+            with atomic_write(path) as file:
                 file.write(source)
-            os.replace(temporary, path)
     except OSError:  # no writable cache: compile in memory, without numba's disk cache
         namespace: dict[str, Any] = {}
         exec(compile(source.replace("cache=True", "cache=False"), module_name, "exec"), namespace)
