@@ -207,6 +207,77 @@ def cast_case(draw: st.DrawFn) -> Case:
     ]
 
 
+def _conv_geometry(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...], dict[str, Any]]:
+    """An input shape, a filter shape and conv2d's attributes, small, odd sizes included."""
+    n, h, w = draw(st.integers(1, 2)), draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    c, o = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    strides, dilations = draw(st.sampled_from([1, 2, [2, 1]])), draw(st.sampled_from([1, 2]))
+    padding = draw(st.sampled_from(["SAME", "VALID"]))
+    if (kh - 1) * dilations + 1 > h or (kw - 1) * dilations + 1 > w:
+        padding = "SAME"  # a VALID window must fit
+    attrs = {"strides": strides, "padding": padding, "dilations": dilations}
+    return (n, h, w, c), (kh, kw, c, o), attrs
+
+
+def conv2d_case(draw: st.DrawFn) -> Case:
+    x, f, attrs = _conv_geometry(draw)
+    return (lambda a, b: ef.nn.conv2d(a, b, **attrs)), [values(draw, x), values(draw, f)]
+
+
+def conv2d_backprop_input_case(draw: st.DrawFn) -> Case:
+    x, f, attrs = _conv_geometry(draw)
+    y = ef.nn.conv2d(np.zeros(x), np.zeros(f), **attrs).numpy().shape
+    fn = lambda b, dy: ef.nn.conv2d_backprop_input(x, b, dy, **attrs)  # noqa: E731
+    return fn, [values(draw, f), values(draw, y)]
+
+
+def conv2d_backprop_filter_case(draw: st.DrawFn) -> Case:
+    x, f, attrs = _conv_geometry(draw)
+    y = ef.nn.conv2d(np.zeros(x), np.zeros(f), **attrs).numpy().shape
+    fn = lambda a, dy: ef.nn.conv2d_backprop_filter(a, f, dy, **attrs)  # noqa: E731
+    return fn, [values(draw, x), values(draw, y)]
+
+
+def _pool_geometry(draw: st.DrawFn) -> tuple[tuple[int, ...], dict[str, Any]]:
+    n, h, w, c = (draw(st.integers(1, 2)), draw(st.integers(1, 5)), draw(st.integers(1, 5)),
+                  draw(st.integers(1, 2)))  # fmt: skip
+    k = draw(st.sampled_from([(1, 1), (2, 2), (3, 3), (2, 3)]))
+    ksize = k[0] if k[0] == k[1] else list(k)  # an int, or per axis
+    strides = draw(st.sampled_from([1, 2]))
+    padding = draw(st.sampled_from(["SAME", "VALID"]))
+    if k[0] > h or k[1] > w:
+        padding = "SAME"
+    return (n, h, w, c), {"ksize": ksize, "strides": strides, "padding": padding}
+
+
+def pool_case(pool: Callable[..., ef.Tensor]) -> Callable[[st.DrawFn], Case]:
+    def draw_case(draw: st.DrawFn) -> Case:
+        x, attrs = _pool_geometry(draw)
+        return (lambda a: pool(a, **attrs)), [values(draw, x)]  # continuous: ties have measure 0
+
+    return draw_case
+
+
+def max_pool_grad_case(draw: st.DrawFn) -> Case:
+    x, attrs = _pool_geometry(draw)
+    y = ef.nn.max_pool2d(np.zeros(x), **attrs).numpy().shape
+    fn = lambda a, g: ef.nn.max_pool_grad(a, g, **attrs)  # noqa: E731
+    return fn, [values(draw, x), values(draw, y)]
+
+
+def max_pool_grad_grad_case(draw: st.DrawFn) -> Case:
+    x, attrs = _pool_geometry(draw)
+    fn = lambda a, g: ef.nn.max_pool_grad_grad(a, g, **attrs)  # noqa: E731
+    return fn, [values(draw, x), values(draw, x)]
+
+
+def avg_pool_grad_case(draw: st.DrawFn) -> Case:
+    x, attrs = _pool_geometry(draw)
+    y = ef.nn.avg_pool2d(np.zeros(x), **attrs).numpy().shape
+    return (lambda g: ef.nn.avg_pool_grad(x, g * g, **attrs)), [values(draw, y)]
+
+
 CASES: dict[str, Callable[[st.DrawFn], Case]] = {
     "AddV2": binary(ef.add),
     "Sub": binary(ef.subtract),
@@ -254,6 +325,14 @@ CASES: dict[str, Callable[[st.DrawFn], Case]] = {
     "StridedSlice": slice_case,
     "StridedSliceGrad": slice_grad_case,
     "SelectV2": where_case,
+    "Conv2D": conv2d_case,
+    "Conv2DBackpropInput": conv2d_backprop_input_case,
+    "Conv2DBackpropFilter": conv2d_backprop_filter_case,
+    "MaxPool": pool_case(ef.nn.max_pool2d),
+    "MaxPoolGrad": max_pool_grad_case,
+    "MaxPoolGradGrad": max_pool_grad_grad_case,
+    "AvgPool": pool_case(ef.nn.avg_pool2d),
+    "AvgPoolGrad": avg_pool_grad_case,
 }
 # Ops whose gradient is tested elsewhere (their value is a user's function, or not an array op).
 ELSEWHERE = {

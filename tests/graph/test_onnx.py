@@ -320,6 +320,21 @@ def _call(x):
     return _inner(x) + 1.0
 
 
+IMAGES = ((None, 7, 6, 2), "f")  # a batch of odd-sized NHWC images
+FILTERS = ((3, 2, 2, 4), "f")
+# SAME with strides 2 pads unevenly here (the odd pixel after): explicit ONNX pads say it
+for _strides, _padding, _dilations in [(1, "SAME", 1), (2, "SAME", 1), (2, "VALID", 2),
+                                       ([1, 2], "SAME", [2, 1])]:  # fmt: skip
+    add(Case(f"conv2d_{_strides}_{_padding}_{_dilations}".replace(" ", ""),
+             functools.partial(ef.nn.conv2d, strides=_strides, padding=_padding,
+                               dilations=_dilations), (IMAGES, FILTERS)))  # fmt: skip
+for _pool in (ef.nn.max_pool2d, ef.nn.avg_pool2d):
+    for _ksize, _strides, _padding in [(2, 2, "VALID"), (3, 2, "SAME"), ([3, 2], 1, "SAME")]:
+        add(Case(f"{_pool.__name__}_{_ksize}_{_strides}_{_padding}".replace(" ", ""),
+                 functools.partial(_pool, ksize=_ksize, strides=_strides, padding=_padding),
+                 (IMAGES,)))  # fmt: skip
+
+
 # --- running a case ------------------------------------------------------------------------------
 @functools.cache
 def exported(c: Case) -> tuple[ConcreteFunction, Any]:

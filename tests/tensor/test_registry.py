@@ -46,6 +46,8 @@ def pos(*shape: int) -> ef.Tensor:
 
 
 RED = {"axis": (1,), "keepdims": False}
+CONV = {"strides": (2, 2), "padding": "SAME", "dilations": (1, 1)}
+POOL = {"ksize": (3, 2), "strides": (2, 2), "padding": "SAME"}
 # op name -> list of (inputs, attrs): at least one example per registered op.
 EXAMPLES: dict[str, list[tuple[tuple[ef.Tensor, ...], dict[str, Any]]]] = {
     **{
@@ -138,6 +140,22 @@ EXAMPLES: dict[str, list[tuple[tuple[ef.Tensor, ...], dict[str, Any]]]] = {
     "StridedSliceGrad": [
         ((f32(2, 1, 5),), {"shape": (4, 5, 6), "key": (slice(None, None, -2), None, Ellipsis, 3)}),
     ],
+    "Conv2D": [
+        ((f32(2, 5, 4, 3), f32(3, 2, 3, 4)), {**CONV, "padding": "VALID"}),
+        ((f32(1, 5, 5, 2), f32(2, 2, 2, 1)), {**CONV, "strides": (1, 1), "dilations": (2, 2)}),
+    ],
+    "Conv2DBackpropInput": [
+        ((f32(3, 2, 3, 4), f32(2, 3, 2, 4)), {**CONV, "input_sizes": (2, 5, 4, 3)}),
+        ((f32(3, 2, 3, 4), f32(2, 3, 2, 4)), {**CONV, "input_sizes": (None, 6, 4, None)}),
+    ],
+    "Conv2DBackpropFilter": [
+        ((f32(2, 5, 4, 3), f32(2, 3, 2, 4)), {**CONV, "filter_sizes": (3, 2, 3, 4)}),
+        ((f32(2, 6, 4, 3), f32(2, 3, 2, 4)), {**CONV, "filter_sizes": (3, 2, None, None)}),
+    ],
+    **{name: [((f32(2, 5, 4, 3),), POOL)] for name in ["MaxPool", "AvgPool"]},
+    "MaxPoolGrad": [((f32(2, 5, 4, 3), f32(2, 3, 2, 3)), POOL)],
+    "MaxPoolGradGrad": [((f32(2, 5, 4, 3), f32(2, 5, 4, 3)), POOL)],
+    "AvgPoolGrad": [((f32(2, 3, 2, 3),), {**POOL, "orig_input_shape": (2, 5, 4, 3)})],
     "RandomNormal": [((), {"shape": (2, 3), "mean": 0.0, "stddev": 1.0, "dtype": ef.float64})],
     "RandomUniform": [((), {"shape": (4,), "minval": 0, "maxval": 5, "dtype": ef.int32})],
     "RandomShuffle": [((f32(5, 2),), {})],

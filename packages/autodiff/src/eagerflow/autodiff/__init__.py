@@ -5,7 +5,7 @@ Read it in this order:
 1. ``variables.py``  ``Variable``: state read and written through ops on the seam;
 2. ``registry.py``   one gradient rule per op name (``register_gradient``);
 3. ``tape.py``       ``GradientTape``: a recorder on the seam, and backpropagation;
-4. ``math_grad.py``, ``array_grad.py``: the rules, written with public ops only;
+4. ``math_grad.py``, ``array_grad.py``, ``conv_grad.py``: the rules, with public ops only;
 5. ``custom.py``     ``custom_gradient``; ``checker.py``: ``check_gradients``.
 """
 
@@ -14,7 +14,7 @@ from importlib import metadata as _metadata
 __version__ = _metadata.version("eagerflow-autodiff")  # from the repository's VERSION file
 
 # Importing the rule modules registers the rules.
-from eagerflow.autodiff import array_grad, math_grad  # noqa: F401
+from eagerflow.autodiff import array_grad, conv_grad, math_grad  # noqa: F401
 from eagerflow.autodiff.checker import GradientCheckError, check_gradients
 from eagerflow.autodiff.custom import custom_gradient
 from eagerflow.autodiff.registry import (

@@ -378,6 +378,55 @@ def _swap_last(rank: int) -> list[int]:
     return [*range(rank - 2), rank - 1, rank - 2]
 
 
+# ONNX's convolution and pools take NCHW, eagerflow's (TensorFlow's) NHWC: a Transpose each way
+_TO_NCHW, _TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
+
+
+def _spatial_pads(op: Operation, kernel: Sequence[int], dilations: Sequence[int]) -> list[int]:
+    """ONNX's explicit ``pads`` [top, left, bottom, right] for TensorFlow's padding: SAME's
+    arithmetic needs the input's height and width, so they must be known."""
+    if op.attrs["padding"] == "VALID":
+        return [0, 0, 0, 0]
+    shape = op.inputs[0].shape
+    if shape is None or len(shape) != 4 or shape[1] is None or shape[2] is None:
+        raise _Refused("SAME padding needs the input's height and width known; ONNX pads are fixed")
+    before, after = [], []
+    for size, k, s, d in zip(shape[1:3], kernel, op.attrs["strides"], dilations, strict=True):
+        out = -(-size // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+        before.append(total // 2)
+        after.append(total - total // 2)
+    return [*before, *after]
+
+
+@rule("Conv2D")
+def _conv2d(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    """``Conv`` between Transposes: NHWC to NCHW, filters [kh, kw, in, out] to
+    [out, in, kh, kw], and back; SAME padding as explicit (possibly uneven) ``pads``."""
+    filters = op.inputs[1].shape
+    if filters is None or filters[0] is None or filters[1] is None:
+        raise _Refused("the filters' kernel size must be known")
+    kernel = [filters[0], filters[1]]
+    dilations = list(op.attrs["dilations"])
+    image = b.one("Transpose", [x[0]], perm=_TO_NCHW)
+    weights = b.one("Transpose", [x[1]], perm=[3, 2, 0, 1])
+    conv = b.one("Conv", [image, weights], kernel_shape=kernel, strides=list(op.attrs["strides"]),
+                 dilations=dilations, pads=_spatial_pads(op, kernel, dilations))  # fmt: skip
+    return b.node("Transpose", [conv], perm=_TO_NHWC)
+
+
+@rule("MaxPool", "AvgPool")
+def _pool(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    """``MaxPool`` or ``AveragePool`` between Transposes (NHWC to NCHW and back). Both skip
+    padded cells, as TensorFlow does (``AveragePool``'s ``count_include_pad`` is 0)."""
+    kernel = list(op.attrs["ksize"])
+    onnx_type = "MaxPool" if op.type == "MaxPool" else "AveragePool"
+    image = b.one("Transpose", [x[0]], perm=_TO_NCHW)
+    pooled = b.one(onnx_type, [image], kernel_shape=kernel, strides=list(op.attrs["strides"]),
+                   pads=_spatial_pads(op, kernel, [1, 1]))  # fmt: skip
+    return b.node("Transpose", [pooled], perm=_TO_NHWC)
+
+
 @rule("Sum", "Mean", "Max", "Min", "Prod")
 def _reduce(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
     """``Reduce<Op>`` with ``keepdims``; the axes (none: all of them) are an input of

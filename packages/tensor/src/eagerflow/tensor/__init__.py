@@ -6,9 +6,9 @@ Read it in this order:
 2. ``tensor.py``    the ``Tensor`` value and how Python values become tensors;
 3. ``registry.py``  one ``OpDef`` row per op: kernel, shape rule, dtype rule;
 4. ``execution.py`` the seam: ``execute()``, contexts (eager here) and recorders;
-5. ``math_ops.py``, ``array_ops.py``, ``nn_ops.py``, ``random_ops.py``, ``logging_ops.py``
-   (``print``): the ops themselves, each kernel right above the public function that calls
-   ``execute``;
+5. ``math_ops.py``, ``array_ops.py``, ``nn_ops.py``, ``conv_ops.py`` (convolution and
+   pooling, ``ef.nn.conv2d``...), ``random_ops.py``, ``logging_ops.py`` (``print``): the
+   ops themselves, each kernel right above the public function that calls ``execute``;
 6. ``nest.py``      nested structures (TensorFlow's ``tf.nest``), used by every package.
 """
 
