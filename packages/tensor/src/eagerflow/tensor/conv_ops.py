@@ -427,7 +427,12 @@ def _pool_attrs(op_name: str, ksize: Any, strides: Any, padding: Any) -> dict[st
 
 
 def _first_max(x: np.ndarray, ksize: Pair, strides: Pair, padding: str) -> np.ndarray:
-    """For each window, the index (a·kw + b) of its first maximum in row-major order."""
+    """For each window, the index (a·kw + b) of its first maximum in row-major order.
+
+    TensorFlow's CPU kernel (maxpooling_op.cc) walks each window row by row and moves the
+    arg-max only on ``output < input``, so of equal maxima the first stays; NumPy's argmax
+    also returns the first. PyTorch's CPU kernel agrees (tests/tensor/test_conv_ops.py).
+    """
     windows = _windows(x, ksize, strides, (1, 1), padding, fill=-np.inf)
     flat = windows.reshape(*windows.shape[:4], -1)  # [n, oh, ow, c, kh·kw]
     return np.argmax(flat, axis=-1)  # argmax picks the first of equal maxima
