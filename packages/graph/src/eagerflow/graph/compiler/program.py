@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 
-from eagerflow.graph.compiler import fusion
 from eagerflow.graph.compiler.fusion import Cluster, Unit, find_clusters, reduced_axes
 from eagerflow.graph.compiler.kernels import (
     BACKENDS,
@@ -266,7 +265,7 @@ class _Writer:
         program = self.program
         readers: dict[int, list[Unit]] = {}
         for step in self.steps:
-            for v in _reads(step):
+            for v in step.inputs:
                 readers.setdefault(v, []).append(step)
         fetched = {v for v in program.fetches if v is not None}
         plannable = set()
@@ -303,9 +302,9 @@ class _Writer:
         made: set[int] = set()
         last: dict[int, int] = {}
         for index, step in enumerate(self.steps):
-            for v in _reads(step):
+            for v in step.inputs:
                 last[v] = index
-            for v in _writes(step):
+            for v in step.outputs:
                 made.add(v)
                 last.setdefault(v, index)
         result: dict[int, list[int]] = {}
@@ -439,12 +438,4 @@ def describe_value(program: Specialized, value: int) -> str:
     return f"{program.dtypes[value]} {format_shape(program.shapes.get(value))}"
 
 
-def _reads(step: Unit) -> list[int]:
-    return list(step.inputs)
-
-
-def _writes(step: Unit) -> list[int]:
-    return list(step.outputs)
-
-
-__all__ = ["NON_RETAINING", "CompiledPlan", "Program", "compile_plan", "fusion"]
+__all__ = ["NON_RETAINING", "CompiledPlan", "Program", "compile_plan"]
