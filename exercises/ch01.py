@@ -1,9 +1,9 @@
-"""Chapter 1 exercises — run `pytest -m ch01`.
+"""Chapter 1 exercises — run `.venv/bin/pytest -m ch01`.
 
 Tensors and kernels: a broadcasting shape rule, broadcasting at work, asking the op
 registry's rules about an op without running it, and an op of your own.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch01`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch01`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch01.py`; try on your own first.

@@ -1,9 +1,9 @@
-"""Chapter 2 exercises — run `pytest -m ch02`.
+"""Chapter 2 exercises — run `.venv/bin/pytest -m ch02`.
 
 Eager execution: recorders on the execution seam (an op counter, a tracer, a NaN finder)
 and Python control flow deciding on tensor values.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch02`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch02`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch02.py`; try on your own first.

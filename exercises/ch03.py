@@ -1,10 +1,10 @@
-"""Chapter 3 exercises — run `pytest -m ch03`.
+"""Chapter 3 exercises — run `.venv/bin/pytest -m ch03`.
 
 Automatic differentiation with a tape: a gradient rule for a new op, a second derivative
 from nested tapes, a Jacobian built row by row with a persistent tape, and the numerical
 gradient that `check_gradients` compares tapes against.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch03`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch03`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch03.py`; try on your own first.

@@ -1,9 +1,9 @@
-"""Chapter 4 exercises — run `pytest -m ch04`.
+"""Chapter 4 exercises — run `.venv/bin/pytest -m ch04`.
 
 Variables and training by hand: one gradient-descent step with ``assign_sub``, what a
 read-before-assign means, momentum kept in variables of its own, and a whole training loop.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch04`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch04`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch04.py`; try on your own first.

@@ -1,9 +1,9 @@
-"""Chapter 5 exercises — run `pytest -m ch05`.
+"""Chapter 5 exercises — run `.venv/bin/pytest -m ch05`.
 
 Static graphs and Sessions: build a graph for a formula, keep state in a graph variable,
 find the operations a fetch needs, and run a graph with a tiny Session of your own.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch05`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch05`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch05.py`; try on your own first.

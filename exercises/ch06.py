@@ -1,10 +1,10 @@
-"""Chapter 6 exercises — run `pytest -m ch06`.
+"""Chapter 6 exercises — run `.venv/bin/pytest -m ch06`.
 
 One op, two modes: a loss written once that runs eagerly and builds a graph, symbolic
 gradients (and gradients of gradients) with ``gradients()``, and an execution context of
 your own plugged into the seam.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch06`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch06`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch06.py`; try on your own first.

@@ -1,10 +1,10 @@
-"""Chapter 7 exercises — run `pytest -m ch07`.
+"""Chapter 7 exercises — run `.venv/bin/pytest -m ch07`.
 
 Control flow: Python ``if`` and ``while`` rewritten with ``cond`` and ``while_loop`` so the
 same function runs eagerly and builds a graph, gradients through a branch, and a loop
 whose variable changes shape.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch07`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch07`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch07.py`; try on your own first.

@@ -1,11 +1,11 @@
-"""Chapter 8 exercises — run `pytest -m ch08`.
+"""Chapter 8 exercises — run `.venv/bin/pytest -m ch08`.
 
 From eager to graph: the signature that decides when ``@function`` traces again, a
 training step traced once, two of the Session's graph optimizations written by hand
 (constant folding and common-subexpression elimination), and what AutoGraph does to an
 ``if`` on a tensor: once by hand with ``cond``, once as a small ``ast.NodeTransformer``.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch08`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch08`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch08.py`; try on your own first.

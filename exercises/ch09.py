@@ -1,10 +1,10 @@
-"""Chapter 9 exercises — run `pytest -m ch09`.
+"""Chapter 9 exercises — run `.venv/bin/pytest -m ch09`.
 
 Why graphs: a compiler sees everything. Two pieces of the graph compiler written by hand:
 the code generation that turns a chain of elementwise ops into one loop, and the clustering
 rules that decide which ops may share a loop.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch09`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch09`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch09.py`; try on your own first.

@@ -1,10 +1,10 @@
-"""Chapter 10 exercises — run `pytest -m ch10`.
+"""Chapter 10 exercises — run `.venv/bin/pytest -m ch10`.
 
 Why graphs: a graph is data. The encoder that writes an op's attributes as JSON data (and
 reads them back, every bit), and a saved function that still reports its calls after it is
 loaded.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch10`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch10`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch10.py`; try on your own first.

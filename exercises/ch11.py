@@ -1,10 +1,10 @@
-"""Chapter 11 exercises — run `pytest -m ch11`.
+"""Chapter 11 exercises — run `.venv/bin/pytest -m ch11`.
 
 Models and optimizers: an optimizer of your own (Adagrad) written as variable assignments,
 a layer that makes its variables in ``build``, a model that holds a list of layers, the
 training step that ``fit`` repeats, and a dense layer that runs as one op.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch11`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch11`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch11.py`; try on your own first.

@@ -1,4 +1,4 @@
-"""Chapter 12 exercises — run `pytest -m ch12`.
+"""Chapter 12 exercises — run `.venv/bin/pytest -m ch12`.
 
 FizzBuzz three ways: one number's class with ``cond``, the whole sequence with
 ``while_loop`` (both work eagerly and build a graph), and the two ends of the learned
@@ -6,7 +6,7 @@ version: the binary encoding a network reads and the decoding of what it predict
 
 Classes, as in the chapter: 0 for the number itself, 1 for Fizz, 2 for Buzz, 3 for FizzBuzz.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch12`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch12`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch12.py`; try on your own first.

@@ -1,10 +1,10 @@
-"""Chapter 13 exercises — run `pytest -m ch13`.
+"""Chapter 13 exercises — run `.venv/bin/pytest -m ch13`.
 
 Linear regression, the line ``y ≈ w·x + b`` fitted to noisy points: its gradient by
 calculus, its exact answer in closed form, and two training loops, one eager with an
 optimizer and a global step, one in a graph with placeholders and a Session.
 
-Replace each ``raise NotImplementedError`` with your code, then run `pytest -m ch13`:
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch13`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch13.py`; try on your own first.
