@@ -1,4 +1,4 @@
-"""Chapter 13 exercises: linear regression (`exercises/ch13.py`)."""
+"""Chapter 14 exercises: linear regression (`exercises/ch14.py`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from eagerflow import nn
 from eagerflow.autodiff import GradientTape, Variable
 from eagerflow.tensor.execution import recording
 
-pytestmark = pytest.mark.ch13
+pytestmark = pytest.mark.ch14
 
 
 def noisy_line(n, seed, slope=3.0, intercept=2.0):

@@ -1,16 +1,12 @@
-"""Chapter 13 exercises — run `.venv/bin/pytest -m ch13`.
+"""Chapter 14 exercises — run `.venv/bin/pytest -m ch14`.
 
 Linear regression, the line ``y ≈ w·x + b`` fitted to noisy points: its gradient by
 calculus, its exact answer in closed form, and two training loops, one eager with an
 optimizer and a global step, one in a graph with placeholders and a Session.
 
-Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch13`:
-an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
-as a failure that shows what was expected. Reference solutions are in
-`exercises/solutions/ch13.py`; try on your own first.
+Reference solutions: the same functions as `exercises/ch14.py`, solved.
 """
 
-# ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
 import numpy as np
@@ -44,7 +40,8 @@ def mse_gradients(w: float, b: float, x: np.ndarray, y: np.ndarray) -> tuple[flo
     Hint:
         ``error = w * x + b - y``; then ``np.mean``. Convert with ``float(...)``.
     """
-    raise NotImplementedError
+    error = w * np.asarray(x, np.float64) + b - np.asarray(y, np.float64)
+    return float(2 * np.mean(error * x)), float(2 * np.mean(error))
 
 
 def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -69,7 +66,11 @@ def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         Work in float64 (``np.asarray(x, np.float64)``): the sums of many float32 numbers
         lose digits. Center x and y by subtracting their means first.
     """
-    raise NotImplementedError
+    x = np.asarray(x, np.float64)
+    y = np.asarray(y, np.float64)
+    dx, dy = x - x.mean(), y - y.mean()
+    w = float(np.mean(dx * dy) / np.mean(dx * dx))
+    return w, float(y.mean() - w * x.mean())
 
 
 def train_with_optimizer(
@@ -100,7 +101,17 @@ def train_with_optimizer(
         global_step=global_step)``. The eager global step is one variable for the whole
         process: do not reset it, the test measures how much you advance it.
     """
-    raise NotImplementedError
+    optimizer = nn.GradientDescentOptimizer(learning_rate)
+    global_step = nn.get_or_create_global_step()
+    losses = []
+    for _ in range(steps):
+        with GradientTape() as tape:
+            loss = ef.reduce_mean(ef.square(model(x) - y))
+        variables = model.trainable_variables
+        grads = tape.gradient(loss, variables)
+        optimizer.apply_gradients(zip(grads, variables, strict=True), global_step=global_step)
+        losses.append(float(loss))
+    return losses
 
 
 def train_in_graph(
@@ -137,4 +148,21 @@ def train_in_graph(
         and the loss was built before ``minimize`` added the assignments: so it is the loss
         before the update. Fetch the final values with ``session.run([w, b])``.
     """
-    raise NotImplementedError
+    graph = Graph()
+    with graph.as_default():
+        xs = placeholder(ef.float32, (None,), name="x")
+        ys = placeholder(ef.float32, (None,), name="y")
+        w = Variable(5.0, name="w")
+        b = Variable(10.0, name="b")
+        loss = ef.reduce_mean(ef.square(w * xs + b - ys))
+        train = nn.GradientDescentOptimizer(learning_rate).minimize(loss)
+        init = global_variables_initializer()
+    losses = []
+    with Session(graph) as session:
+        session.run(init)
+        feed = {xs: x, ys: y}
+        for _ in range(steps):
+            _, value = session.run([train, loss], feed)
+            losses.append(float(value))
+        w_value, b_value = session.run([w, b])
+    return float(w_value), float(b_value), losses
