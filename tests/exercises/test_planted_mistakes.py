@@ -16,6 +16,7 @@ import pytest
 import test_ch08  # a module, not its names: pytest would collect an imported test again
 import test_ch09
 import test_ch10
+import test_ch13
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
@@ -426,3 +427,106 @@ def test_ch10_reporting_square_rejects(mistake, message, tmp_path) -> None:  # t
     chapter = SimpleNamespace(reporting_square=mistake)
     with pytest.raises(AssertionError, match=message):
         test_ch10.test_the_loaded_function_reports_every_call(chapter, tmp_path)
+
+
+# --- chapter 13: convolutions and pooling by hand -------------------------------------------------
+def _conv_loops(images, filters, flip=False, shrink=0, dtype=None):  # type: ignore[no-untyped-def]
+    batch, height, width, _ = images.shape
+    kh, kw, _, out_channels = filters.shape
+    if flip:  # a textbook convolution: the filter rotated by 180 degrees
+        filters = filters[::-1, ::-1]
+    oh, ow = height - kh + 1 - shrink, width - kw + 1 - shrink
+    out = np.zeros((batch, oh, ow, out_channels), dtype or images.dtype)
+    for n in range(batch):
+        for i in range(oh):
+            for j in range(ow):
+                for o in range(out_channels):
+                    out[n, i, j, o] = np.sum(images[n, i : i + kh, j : j + kw, :] * filters[..., o])
+    return out
+
+
+def _conv_with_eagerflow(images, filters):  # type: ignore[no-untyped-def]
+    return ef.nn.conv2d(images, filters, strides=1, padding="VALID").numpy()
+
+
+def _im2col_without_transpose(images, filters):  # type: ignore[no-untyped-def]
+    kh, kw, _, out_channels = filters.shape
+    windows = np.lib.stride_tricks.sliding_window_view(images, (kh, kw), axis=(1, 2))
+    batch, oh, ow = windows.shape[:3]
+    rows = windows.reshape(batch * oh * ow, -1)  # (c, kh, kw) order against (kh, kw, c)
+    return (rows @ filters.reshape(-1, out_channels)).reshape(batch, oh, ow, out_channels)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (lambda x, f: _conv_loops(x, f, flip=True), "does_not_flip_the_filter", "rotated"),
+        (lambda x, f: _conv_loops(x, f, shrink=1), "matches_conv2d_on_hidden_inputs",
+         "expected shape"),
+        (lambda x, f: _conv_loops(x, f, dtype=np.float64), "matches_conv2d_on_hidden_inputs",
+         "expected dtype float32"),
+        (_conv_with_eagerflow, "matches_conv2d_on_hidden_inputs", "ran eagerflow ops"),
+    ],
+    ids=["flipped_filter", "one_row_short", "always_float64", "calls_conv2d"],
+)  # fmt: skip
+def test_ch13_conv2d_loops_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(conv2d_loops=mistake)
+    with pytest.raises(AssertionError, match=message):
+        getattr(test_ch13, f"test_conv2d_loops_{test}")(chapter)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (_im2col_without_transpose, "matches_conv2d_on_hidden_inputs", "Not equal"),
+        (_conv_loops, "runs_no_python_loop", "a loop is still"),
+        (_conv_with_eagerflow, "matches_conv2d_on_hidden_inputs", "ran eagerflow ops"),
+    ],
+    ids=["rows_in_the_wrong_order", "loops", "calls_conv2d"],
+)
+def test_ch13_conv2d_im2col_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(conv2d_im2col=mistake)
+    with pytest.raises(AssertionError, match=message):
+        getattr(test_ch13, f"test_conv2d_im2col_{test}")(chapter)
+
+
+def _avg_grad(upstream, input_shape, pool, stride, add=True, scale=True, step=None):  # type: ignore[no-untyped-def]
+    dx = np.zeros(input_shape, upstream.dtype)
+    step = stride if step is None else step
+    for i in range(upstream.shape[1]):
+        for j in range(upstream.shape[2]):
+            share = upstream[:, i : i + 1, j : j + 1, :] / (pool**2 if scale else 1)
+            window = (slice(None), slice(i * step, i * step + pool),
+                      slice(j * step, j * step + pool), slice(None))  # fmt: skip
+            if add:
+                dx[window] += share
+            else:  # a later window overwrites what an earlier one sent
+                dx[window] = share
+    return dx
+
+
+def _avg_grad_with_a_tape(upstream, input_shape, pool, stride):  # type: ignore[no-untyped-def]
+    x = np.zeros(input_shape, upstream.dtype)
+    return test_ch13.tape_gradient(x, upstream, pool, stride)
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [
+        lambda u, s, p, st: _avg_grad(u, s, p, st, add=False),
+        lambda u, s, p, st: _avg_grad(u, s, p, st, scale=False),
+        lambda u, s, p, st: _avg_grad(u, s, p, st, step=p),
+        _avg_grad_with_a_tape,
+    ],
+    ids=["assigns_instead_of_adding", "no_division_by_pool_squared", "steps_by_the_pool",
+         "uses_a_tape"],
+)  # fmt: skip
+def test_ch13_avg_pool2d_grad_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(avg_pool2d_grad=mistake)
+    failures = 0
+    for pool, stride in test_ch13.POOLS:
+        try:
+            test_ch13.test_avg_pool2d_grad_matches_a_tape_on_hidden_inputs(chapter, pool, stride)
+        except AssertionError:
+            failures += 1
+    assert failures, "every (pool, stride) case accepted the mistake"

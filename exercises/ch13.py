@@ -1,0 +1,101 @@
+"""Chapter 13 exercises — run `.venv/bin/pytest -m ch13`.
+
+Convolutions and pooling by hand, in NumPy, the way `eagerflow.tensor.conv_ops` does them:
+first a convolution as four nested loops over the output, then the same convolution with no
+Python loop at all (im2col: every window becomes a row, and one matrix product does the
+rest), then the gradient of average pooling.
+
+Layouts are the chapter's (TensorFlow's): images are NHWC, ``(batch, height, width,
+channels)``; filters are ``(kernel_height, kernel_width, in_channels, out_channels)``.
+
+Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch13`:
+an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
+as a failure that shows what was expected. Reference solutions are in
+`exercises/solutions/ch13.py`; try on your own first.
+"""
+
+# ruff: noqa: F401  (the imports are the ones you will want)
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+
+def conv2d_loops(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
+    """``conv2d(images, filters, strides=1, padding="VALID")``, written as loops.
+
+    Each output pixel is the sum, over one ``kh x kw`` window of the input and over all
+    input channels, of the window times the filter:
+
+        out[n, i, j, o] = Σ_{di, dj, c} images[n, i + di, j + dj, c] · filters[di, dj, c, o]
+
+    (Deep-learning "convolutions" do not flip the filter: this is a cross-correlation.)
+
+    Args:
+        images: ``(batch, height, width, in_channels)`` floats.
+        filters: ``(kh, kw, in_channels, out_channels)`` floats.
+
+    Returns:
+        ``(batch, height - kh + 1, width - kw + 1, out_channels)``, the dtype of ``images``.
+
+    Hint:
+        Make the output with ``np.zeros``, then loop over ``n``, ``i``, ``j`` and ``o``
+        (``range(height - kh + 1)`` for ``i``). The body can be one line: the window is
+        ``images[n, i : i + kh, j : j + kw, :]``, and ``np.sum(window * filters[..., o])``
+        does the three inner sums.
+    """
+    raise NotImplementedError
+
+
+def conv2d_im2col(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
+    """The same convolution as ``conv2d_loops``, without a Python loop: im2col.
+
+    ``sliding_window_view(images, (kh, kw), axis=(1, 2))`` is a *view* (no copy) of every
+    ``kh x kw`` window: shape ``(batch, out_h, out_w, in_channels, kh, kw)``. Reshaped to
+    one row per output pixel, ``(batch·out_h·out_w, kh·kw·in_channels)``, the convolution is
+    one matrix product with the filters reshaped to ``(kh·kw·in_channels, out_channels)``,
+    and a matrix product is the fastest thing NumPy does.
+
+    Args and Returns: as ``conv2d_loops``.
+
+    Hint:
+        The view's last three axes are ``(in_channels, kh, kw)`` but the filters' first three
+        are ``(kh, kw, in_channels)``: transpose the view to ``(0, 1, 2, 4, 5, 3)`` before
+        the reshape, or the rows and the filter disagree on which number is which. Then
+        ``rows @ filters.reshape(-1, out_channels)`` and a reshape to
+        ``(batch, out_h, out_w, out_channels)``. No ``for``: the test counts the lines of
+        Python your function runs.
+    """
+    raise NotImplementedError
+
+
+def avg_pool2d_grad(
+    upstream: np.ndarray, input_shape: tuple[int, int, int, int], pool: int, stride: int
+) -> np.ndarray:
+    """The gradient of ``avg_pool2d(x, ksize=pool, strides=stride, padding="VALID")``.
+
+    Each output pixel is the mean of ``pool x pool`` input pixels, so each of those inputs
+    receives ``1 / pool²`` of that output's gradient. When windows overlap (``stride <
+    pool``) an input pixel sits in several windows and its gradient is the sum of what each
+    window sends it:
+
+        dx[n, i·s + di, j·s + dj, c] += upstream[n, i, j, c] / pool²
+
+    Args:
+        upstream: the gradient of the loss with respect to the pool's output,
+            ``(batch, out_h, out_w, channels)``.
+        input_shape: the shape of the pool's input ``x``.
+        pool: the window's height and width.
+        stride: the step between windows, both ways.
+
+    Returns:
+        The gradient with respect to ``x``: ``input_shape``, the dtype of ``upstream``.
+
+    Hint:
+        Start from ``np.zeros(input_shape, upstream.dtype)``. Loop over the output's rows
+        ``i`` and columns ``j`` (two loops are enough: slices do batch and channels), and add
+        ``upstream[:, i:i+1, j:j+1, :] / pool**2`` to the window
+        ``dx[:, i*stride : i*stride + pool, j*stride : j*stride + pool, :]``. Add, don't
+        assign.
+    """
+    raise NotImplementedError

@@ -1,0 +1,46 @@
+"""Chapter 13 exercises — run `.venv/bin/pytest -m ch13`.
+
+Reference solutions: the same functions as `exercises/ch13.py`, solved.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+
+def conv2d_loops(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
+    """``conv2d(images, filters, strides=1, padding="VALID")``, written as loops."""
+    batch, height, width, _ = images.shape
+    kh, kw, _, out_channels = filters.shape
+    out = np.zeros((batch, height - kh + 1, width - kw + 1, out_channels), images.dtype)
+    for n in range(batch):
+        for i in range(height - kh + 1):
+            for j in range(width - kw + 1):
+                window = images[n, i : i + kh, j : j + kw, :]
+                for o in range(out_channels):
+                    out[n, i, j, o] = np.sum(window * filters[..., o])
+    return out
+
+
+def conv2d_im2col(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
+    """The same convolution as ``conv2d_loops``, without a Python loop: im2col."""
+    kh, kw, _, out_channels = filters.shape
+    windows = sliding_window_view(images, (kh, kw), axis=(1, 2))  # (n, oh, ow, c, kh, kw)
+    batch, out_h, out_w = windows.shape[:3]
+    rows = windows.transpose(0, 1, 2, 4, 5, 3).reshape(batch * out_h * out_w, -1)
+    out = rows @ filters.reshape(-1, out_channels)
+    return out.reshape(batch, out_h, out_w, out_channels).astype(images.dtype, copy=False)
+
+
+def avg_pool2d_grad(
+    upstream: np.ndarray, input_shape: tuple[int, int, int, int], pool: int, stride: int
+) -> np.ndarray:
+    """The gradient of ``avg_pool2d(x, ksize=pool, strides=stride, padding="VALID")``."""
+    dx = np.zeros(input_shape, upstream.dtype)
+    _, out_h, out_w, _ = upstream.shape
+    for i in range(out_h):
+        for j in range(out_w):
+            window = dx[:, i * stride : i * stride + pool, j * stride : j * stride + pool, :]
+            window += upstream[:, i : i + 1, j : j + 1, :] / pool**2
+    return dx
