@@ -1,4 +1,4 @@
-"""Chapter 1 exercises — run `pytest -m ch01`.
+"""Chapter 1 exercises — run `.venv/bin/pytest -m ch01`.
 
 Tensors and kernels: a broadcasting shape rule, broadcasting at work, asking the op
 registry's rules about an op without running it, and an op of your own.

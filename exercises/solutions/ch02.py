@@ -1,4 +1,4 @@
-"""Chapter 2 exercises — run `pytest -m ch02`.
+"""Chapter 2 exercises — run `.venv/bin/pytest -m ch02`.
 
 Eager execution: recorders on the execution seam (an op counter, a tracer, a NaN finder)
 and Python control flow deciding on tensor values.

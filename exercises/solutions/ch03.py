@@ -1,4 +1,4 @@
-"""Chapter 3 exercises — run `pytest -m ch03`.
+"""Chapter 3 exercises — run `.venv/bin/pytest -m ch03`.
 
 Automatic differentiation with a tape: a gradient rule for a new op, a second derivative
 from nested tapes, a Jacobian built row by row with a persistent tape, and the numerical

@@ -1,4 +1,4 @@
-"""Chapter 4 exercises — run `pytest -m ch04`.
+"""Chapter 4 exercises — run `.venv/bin/pytest -m ch04`.
 
 Variables and training by hand: one gradient-descent step with ``assign_sub``, what a
 read-before-assign means, momentum kept in variables of its own, and a whole training loop.

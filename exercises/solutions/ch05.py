@@ -1,4 +1,4 @@
-"""Chapter 5 exercises — run `pytest -m ch05`.
+"""Chapter 5 exercises — run `.venv/bin/pytest -m ch05`.
 
 Static graphs and Sessions: build a graph for a formula, keep state in a graph variable,
 find the operations a fetch needs, and run a graph with a tiny Session of your own.

@@ -1,4 +1,4 @@
-"""Chapter 6 exercises — run `pytest -m ch06`.
+"""Chapter 6 exercises — run `.venv/bin/pytest -m ch06`.
 
 One op, two modes: a loss written once that runs eagerly and builds a graph, symbolic
 gradients (and gradients of gradients) with ``gradients()``, and an execution context of

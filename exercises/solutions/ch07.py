@@ -1,4 +1,4 @@
-"""Chapter 7 exercises — run `pytest -m ch07`.
+"""Chapter 7 exercises — run `.venv/bin/pytest -m ch07`.
 
 Control flow: Python ``if`` and ``while`` rewritten with ``cond`` and ``while_loop`` so the
 same function runs eagerly and builds a graph, gradients through a branch, and a loop

@@ -1,4 +1,4 @@
-"""Chapter 8 exercises — run `pytest -m ch08`.
+"""Chapter 8 exercises — run `.venv/bin/pytest -m ch08`.
 
 From eager to graph: the signature that decides when ``@function`` traces again, a
 training step traced once, two of the Session's graph optimizations written by hand

@@ -1,4 +1,4 @@
-"""Chapter 9 exercises — run `pytest -m ch09`.
+"""Chapter 9 exercises — run `.venv/bin/pytest -m ch09`.
 
 Why graphs: a compiler sees everything. Two pieces of the graph compiler written by hand:
 the code generation that turns a chain of elementwise ops into one loop, and the clustering

@@ -1,4 +1,4 @@
-"""Chapter 10 exercises — run `pytest -m ch10`.
+"""Chapter 10 exercises — run `.venv/bin/pytest -m ch10`.
 
 Why graphs: a graph is data. The encoder that writes an op's attributes as JSON data (and
 reads them back, every bit), and a saved function that still reports its calls after it is

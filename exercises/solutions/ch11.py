@@ -1,4 +1,4 @@
-"""Chapter 11 exercises — run `pytest -m ch11`.
+"""Chapter 11 exercises — run `.venv/bin/pytest -m ch11`.
 
 Models and optimizers: an optimizer of your own (Adagrad) written as variable assignments,
 a layer that makes its variables in ``build``, a model that holds a list of layers, the

@@ -1,4 +1,4 @@
-"""Chapter 12 exercises — run `pytest -m ch12`.
+"""Chapter 12 exercises — run `.venv/bin/pytest -m ch12`.
 
 FizzBuzz three ways: one number's class with ``cond``, the whole sequence with
 ``while_loop`` (both work eagerly and build a graph), and the two ends of the learned
