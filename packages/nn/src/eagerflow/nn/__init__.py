@@ -8,15 +8,18 @@ Read it in this order:
    ``activations.py`` and ``initializers.py``;
 3. ``losses.py``      losses and ``accuracy``, composed from public ops;
 4. ``optimizers.py``  TensorFlow 1.x's optimizers, as variable assignments;
-5. ``training.py``    ``batches`` and ``fit``: the training loop, with progress;
-6. ``checkpoint.py``  ``Checkpoint``: save and restore every variable of an object tree.
+5. ``data.py``        ``data.Dataset``: input pipelines as in ``tf.data`` (slices, shuffle,
+   batch, map, repeat, prefetch in a background thread);
+6. ``training.py``    ``batches`` and ``fit``: the training loop, with progress (``fit`` takes
+   arrays or a ``Dataset``);
+7. ``checkpoint.py``  ``Checkpoint``: save and restore every variable of an object tree.
 """
 
 from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-nn")  # from the repository's VERSION file
 
-from eagerflow.nn import activations, initializers
+from eagerflow.nn import activations, data, initializers
 from eagerflow.nn.checkpoint import Checkpoint, CheckpointError
 from eagerflow.nn.layers import Dense, Dropout, Flatten, Sequential
 from eagerflow.nn.losses import (
@@ -55,6 +58,7 @@ __all__ = [
     "accuracy",
     "activations",
     "batches",
+    "data",
     "fit",
     "get_or_create_global_step",
     "initializers",

@@ -1,4 +1,5 @@
-"""Training loops: ``batches`` cuts NumPy data into shuffled mini-batches, ``fit`` trains.
+"""Training loops: ``batches`` cuts NumPy data into shuffled mini-batches, ``fit`` trains
+on arrays or on a ``data.Dataset``.
 
 ``fit`` is the loop a reader would write by hand (chapter 11 does, first): for each batch,
 run the model under a GradientTape, take the loss's gradient for every trainable variable,
@@ -18,9 +19,10 @@ import numpy as np
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape
 from eagerflow.nn import losses
+from eagerflow.nn.data import INFINITE_CARDINALITY, Dataset
 from eagerflow.nn.module import Layer
 from eagerflow.nn.optimizers import Optimizer
-from eagerflow.tensor import Tensor
+from eagerflow.tensor import Tensor, nest
 
 LossFn = Callable[[Any, Any], Tensor]
 
@@ -85,23 +87,36 @@ class History:
 def fit(
     model: Layer,
     x: Any,
-    y: Any,
+    y: Any = None,
     *,
     loss: str | LossFn,
     optimizer: Optimizer,
     epochs: int = 1,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     metrics: Sequence[str | LossFn] = (),
-    validation_data: tuple[Any, Any] | None = None,
-    shuffle: bool = True,
+    validation_data: tuple[Any, Any] | Dataset | None = None,
+    shuffle: bool | None = None,
     seed: int | None = None,
     verbose: bool = True,
     print_fn: Callable[[str], None] = print,
 ) -> History:
-    """Train ``model`` on (x, y) in eager mode; returns the per-epoch averages.
+    """Train ``model`` in eager mode; returns the per-epoch averages.
+
+    The data comes one of two ways, as in Keras:
+
+    - arrays ``x`` and ``y`` (one row per example): ``fit`` cuts them into mini-batches of
+      ``batch_size`` (32 if not given), in a new random order each epoch unless ``shuffle``
+      is False; ``seed`` makes the orders reproducible;
+    - a ``data.Dataset`` ``x`` whose elements are ``(x, y)`` batches: each epoch is one pass
+      over it, batched and shuffled as the dataset says, so ``y``, ``batch_size``,
+      ``shuffle`` and ``seed`` must not be given (each is an error, not silently ignored).
+      It must be finite: a ``repeat()`` without a count would make the first epoch endless.
 
     ``loss(labels, outputs)`` is a scalar loss (or a name from ``LOSSES``); each metric is a
-    ``(labels, outputs)`` function or a name from ``METRICS``.
+    ``(labels, outputs)`` function or a name from ``METRICS``. Each epoch's loss and metrics
+    are averages over its examples (each batch weighted by its size). ``validation_data``,
+    arrays ``(x, y)`` or a Dataset of ``(x, y)`` batches, adds ``val_loss`` and
+    ``val_<metric>`` after each epoch.
     """
     loss_fn = _named(loss, LOSSES, "loss")
     metric_fns = {_label(m): _named(m, METRICS, "metric") for m in metrics}
@@ -111,31 +126,57 @@ def fit(
         )
     if epochs < 0:
         raise ValueError(f"fit: epochs must be >= 0, got {epochs}")
-    n = _examples("fit", {"x": np.asarray(x), "y": np.asarray(y)})
-    if n == 0:
-        raise ValueError("fit: x and y hold no examples")
-    rng = np.random.default_rng(seed)
+    epoch_batches: Callable[[], Iterator[tuple[Any, ...]]]
+    if isinstance(x, Dataset):
+        _check_dataset_arguments(x, y=y, batch_size=batch_size, shuffle=shuffle, seed=seed)
+        n = None  # unknown until an epoch has run
+
+        def epoch_batches() -> Iterator[tuple[Any, ...]]:
+            return (_pair("fit", element) for element in x)
+
+    else:
+        if y is None:
+            raise ValueError("fit: give y, the labels of x (or make x a Dataset of (x, y) "
+                             "batches)")  # fmt: skip
+        n = _examples("fit", {"x": np.asarray(x), "y": np.asarray(y)})
+        if n == 0:
+            raise ValueError("fit: x and y hold no examples")
+        rng = np.random.default_rng(seed)
+        size = 32 if batch_size is None else batch_size
+        mix = True if shuffle is None else shuffle
+
+        def epoch_batches() -> Iterator[tuple[Any, ...]]:
+            return batches(x, y, batch_size=size, shuffle=mix, seed=rng)
+
+    if isinstance(validation_data, Dataset):
+        _check_finite("fit: validation_data", validation_data)
     history = History()
     for epoch in range(1, epochs + 1):
         start = last_print = time.perf_counter()
         sums = dict.fromkeys(["loss", *metric_fns], 0.0)
         seen = 0
-        for xb, yb in batches(x, y, batch_size=batch_size, shuffle=shuffle, seed=rng):
+        for xb, yb in epoch_batches():
             with GradientTape() as tape:
                 outputs = model(xb, training=True)
                 value = loss_fn(yb, outputs)
             variables = model.trainable_variables
             optimizer.apply_gradients(zip(tape.gradient(value, variables), variables, strict=True))
-            sums["loss"] += float(value) * len(xb)
+            rows = _rows(xb)
+            sums["loss"] += float(value) * rows
             for name, fn in metric_fns.items():
-                sums[name] += float(fn(yb, outputs)) * len(xb)
-            seen += len(xb)
+                sums[name] += float(fn(yb, outputs)) * rows
+            seen += rows
             if verbose and time.perf_counter() - last_print > PROGRESS_EVERY:
                 last_print = time.perf_counter()
-                print_fn(f"epoch {epoch}/{epochs}  {seen}/{n} examples  "
+                of = "" if n is None else f"/{n}"
+                print_fn(f"epoch {epoch}/{epochs}  {seen}{of} examples  "
                          f"loss {sums['loss'] / seen:.4f}")  # fmt: skip
+        if seen == 0:
+            raise ValueError(f"fit: the dataset gave no examples in epoch {epoch}")
         logs = {name: total / seen for name, total in sums.items()}
-        if validation_data is not None:
+        if isinstance(validation_data, Dataset):
+            logs.update(evaluate(model, validation_data, loss=loss_fn, metrics=metric_fns))
+        elif validation_data is not None:
             logs.update(evaluate(model, *validation_data, loss=loss_fn, metrics=metric_fns))
         history.epochs.append(logs)
         if verbose:
@@ -145,13 +186,68 @@ def fit(
 
 
 def evaluate(
-    model: Layer, x: Any, y: Any, *, loss: LossFn, metrics: dict[str, LossFn]
+    model: Layer, x: Any, y: Any = None, *, loss: LossFn, metrics: dict[str, LossFn]
 ) -> dict[str, float]:
-    """``val_loss`` and ``val_<metric>`` of ``model`` on (x, y), in one batch."""
-    outputs = model(x)
-    logs = {"val_loss": float(loss(y, outputs))}
-    logs.update((f"val_{name}", float(fn(y, outputs))) for name, fn in metrics.items())
-    return logs
+    """``val_loss`` and ``val_<metric>`` of ``model`` on arrays (x, y), in one batch, or on a
+    Dataset ``x`` of (x, y) batches, averaged over its examples."""
+    if not isinstance(x, Dataset):
+        outputs = model(x)
+        logs = {"val_loss": float(loss(y, outputs))}
+        logs.update((f"val_{name}", float(fn(y, outputs))) for name, fn in metrics.items())
+        return logs
+    fns = {"val_loss": loss, **{f"val_{name}": fn for name, fn in metrics.items()}}
+    sums = dict.fromkeys(fns, 0.0)
+    seen = 0
+    for element in x:
+        xb, yb = _pair("fit: validation_data", element)
+        outputs = model(xb)
+        rows = _rows(xb)
+        for name, fn in fns.items():
+            sums[name] += float(fn(yb, outputs)) * rows
+        seen += rows
+    if seen == 0:
+        raise ValueError("fit: the validation_data dataset gave no examples")
+    return {name: total / seen for name, total in sums.items()}
+
+
+def _check_dataset_arguments(dataset: Dataset, **given: Any) -> None:
+    """A Dataset carries its own labels, batches and order: arguments that would set them
+    again are mistakes (Keras refuses them too), named before anything trains."""
+    why = {
+        "y": "its elements are (x, y) batches, labels included",
+        "batch_size": "it is batched already (dataset.batch(n))",
+        "shuffle": "it shuffles itself if it should (dataset.shuffle(buffer_size))",
+        "seed": "a shuffling dataset has its own (dataset.shuffle(buffer_size, seed=...))",
+    }
+    for name, value in given.items():
+        if value is not None:
+            raise ValueError(f"fit: x is a Dataset, so do not give {name}: {why[name]}")
+    _check_finite("fit: x", dataset)
+
+
+def _check_finite(what: str, dataset: Dataset) -> None:
+    if dataset.cardinality() == INFINITE_CARDINALITY:
+        raise ValueError(
+            f"{what} is an infinite Dataset (repeat() without a count), so an epoch would "
+            "never end; give repeat() a count, or take(n) batches"
+        )
+
+
+def _pair(what: str, element: Any) -> tuple[Any, Any]:
+    """A Dataset element as (x, y), or an error saying what it was instead."""
+    if not isinstance(element, tuple) or len(element) != 2:
+        shape = f"a tuple of {len(element)}" if isinstance(element, tuple) else (
+            type(element).__name__)  # fmt: skip
+        raise ValueError(
+            f"{what}: a Dataset's elements must be (x, y) batches, got {shape}; build it "
+            "with Dataset.from_tensor_slices((x, y)).batch(n), or map its elements to pairs"
+        )
+    return element[0], element[1]
+
+
+def _rows(xb: Any) -> int:
+    """The examples in a batch: the length of its (first) input."""
+    return len(nest.flatten(xb)[0])
 
 
 def _named(fn: str | LossFn, table: dict[str, LossFn], kind: str) -> LossFn:

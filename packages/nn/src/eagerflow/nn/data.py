@@ -1,0 +1,747 @@
+"""``Dataset``: an input pipeline, TensorFlow's ``tf.data`` with its names and semantics.
+
+A ``Dataset`` is a *recipe* for a stream of elements, not the elements themselves. Each
+method returns a new dataset that wraps the old one, so a pipeline reads left to right::
+
+    images = data.Dataset.from_tensor_slices((x, y))     # element i: (x[i], y[i])
+    train = images.shuffle(1000, seed=0).batch(32).prefetch(2)
+    for xb, yb in train:                                 # one pass: one epoch
+        ...
+
+Nothing runs until the dataset is iterated, and every ``for`` loop over it runs the whole
+recipe again from the start: a new epoch, with a new shuffle order. An element is a
+*structure* (see ``eagerflow.tensor.nest``) of eager tensors: one tensor, a tuple, or a dict,
+nested as deep as you like. As in ``tf.data``, a Python *list* is one tensor (its items are
+stacked), never a structure: write a tuple for several components.
+
+Elements are eagerflow ``Tensor``s, as ``tf.data`` yields ``tf.Tensor``s, so they go
+anywhere a tensor goes: to a model or an op, to a ``function`` (``element_spec`` makes a
+fitting ``input_signature``), or into a Session's ``feed_dict``, which turns a tensor into
+the placeholder's array. ``as_numpy_iterator()`` gives NumPy arrays instead.
+
+Iterating always runs eagerly, even while a graph is being built: a dataset is not a graph
+op here (``tf.data`` compiles its functions into graphs of their own; eagerflow calls
+``map``'s function once per element instead, so its Python side effects happen each time).
+
+Three pieces are more than a loop, and the docstrings below say how they work:
+
+- ``shuffle`` keeps a buffer, as ``tf.data`` does, so a dataset can be shuffled without
+  holding all of it: a buffer at least as large as the dataset gives a uniform permutation,
+  a buffer of 1 does nothing;
+- ``batch`` right after ``from_tensor_slices`` (and ``shuffle``, ``repeat``, ``take``) never
+  makes one tensor per element: it gathers whole batches by an array of row numbers;
+- ``prefetch`` runs the pipeline in a background thread, so the next batch is being made
+  while the model trains on this one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import numpy as np
+
+import eagerflow.tensor as ef
+from eagerflow.graph import Graph, SymbolicTensor, TensorSpec, placeholder
+from eagerflow.tensor import Tensor, nest
+from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
+from eagerflow.tensor.execution import context, no_recording
+
+_T = TypeVar("_T")
+
+#: ``cardinality()`` of a dataset that never ends (``repeat()`` without a count).
+INFINITE_CARDINALITY = -1
+#: ``cardinality()`` of a dataset whose length cannot be known without running it (``filter``).
+UNKNOWN_CARDINALITY = -2
+#: ``prefetch(AUTOTUNE)``: TensorFlow tunes the buffer as it runs; eagerflow does not, and
+#: takes ``AUTOTUNE_BUFFER`` elements, enough to overlap making one batch with using another.
+AUTOTUNE = -1
+AUTOTUNE_BUFFER = 2
+_POLL = 0.05  # seconds a prefetch thread waits on a full queue before it looks for a stop
+
+
+class Dataset:
+    """A stream of elements, each a structure of tensors; make one with
+    ``Dataset.from_tensor_slices`` or ``Dataset.range``, then transform it.
+
+    Every transformation returns a new ``Dataset`` and leaves this one as it was.
+    """
+
+    # When each element is one row of a from_tensor_slices dataset, that dataset; then
+    # ``_rows()`` gives the row numbers in order, and ``batch`` can gather rows by number.
+    _slices: _TensorSlices | None = None
+
+    # --- sources ----------------------------------------------------------------------------
+    @staticmethod
+    def from_tensor_slices(tensors: Any) -> Dataset:
+        """A dataset with one element per row: element ``i`` is ``tensors`` with each
+        component indexed by ``[i]`` along its first axis (``tf.data``'s name).
+
+        ``tensors`` is an array or tensor, or a tuple or dict of them, nested as deep as you
+        like. Every component needs the same length along axis 0, the number of elements::
+
+            Dataset.from_tensor_slices((x, y))               # elements (x[i], y[i])
+            Dataset.from_tensor_slices({"image": x, "label": y})
+        """
+        return _TensorSlices(tensors)
+
+    @staticmethod
+    def range(start: int, stop: int | None = None, step: int = 1) -> Dataset:
+        """The int64 scalars of Python's ``range(start, stop, step)``: ``Dataset.range(5)``
+        gives 0, 1, 2, 3, 4."""
+        if stop is None:
+            start, stop = 0, start
+        named = {"start": start, "stop": stop, "step": step}
+        bounds = [_count("Dataset.range", what, value, least=None) for what, value in named.items()]
+        if step == 0:
+            raise InvalidArgumentError("Dataset.range: step must not be 0")
+        return _TensorSlices(np.arange(*bounds, dtype=np.int64), "range")
+
+    # --- transformations --------------------------------------------------------------------
+    def shuffle(
+        self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True
+    ) -> Dataset:
+        """The same elements in a random order, drawn from a buffer of ``buffer_size``.
+
+        The buffer is filled with the first ``buffer_size`` elements; then each element is a
+        random one of the buffer, whose place the next input element takes. So an element
+        can move at most ``buffer_size - 1`` places earlier: a buffer at least as large as
+        the dataset gives a uniform random permutation, a buffer of 1 the input order.
+
+        Each iteration (epoch) draws a new order unless ``reshuffle_each_iteration`` is
+        False. ``seed`` fixes the sequence of orders: two datasets shuffled with the same
+        seed give the same first epoch, the same second epoch, and so on. Without a seed,
+        one is drawn from eagerflow's random generator now, so ``ef.set_seed`` makes the
+        order reproducible too (TensorFlow's global seed does the same).
+        """
+        return _Shuffle(self, buffer_size, seed, reshuffle_each_iteration)
+
+    def batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
+        """Consecutive elements stacked ``batch_size`` at a time: each component gains a
+        first axis. The last batch may be smaller, unless ``drop_remainder`` drops it (then
+        every batch has exactly ``batch_size`` rows, and ``element_spec`` says so)."""
+        return _Batch(self, batch_size, drop_remainder)
+
+    def map(self, map_func: Callable[..., Any]) -> Dataset:
+        """``map_func`` applied to each element. A tuple element is passed as positional
+        arguments (``lambda x, y: ...``), anything else as one argument (a dict too); the
+        result may be any structure of tensors, or of values that convert to tensors."""
+        return _Map(self, map_func)
+
+    def filter(self, predicate: Callable[..., Any]) -> Dataset:
+        """The elements for which ``predicate`` (called like ``map``'s function) returns a
+        scalar bool tensor holding True."""
+        return _Filter(self, predicate)
+
+    def repeat(self, count: int | None = None) -> Dataset:
+        """The dataset ``count`` times over; forever when ``count`` is None (or -1). Each
+        repetition is a new pass over the input, so a ``shuffle`` before ``repeat`` gives
+        each repetition its own order."""
+        return _Repeat(self, count)
+
+    def take(self, count: int) -> Dataset:
+        """The first ``count`` elements (all of them when ``count`` is -1)."""
+        return _Take(self, count)
+
+    def prefetch(self, buffer_size: int) -> Dataset:
+        """The same elements, made ahead of time by a background thread that keeps up to
+        ``buffer_size`` of them waiting (``AUTOTUNE``: ``AUTOTUNE_BUFFER``).
+
+        Put it last: ``.batch(32).prefetch(2)`` makes the next batches while the loop
+        works on this one. The thread starts when an iteration starts, blocks when the
+        buffer is full, and stops when the iteration ends, is closed (``close()``), or is
+        dropped half-way (``break``): no thread outlives its iterator. An error raised while
+        making an element is raised again by the loop, where that element would have come.
+        """
+        return _Prefetch(self, buffer_size)
+
+    # --- what a dataset is ------------------------------------------------------------------
+    @property
+    def element_spec(self) -> Any:
+        """The structure of one element, with a ``TensorSpec`` (shape and dtype) for each
+        tensor; a dimension that varies is None (the batch dimension, unless
+        ``drop_remainder``). ``function(f, input_signature=list(ds.element_spec))`` traces
+        ``f`` once for every batch of a tuple dataset."""
+        return self._spec()
+
+    def cardinality(self) -> int:
+        """The number of elements, as ``tf.data`` counts them: ``INFINITE_CARDINALITY`` (-1)
+        for a dataset that never ends, ``UNKNOWN_CARDINALITY`` (-2) when it cannot be known
+        without running the pipeline (after ``filter``)."""
+        return self._cardinality()
+
+    def __len__(self) -> int:
+        """The number of elements; a TypeError when it is infinite or unknown (``len()``
+        must return a number; ``cardinality()`` tells which)."""
+        n = self._cardinality()
+        if n == INFINITE_CARDINALITY:
+            raise TypeError("len() of an infinite Dataset (repeat() without a count)")
+        if n == UNKNOWN_CARDINALITY:
+            raise TypeError("len() of a Dataset whose length is unknown (after filter()); "
+                            "iterate it to count")  # fmt: skip
+        return n
+
+    def __bool__(self) -> bool:
+        # Without this, `if dataset:` would call __len__, which raises for infinite datasets
+        # and is False for empty ones; a dataset is an object that exists (TF says so too).
+        return True
+
+    def __iter__(self) -> Iterator[Any]:
+        """One pass over the dataset (one epoch): its elements, as structures of tensors."""
+        return self._elements()
+
+    def as_numpy_iterator(self) -> Iterator[Any]:
+        """One pass over the dataset, each tensor as a NumPy array (a NumPy scalar for a
+        0-d tensor)."""
+        return (nest.map_structure(_to_numpy, element) for element in self._elements())
+
+    def __repr__(self) -> str:
+        steps = []
+        dataset: Dataset | None = self
+        while dataset is not None:
+            steps.append(dataset._describe())
+            dataset = dataset._input if isinstance(dataset, _Transformation) else None
+        return f"<Dataset {''.join(reversed(steps))}>"
+
+    # --- what each kind of dataset defines --------------------------------------------------
+    def _elements(self) -> Iterator[Any]:
+        """One pass: the elements. By default, the rows of ``_slices`` in ``_rows()``'s order."""
+        slices = self._slices
+        assert slices is not None, f"{type(self).__name__} must define _elements"
+        return map(slices.row, self._rows())
+
+    def _rows(self) -> Iterator[int]:
+        """One pass: row numbers of ``_slices`` (only when ``_slices`` is set)."""
+        raise NotImplementedError
+
+    def _spec(self) -> Any:
+        raise NotImplementedError
+
+    def _cardinality(self) -> int:
+        raise NotImplementedError
+
+    def _describe(self) -> str:
+        raise NotImplementedError
+
+
+# --- the source ------------------------------------------------------------------------------
+class _TensorSlices(Dataset):
+    """``from_tensor_slices``: the rows of some tensors, kept as NumPy arrays."""
+
+    def __init__(self, tensors: Any, name: str = "from_tensor_slices") -> None:
+        self._structure = _as_structure(tensors, name)
+        leaves = nest.flatten(self._structure)
+        paths = _paths(self._structure)
+        if not leaves:
+            raise ValueError(f"{name}: give at least one tensor, got {tensors!r:.60}")
+        for path, leaf in zip(paths, leaves, strict=True):
+            if isinstance(leaf, SymbolicTensor):
+                raise TypeError(
+                    f"{name}: {path} is the graph tensor '{leaf.name}', which has no value "
+                    "yet; give arrays or eager tensors (and feed the dataset's elements to "
+                    "the graph's placeholders)"
+                )
+            if not leaf.shape:
+                raise ValueError(
+                    f"{name}: {path} is a scalar ({leaf.numpy()!r:.40}), which has no axis "
+                    "0 to slice; give it one row per element"
+                )
+        lengths = [leaf.shape[0] for leaf in leaves]
+        if len(set(lengths)) > 1:
+            told = ", ".join(f"{p} has {n}" for p, n in zip(paths, lengths, strict=True))
+            raise ValueError(
+                f"{name}: every component needs the same length along axis 0 (one row "
+                f"per element), but {told}"
+            )
+        # The arrays are read-only views of the tensors' own memory (Tensor.__array__), so
+        # the dataset copies its input once, when it is converted, and never again.
+        self._arrays = [np.asarray(leaf) for leaf in leaves]
+        self._n = lengths[0]
+        self._name = name
+        self._slices = self
+
+    def row(self, i: int) -> Any:
+        """Element ``i``: one tensor per component, in the dataset's structure."""
+        leaves = [ef.convert_to_tensor(a[i]) for a in self._arrays]
+        return nest.pack_sequence_as(self._structure, leaves)
+
+    def gather(self, rows: np.ndarray) -> Any:
+        """The elements at ``rows``, already stacked: one NumPy gather per component."""
+        leaves = [ef.convert_to_tensor(a[rows]) for a in self._arrays]
+        return nest.pack_sequence_as(self._structure, leaves)
+
+    def _rows(self) -> Iterator[int]:
+        return iter(range(self._n))
+
+    def _spec(self) -> Any:
+        return nest.map_structure(lambda t: TensorSpec(t.shape[1:], t.dtype), self._structure)
+
+    def _cardinality(self) -> int:
+        return self._n
+
+    def _describe(self) -> str:
+        if self._name == "range":
+            return f"range({self._n} elements)"
+        shapes = [format_shape(a.shape) for a in self._arrays]
+        return f"from_tensor_slices({', '.join(shapes)})"
+
+
+# --- transformations ----------------------------------------------------------------------
+class _Transformation(Dataset):
+    """A dataset made from another, ``_input``: by default with its elements' spec and count."""
+
+    def __init__(self, input_dataset: Dataset) -> None:
+        if not isinstance(input_dataset, Dataset):
+            raise TypeError(f"expected a Dataset, got {input_dataset!r:.60}")
+        self._input = input_dataset
+
+    def _spec(self) -> Any:
+        return self._input._spec()
+
+    def _cardinality(self) -> int:
+        return self._input._cardinality()
+
+
+# Those that keep rows rows
+class _Reordering(_Transformation):
+    """A transformation that only chooses, drops or repeats its input's elements, never
+    changes one: so it works as well on row numbers as on elements (``_over``), and a
+    pipeline of them after ``from_tensor_slices`` still yields rows that ``batch`` gathers."""
+
+    def __init__(self, input_dataset: Dataset) -> None:
+        super().__init__(input_dataset)
+        self._slices = input_dataset._slices
+
+    def _over(self, make: Callable[[], Iterator[_T]]) -> Iterator[_T]:
+        """One pass of this transformation over items from ``make()``, one input pass each
+        (called when the pass starts)."""
+        raise NotImplementedError
+
+    def _elements(self) -> Iterator[Any]:
+        if self._slices is not None:
+            return super()._elements()  # rows, turned into elements at the very end
+        return self._over(self._input._elements)
+
+    def _rows(self) -> Iterator[int]:
+        return self._over(self._input._rows)
+
+
+class _Shuffle(_Reordering):
+    def __init__(
+        self, input_dataset: Dataset, buffer_size: int, seed: int | None, reshuffle: bool
+    ) -> None:
+        super().__init__(input_dataset)
+        self._buffer_size = _count("shuffle", "buffer_size", buffer_size, least=1)
+        if seed is None:
+            seed = _seed_from_global_generator()
+        self._seed = _count("shuffle", "seed", seed, least=0)
+        self._reshuffle = bool(reshuffle)
+        # Which pass this is: pass k shuffles with the generator seeded (seed, k), so every
+        # epoch has its own order and a dataset made again with the same seed repeats them.
+        self._passes = itertools.count()
+
+    def _over(self, make: Callable[[], Iterator[_T]]) -> Iterator[_T]:
+        epoch = next(self._passes) if self._reshuffle else 0
+        rng = np.random.default_rng([self._seed, epoch])
+        return _buffer_shuffle(make(), self._buffer_size, rng)
+
+    def _describe(self) -> str:
+        return f".shuffle({self._buffer_size}, seed={self._seed})"
+
+
+def _buffer_shuffle(
+    items: Iterator[_T], buffer_size: int, rng: np.random.Generator
+) -> Iterator[_T]:
+    """``tf.data``'s shuffle: fill a buffer, then repeatedly give a random element of it and
+    put the next input element in its place; when the input ends, empty the buffer the same
+    way. Every pick is uniform over the buffer, so a buffer holding the whole input makes a
+    uniform permutation (it is then Fisher-Yates' shuffle)."""
+    buffer = list(itertools.islice(items, buffer_size))
+    picks = _random_ints(rng)
+    while buffer:
+        # A big random int modulo the buffer's size, as TensorFlow's kernel does (the bias
+        # of 2**63 mod n is below 1e-12). Drawn 4096 at a time: one NumPy call per pick
+        # would cost more than the rest of the loop.
+        i = next(picks) % len(buffer)
+        chosen = buffer[i]
+        following = next(items, _END)
+        if following is _END:  # the input is used up: the buffer shrinks
+            buffer[i] = buffer[-1]
+            buffer.pop()
+        else:
+            buffer[i] = following
+        yield chosen
+
+
+_END: Any = object()  # the end of an iterator, for next(it, _END)
+
+
+def _random_ints(rng: np.random.Generator) -> Iterator[int]:
+    while True:
+        yield from rng.integers(0, 2**63 - 1, size=4096, dtype=np.int64).tolist()
+
+
+def _seed_from_global_generator() -> int:
+    """A seed drawn by a random op, so ``ef.set_seed`` decides it (eagerly, and unseen by
+    any tape: this is bookkeeping, not part of a computation)."""
+    with context(None), no_recording():
+        return int(ef.random_uniform((), 0, 2**31 - 1, ef.int64))
+
+
+class _Repeat(_Reordering):
+    def __init__(self, input_dataset: Dataset, count: int | None) -> None:
+        super().__init__(input_dataset)
+        if count is not None:
+            count = _count("repeat", "count", count, least=-1)
+        self._count = None if count == -1 else count  # -1 is TensorFlow's "forever"
+
+    def _over(self, make: Callable[[], Iterator[_T]]) -> Iterator[_T]:
+        passes = itertools.count() if self._count is None else range(self._count)
+        for _ in passes:
+            empty = True
+            for item in make():
+                empty = False
+                yield item
+            if empty:  # an empty dataset repeated forever is empty, not an endless loop
+                return
+
+    def _cardinality(self) -> int:
+        n = self._input._cardinality()
+        if self._count is None:  # TensorFlow's rule: forever is infinite unless empty
+            return 0 if n == 0 else INFINITE_CARDINALITY
+        if self._count == 0:
+            return 0
+        return n if n < 0 else n * self._count
+
+    def _describe(self) -> str:
+        return ".repeat()" if self._count is None else f".repeat({self._count})"
+
+
+class _Take(_Reordering):
+    def __init__(self, input_dataset: Dataset, count: int) -> None:
+        super().__init__(input_dataset)
+        self._count = _count("take", "count", count, least=-1)
+
+    def _over(self, make: Callable[[], Iterator[_T]]) -> Iterator[_T]:
+        return make() if self._count == -1 else itertools.islice(make(), self._count)
+
+    def _cardinality(self) -> int:
+        n = self._input._cardinality()
+        if self._count == -1 or n == UNKNOWN_CARDINALITY:
+            return n
+        return self._count if n == INFINITE_CARDINALITY else min(n, self._count)
+
+    def _describe(self) -> str:
+        return f".take({self._count})"
+
+
+# Those that make new elements
+class _Batch(_Transformation):
+    def __init__(self, input_dataset: Dataset, batch_size: int, drop_remainder: bool) -> None:
+        super().__init__(input_dataset)
+        self._size = _count("batch", "batch_size", batch_size, least=1)
+        self._drop = bool(drop_remainder)
+
+    def _elements(self) -> Iterator[Any]:
+        slices = self._input._slices
+        if slices is not None:
+            return self._gathered(slices, self._input._rows())
+        return self._stacked(self._input._elements())
+
+    def _gathered(self, slices: _TensorSlices, rows: Iterator[int]) -> Iterator[Any]:
+        """The fast path: the input's elements are rows of ``slices``, so a batch is one
+        gather per component (``x[[7, 2, 9, ...]]``) by an array of row numbers, and the
+        shuffle buffer only ever holds ints. Making one tensor per row and stacking them
+        costs about 15 times more (measured on 1,437 8x8 images shuffled and cut into
+        batches of 32 for 30 epochs: 0.025 s this way, 0.40 s the other)."""
+        while True:
+            batch = np.fromiter(itertools.islice(rows, self._size), dtype=np.intp)
+            if len(batch) == 0 or (self._drop and len(batch) < self._size):
+                return
+            yield slices.gather(batch)
+
+    def _stacked(self, elements: Iterator[Any]) -> Iterator[Any]:
+        """Any elements: collect ``batch_size`` of them, then stack each component."""
+        while True:
+            batch = list(itertools.islice(elements, self._size))
+            if not batch or (self._drop and len(batch) < self._size):
+                return
+            yield _stack(batch)
+
+    def _spec(self) -> Any:
+        rows = self._size if self._drop else None
+        return nest.map_structure(lambda s: TensorSpec((rows, *s.shape), s.dtype),
+                                  self._input._spec())  # fmt: skip
+
+    def _cardinality(self) -> int:
+        n = self._input._cardinality()
+        if n < 0:
+            return n
+        return n // self._size if self._drop else math.ceil(n / self._size)
+
+    def _describe(self) -> str:
+        drop = ", drop_remainder=True" if self._drop else ""
+        return f".batch({self._size}{drop})"
+
+
+def _stack(elements: list[Any]) -> Any:
+    """One batch: the elements' tensors stacked component by component."""
+    first = elements[0]
+    columns = [nest.flatten(first)]
+    for k, element in enumerate(elements[1:], start=1):
+        try:
+            nest.assert_same_structure(first, element)
+        except ValueError as e:
+            raise ValueError(f"batch: element {k} of a batch differs from element 0: {e}") from None
+        columns.append(nest.flatten(element))
+    stacked = []
+    for j, path in enumerate(_paths(first)):
+        column = [np.asarray(leaves[j]) for leaves in columns]
+        for k, value in enumerate(column):
+            if value.shape != column[0].shape or value.dtype != column[0].dtype:
+                raise ValueError(
+                    f"batch: cannot stack {path}: it is {format_shape(column[0].shape)} "
+                    f"{column[0].dtype} in the batch's element 0 but "
+                    f"{format_shape(value.shape)} {value.dtype} in element {k}"
+                )
+        stacked.append(ef.convert_to_tensor(np.stack(column)))
+    return nest.pack_sequence_as(first, stacked)
+
+
+class _Map(_Transformation):
+    def __init__(self, input_dataset: Dataset, fn: Callable[..., Any]) -> None:
+        super().__init__(input_dataset)
+        self._fn = _checked_function("map", fn)
+        self._traced: Any = None  # element_spec, once traced
+
+    def _elements(self) -> Iterator[Any]:
+        return (self._apply(element) for element in self._input._elements())
+
+    def _apply(self, element: Any) -> Any:
+        # Eagerly and untaped, whatever the caller's thread is doing (building a graph,
+        # recording a tape): the elements are data, not part of the caller's computation.
+        with context(None), no_recording():
+            return _as_structure(_call(self._fn, element), "map")
+
+    def _spec(self) -> Any:
+        """What ``map_func`` returns, learned as TensorFlow learns it: by calling it once on
+        placeholders in a scratch graph (no element is made)."""
+        if self._traced is None:
+            graph = Graph()
+            with graph.as_default(), no_recording():
+                arguments = nest.map_structure(lambda s: placeholder(s.dtype, s.static_shape),
+                                               self._input._spec())  # fmt: skip
+                try:
+                    outputs = _as_structure(_call(self._fn, arguments), "map")
+                except Exception as e:
+                    raise TypeError(
+                        f"element_spec: could not call the map function "
+                        f"{_name(self._fn)} on graph placeholders to learn the shapes of its "
+                        f"results ({type(e).__name__}: {e}). Iterating the dataset still works: "
+                        "the function runs eagerly on each element"
+                    ) from e
+            self._traced = nest.map_structure(lambda t: TensorSpec(t.shape, t.dtype), outputs)
+        return self._traced
+
+    def _describe(self) -> str:
+        return f".map({_name(self._fn)})"
+
+
+class _Filter(_Transformation):
+    def __init__(self, input_dataset: Dataset, predicate: Callable[..., Any]) -> None:
+        super().__init__(input_dataset)
+        self._predicate = _checked_function("filter", predicate)
+
+    def _elements(self) -> Iterator[Any]:
+        return (element for element in self._input._elements() if self._keep(element))
+
+    def _keep(self, element: Any) -> bool:
+        with context(None), no_recording():
+            verdict = _call(self._predicate, element)
+        try:
+            verdict = ef.convert_to_tensor(verdict)
+        except (DTypeError, ShapeError) as e:
+            raise TypeError(f"filter: the predicate must return a bool tensor: {e}") from None
+        if verdict.dtype is not ef.bool_ or verdict.shape != ():
+            raise TypeError(
+                "filter: the predicate must return a scalar bool tensor, got "
+                f"{verdict.dtype} of shape {format_shape(verdict.shape)}"
+            )
+        return bool(verdict)
+
+    def _cardinality(self) -> int:
+        return 0 if self._input._cardinality() == 0 else UNKNOWN_CARDINALITY
+
+    def _describe(self) -> str:
+        return f".filter({_name(self._predicate)})"
+
+
+# --- prefetch: a producer thread and a bounded queue ----------------------------------------
+class _Prefetch(_Transformation):
+    def __init__(self, input_dataset: Dataset, buffer_size: int) -> None:
+        super().__init__(input_dataset)
+        if buffer_size == AUTOTUNE:
+            buffer_size = AUTOTUNE_BUFFER
+        self._buffer_size = _count("prefetch", "buffer_size", buffer_size, least=1)
+
+    def _elements(self) -> Iterator[Any]:
+        return PrefetchIterator(self._input._elements(), self._buffer_size)
+
+    def _describe(self) -> str:
+        return f".prefetch({self._buffer_size})"
+
+
+class PrefetchIterator:
+    """One pass over a prefetched dataset: a thread runs the pipeline into a queue of
+    ``buffer_size`` elements, and ``next()`` takes from the queue.
+
+    Lifetime: the thread ends by itself at the end of the input or at an error (which
+    ``next()`` raises again, in the consumer). ``close()``, or dropping the iterator
+    (``break`` out of a ``for``; the garbage collector calls ``__del__``), sets a stop event:
+    the thread sees it within ``_POLL`` seconds of waiting on a full queue, or after the
+    element it is making, and ends. It is a daemon thread, so it never keeps Python from
+    exiting. The thread is handed the queue, the event and the input, never this object,
+    so a dropped iterator really is garbage: nothing in the thread refers to it.
+    """
+
+    def __init__(self, elements: Iterator[Any], buffer_size: int) -> None:
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=buffer_size)
+        self._stop = threading.Event()
+        self._finished = False
+        self._thread = threading.Thread(
+            target=_produce, args=(elements, self._queue, self._stop),
+            name="eagerflow-prefetch", daemon=True,
+        )  # fmt: skip
+        self._thread.start()
+
+    def __iter__(self) -> PrefetchIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._finished:
+            raise StopIteration
+        kind, value = self._queue.get()
+        if kind == "element":
+            return value
+        self._finished = True
+        self._thread.join()  # it has just put its last message: this returns at once
+        if kind == "error":
+            raise value
+        raise StopIteration
+
+    def close(self) -> None:
+        """Stop the thread and wait until it has ended (after the element it is making)."""
+        self._finished = True
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def __del__(self) -> None:
+        # Only signal: the garbage collector may run this anywhere, and must not wait on a
+        # thread that is in the middle of a slow map function.
+        stop = getattr(self, "_stop", None)  # (absent if __init__ failed)
+        if stop is not None:
+            stop.set()
+
+
+def _produce(
+    elements: Iterator[Any], out: queue.Queue[tuple[str, Any]], stop: threading.Event
+) -> None:
+    """The prefetch thread: the input's elements into ``out``, then ("end", None), or
+    ("error", the exception) if making one raised."""
+    try:
+        for element in elements:
+            if not _put(out, stop, ("element", element)):
+                return
+        _put(out, stop, ("end", None))
+    except BaseException as e:  # whatever it is: left uncaught, a thread's error is only printed
+        _put(out, stop, ("error", e))
+    finally:
+        close = getattr(elements, "close", None)
+        if close is not None:  # a generator: run its cleanup now (a nested prefetch stops)
+            close()
+
+
+def _put(out: queue.Queue[tuple[str, Any]], stop: threading.Event, item: tuple[str, Any]) -> bool:
+    """Put ``item`` when there is room; False if told to stop first."""
+    while not stop.is_set():
+        try:
+            out.put(item, timeout=_POLL)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+# --- helpers ---------------------------------------------------------------------------------
+def _as_structure(value: Any, caller: str, path: str = "") -> Any:
+    """``value`` with tuples (named ones too) and dicts kept as structure and everything else,
+    lists included, converted to one tensor each (``tf.data``'s rule for its inputs)."""
+    if isinstance(value, dict):
+        return type(value)((k, _as_structure(v, caller, f"{path}[{k!r}]"))
+                           for k, v in value.items())  # fmt: skip
+    if isinstance(value, tuple):
+        items = [_as_structure(v, caller, f"{path}[{i}]") for i, v in enumerate(value)]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    try:
+        return ef.convert_to_tensor(value)
+    except (DTypeError, ShapeError) as e:
+        where = f"component {path}" if path else "the value"
+        raise TypeError(f"{caller}: {where} is not a tensor: {e}") from None
+
+
+def _paths(structure: Any, prefix: str = "") -> list[str]:
+    """A name for each leaf, in ``nest.flatten``'s order: ``component ['x']``, ``component
+    [0][1]``, or ``the tensor`` when the structure is one tensor."""
+    if isinstance(structure, dict):
+        return [p for k, v in structure.items() for p in _paths(v, f"{prefix}[{k!r}]")]
+    if isinstance(structure, tuple):
+        return [p for i, v in enumerate(structure) for p in _paths(v, f"{prefix}[{i}]")]
+    return [f"component {prefix}" if prefix else "the tensor"]
+
+
+def _call(fn: Callable[..., Any], element: Any) -> Any:
+    """``tf.data``'s calling convention: a tuple (exactly a tuple, not a named one) is spread
+    over positional arguments; any other element is one argument."""
+    return fn(*element) if type(element) is tuple else fn(element)
+
+
+def _checked_function(caller: str, fn: Any) -> Callable[..., Any]:
+    if not callable(fn):
+        raise TypeError(
+            f"{caller}: expected a function (called with each element's components), got "
+            f"{type(fn).__name__} {fn!r:.60}"
+        )
+    return fn
+
+
+def _count(caller: str, what: str, value: Any, least: int | None) -> int:
+    """``value`` as an int >= ``least`` (any int if None), or an error naming ``caller`` and
+    ``what``. (A bool is an int to Python, but ``batch(True)`` is surely a mistake.)"""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{caller}: {what} must be an int, got {value!r:.40}")
+    if least is not None and value < least:
+        raise InvalidArgumentError(f"{caller}: {what} must be >= {least}, got {value}")
+    return int(value)
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+def _to_numpy(t: Tensor) -> Any:
+    return t.numpy()
+
+
+__all__ = [
+    "AUTOTUNE",
+    "AUTOTUNE_BUFFER",
+    "INFINITE_CARDINALITY",
+    "UNKNOWN_CARDINALITY",
+    "Dataset",
+    "PrefetchIterator",
+]
