@@ -2,17 +2,20 @@
 
 Read it in this order:
 
-1. ``module.py``      ``Layer`` and ``Model``: objects that find their variables in their
+1. ``module.py``        ``Layer`` and ``Model``: objects that find their variables in their
    attributes;
-2. ``layers.py``      ``Dense``, ``Flatten``, ``Dropout``, ``Sequential``; with
+2. ``layers.py``        ``Dense``, ``Flatten``, ``Dropout``, ``Sequential``; with
    ``activations.py`` and ``initializers.py``;
-3. ``losses.py``      losses and ``accuracy``, composed from public ops;
-4. ``optimizers.py``  TensorFlow 1.x's optimizers, as variable assignments;
-5. ``data.py``        ``data.Dataset``: input pipelines as in ``tf.data`` (slices, shuffle,
+3. ``conv_layers.py``   ``Conv2D``, ``MaxPooling2D``, ``AveragePooling2D``: images, NHWC;
+4. ``normalization.py`` ``BatchNormalization``: a layer that trains differently and updates
+   its own state (``Layer.add_update``, ``updates``);
+5. ``losses.py``        losses and ``accuracy``, composed from public ops;
+6. ``optimizers.py``    TensorFlow 1.x's optimizers, as variable assignments;
+7. ``data.py``          ``data.Dataset``: input pipelines as in ``tf.data`` (slices, shuffle,
    batch, map, repeat, prefetch in a background thread);
-6. ``training.py``    ``batches`` and ``fit``: the training loop, with progress (``fit`` takes
+8. ``training.py``      ``batches`` and ``fit``: the training loop, with progress (``fit`` takes
    arrays or a ``Dataset``);
-7. ``checkpoint.py``  ``Checkpoint``: save and restore every variable of an object tree.
+9. ``checkpoint.py``    ``Checkpoint``: save and restore every variable of an object tree.
 """
 
 from importlib import metadata as _metadata
@@ -21,6 +24,13 @@ __version__ = _metadata.version("eagerflow-nn")  # from the repository's VERSION
 
 from eagerflow.nn import activations, data, initializers
 from eagerflow.nn.checkpoint import Checkpoint, CheckpointError
+from eagerflow.nn.conv_layers import (
+    AveragePool2D,
+    AveragePooling2D,
+    Conv2D,
+    MaxPool2D,
+    MaxPooling2D,
+)
 from eagerflow.nn.layers import Dense, Dropout, Flatten, Sequential
 from eagerflow.nn.losses import (
     accuracy,
@@ -30,6 +40,7 @@ from eagerflow.nn.losses import (
     sparse_softmax_cross_entropy_with_logits,
 )
 from eagerflow.nn.module import Layer, Model
+from eagerflow.nn.normalization import BatchNormalization
 from eagerflow.nn.optimizers import (
     AdamOptimizer,
     GradientDescentOptimizer,
@@ -42,14 +53,20 @@ from eagerflow.nn.training import History, batches, fit
 
 __all__ = [
     "AdamOptimizer",
+    "AveragePool2D",
+    "AveragePooling2D",
+    "BatchNormalization",
     "Checkpoint",
     "CheckpointError",
+    "Conv2D",
     "Dense",
     "Dropout",
     "Flatten",
     "GradientDescentOptimizer",
     "History",
     "Layer",
+    "MaxPool2D",
+    "MaxPooling2D",
     "Model",
     "MomentumOptimizer",
     "Optimizer",

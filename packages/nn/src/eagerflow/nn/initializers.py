@@ -43,11 +43,15 @@ def glorot_uniform(shape: Sequence[int], dtype: DType = ef.float32) -> Tensor:
 
 
 def _fans(shape: Sequence[int]) -> tuple[int, int]:
+    """How many inputs feed each output (fan_in) and how many outputs each input feeds
+    (fan_out), as Keras counts them: for a Dense kernel [in, out] that is (in, out); for a
+    convolution kernel [kh, kw, in, out] each output sums kh·kw·in products, and each input
+    reaches kh·kw·out outputs, so both are multiplied by the receptive field kh·kw."""
     if len(shape) == 0:
         return 1, 1
     if len(shape) == 1:
         return shape[0], shape[0]
-    receptive = math.prod(shape[:-2])  # 1 for a Dense kernel (fan_in, fan_out)
+    receptive = math.prod(shape[:-2])  # kh·kw (1 for a Dense kernel)
     return shape[-2] * receptive, shape[-1] * receptive
 
 

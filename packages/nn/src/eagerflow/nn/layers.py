@@ -1,4 +1,5 @@
-"""The layers: ``Dense``, ``Flatten``, ``Dropout`` and ``Sequential``.
+"""The layers: ``Dense``, ``Flatten``, ``Dropout`` and ``Sequential`` (for images, see
+``conv_layers.py``; ``BatchNormalization`` is in ``normalization.py``).
 
 Each is a few ops in ``call``; the ops' gradients come from the autodiff package's rules, so
 a layer never says how to differentiate itself.
@@ -65,7 +66,9 @@ class Dense(Layer):
 
 
 class Flatten(Layer):
-    """(batch, d1, d2, ...) -> (batch, d1·d2·...)."""
+    """(batch, d1, d2, ...) -> (batch, d1·d2·...), in row-major order (the last axis varies
+    fastest): for NHWC images, pixel (i, j)'s channels are entries (i·w + j)·c onwards, the
+    order Keras's Flatten gives channels-last images, so a Dense kernel after it lines up."""
 
     def __init__(
         self,

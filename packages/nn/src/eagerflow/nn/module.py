@@ -14,6 +14,12 @@ Building: a layer makes its variables in ``build(input_shape)``, which runs once
 call or earlier if the layer is told its input shape (``Dense(8, input_shape=(4,))``, as in
 Keras). A checkpoint restored before that waits in the layer until ``build`` has made the
 variables (see ``checkpoint.py``).
+
+Updates: a layer may change its own state while it computes (``BatchNormalization`` moves its
+averages), with assignments it hands to ``add_update``. Eagerly they have run already; in a
+traced ``function`` the function runs them (automatic control dependencies). Only in a graph
+built for a Session can nothing run them on its own: there, as in TensorFlow 1.x, they wait in
+``layer.updates`` (a model's lists its layers' too) for you to run them with the train op.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
-from eagerflow.graph import name_scope
+from eagerflow.graph import Operation, SymbolicTensor, get_default_graph, name_scope
+from eagerflow.graph.control_flow import FunctionGraph
 from eagerflow.nn import initializers
 from eagerflow.tensor import DType, Tensor
 from eagerflow.tensor.errors import EagerflowError, ShapeError, describe, format_shape
@@ -110,6 +117,7 @@ class Layer(metaclass=LayerType):
             type(self).__name__, input_shape, batch_input_shape, input_dim
         )
         self._deferred: dict[str, Deferred] = {}  # variable path -> checkpoint value
+        self._updates: list[Operation] = []  # see add_update
 
     @classmethod
     def reset_names(cls) -> None:
@@ -145,6 +153,35 @@ class Layer(metaclass=LayerType):
         shape = tuple(int(d) for d in shape)
         return Variable(lambda: init(shape, self.dtype), trainable=trainable,
                         name=f"{self.name}/{name}")  # fmt: skip
+
+    def add_update(self, updates: Sequence[Any]) -> None:
+        """Note assignments that ``call`` made to the layer's own state (not by gradients).
+
+        Eagerly they have run already, and in a ``function`` (or a branch of ``cond``) the
+        graph runs them itself, in program order: nothing to keep. In a graph built for a
+        Session no op runs unless fetched or depended on, so the ops are kept in ``updates``
+        for you to run, as TensorFlow 1.x keeps them in ``tf.GraphKeys.UPDATE_OPS``.
+        """
+        if ef.executing_eagerly() or isinstance(get_default_graph(), FunctionGraph):
+            return
+        ops = [u.op if isinstance(u, SymbolicTensor) else u for u in updates]
+        if self._updates and ops and self._updates[0].graph is not ops[0].graph:
+            self._updates = []  # a Session of the new graph could not run the old graph's ops
+        self._updates.extend(ops)
+
+    @property
+    def updates(self) -> list[Operation]:
+        """The update ops of this layer and its sub-layers from their calls in the last graph
+        each was called in, for a Session to run with the train op::
+
+            with control_dependencies(model.updates):
+                train_op = optimizer.minimize(loss)
+
+        Empty in eager mode and for calls inside a ``function``: there updates run by
+        themselves (see ``add_update``).
+        """
+        inner = (u for _, obj in self.tracked() if isinstance(obj, Layer) for u in obj.updates)
+        return list(dict.fromkeys([*self._updates, *inner]))  # a shared layer's ops once
 
     # --- calling -----------------------------------------------------------------------------
     def __call__(self, inputs: Any, training: bool = False) -> Any:
@@ -339,9 +376,10 @@ def _dims(layer: str, argument: str, shape: Any, batch: bool = False) -> Shape:
 
 
 def _snake_case(name: str) -> str:
-    """``Dense`` -> ``dense``, ``MyModel`` -> ``my_model``, ``MLP`` -> ``mlp`` (as Keras)."""
+    """``Dense`` -> ``dense``, ``MyModel`` -> ``my_model``, ``MLP`` -> ``mlp``, ``Conv2D`` ->
+    ``conv2d`` (as Keras: a digit does not start a word, so no ``conv2_d``)."""
     name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
 
 
 def _unique_name(base: str) -> str:
