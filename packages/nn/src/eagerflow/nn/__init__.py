@@ -9,14 +9,15 @@ Read it in this order:
 3. ``losses.py``      losses and ``accuracy``, composed from public ops;
 4. ``optimizers.py``  TensorFlow 1.x's optimizers, as variable assignments;
 5. ``training.py``    ``batches`` and ``fit``: the training loop, with progress;
-6. ``checkpoint.py``  ``Checkpoint``: save and restore every variable of an object tree.
+6. ``checkpoint.py``  ``Checkpoint``: save and restore every variable of an object tree;
+7. ``datasets/``      ``load_digits``: real handwritten digits, shipped in the package.
 """
 
 from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-nn")  # from the repository's VERSION file
 
-from eagerflow.nn import activations, initializers
+from eagerflow.nn import activations, datasets, initializers
 from eagerflow.nn.checkpoint import Checkpoint, CheckpointError
 from eagerflow.nn.layers import Dense, Dropout, Flatten, Sequential
 from eagerflow.nn.losses import (
@@ -55,6 +56,7 @@ __all__ = [
     "accuracy",
     "activations",
     "batches",
+    "datasets",
     "fit",
     "get_or_create_global_step",
     "initializers",
