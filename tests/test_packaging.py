@@ -8,6 +8,7 @@ Slow (a few seconds of wheel building, one fresh venv, numpy from the package in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -29,6 +30,7 @@ LAYERS = ("tensor", "autodiff", "graph", "nn")  # lowest first; each depends on 
 NO_VERSION_CHECK = "--disable-pip-version-check"
 PIP_QUIET = [NO_VERSION_CHECK, "-q"]  # not for pip list/check: -q silences their output too
 VERSION = (REPO / "VERSION").read_text().strip()  # every package's version (tests/test_version.py)
+DIGITS_SHA256 = "d34c473237910a22ae422a2e5952e804f2ecffb8316eec3c9a6f3170e7dd8e1a"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -167,6 +169,10 @@ def test_wheel_ships_only_its_own_package(layer, wheels):
         assert [str(r.marker) for r in numba] == ['extra == "jit"'], [str(r) for r in numba]
         onnx = [r for r in requires if canonicalize_name(r.name) == "onnx"]
         assert [str(r.marker) for r in onnx] == ['extra == "onnx"'], [str(r) for r in onnx]
+    if layer == "nn":  # the digits, byte for byte the checked file (tests/nn/test_datasets.py)
+        with zipfile.ZipFile(wheel) as zf:
+            digits = zf.read("eagerflow/nn/datasets/digits.npz")
+        assert hashlib.sha256(digits).hexdigest() == DIGITS_SHA256
     if layer == "tensor":
         assert [canonicalize_name(r.name) for r in requires] == ["numpy"], (
             "eagerflow-tensor must depend on numpy only; Requires-Dist: "
@@ -284,5 +290,14 @@ def test_wheels_install_one_layer_at_a_time(wheels, tmp_path_factory):
             )
             assert proc.stdout.strip() == "Tensor([[4.]], shape=(1, 1), dtype=float32)", (
                 f"{step}: unexpected matmul output:\n{proc.stdout}\n{proc.stderr}"
+            )
+        if layer == "nn":  # the data file ships in the wheel and is found where it is installed
+            proc = in_venv(
+                ["-c", "from eagerflow.nn.datasets import load_digits\n"
+                       "(x, y), (xt, yt) = load_digits(); print(x.shape, xt.shape, y.dtype)"],
+                "load_digits in the venv",
+            )  # fmt: skip
+            assert proc.stdout.strip() == "(1437, 8, 8) (360, 8, 8) int64", (
+                f"{step}: unexpected load_digits output:\n{proc.stdout}\n{proc.stderr}"
             )
     in_venv(["-m", "pip", "check", NO_VERSION_CHECK], "pip check with all four packages installed")

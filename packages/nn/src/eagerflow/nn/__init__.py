@@ -15,14 +15,15 @@ Read it in this order:
    batch, map, repeat, prefetch in a background thread);
 8. ``training.py``      ``batches`` and ``fit``: the training loop, with progress (``fit`` takes
    arrays or a ``Dataset``);
-9. ``checkpoint.py``    ``Checkpoint``: save and restore every variable of an object tree.
+9. ``checkpoint.py``    ``Checkpoint``: save and restore every variable of an object tree;
+10. ``datasets/``       ``load_digits``: real handwritten digits, shipped in the package.
 """
 
 from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-nn")  # from the repository's VERSION file
 
-from eagerflow.nn import activations, data, initializers
+from eagerflow.nn import activations, data, datasets, initializers
 from eagerflow.nn.checkpoint import Checkpoint, CheckpointError
 from eagerflow.nn.conv_layers import (
     AveragePool2D,
@@ -76,6 +77,7 @@ __all__ = [
     "activations",
     "batches",
     "data",
+    "datasets",
     "fit",
     "get_or_create_global_step",
     "initializers",
