@@ -20,6 +20,8 @@ FIGURES = {
     "chapters/08-eager-to-graph/": 1,  # the time of one step, four ways
     "chapters/11-models/": 2,  # three optimizers on a bowl; the learned decision boundary
     "chapters/12-fizzbuzz/": 1,  # the learning curve of the learned FizzBuzz
+    # digits, an edge filter, im2col, learning curves, confusion, mistakes, filters
+    "chapters/13-digits-cnn/": 7,
     "chapters/14-linear-regression/": 2,  # loss curves and the fitted line; step times
 }
 CHROMIUM_ARGS = [

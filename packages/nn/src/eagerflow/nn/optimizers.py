@@ -132,10 +132,12 @@ class Optimizer:
                 updates.extend(self._finish())
             if global_step is not None:
                 with control_dependencies(updates):
-                    updates.append(global_step.assign_add(1))
+                    updates.append(global_step.assign_add(1, read_value=False))
             return group(*updates, name="train")
 
     # --- what subclasses write --------------------------------------------------------------
+    # Both return the update ops' outputs (``read_value=False``): in a traced function a read
+    # value would be the Variable itself, which control_dependencies cannot wait for.
     def _apply(self, grad: Tensor, variable: Variable) -> Any:
         raise NotImplementedError
 
@@ -157,7 +159,8 @@ class Optimizer:
         return self._slots[key]
 
     def non_slot(self, name: str, initial: Any) -> Variable:
-        """A variable of the optimizer itself (e.g. Adam's β₁ᵗ), created on first use."""
+        """A variable of the optimizer itself (e.g. Adam's β₁ᵗ), created on first use;
+        ``initial`` is a value or, like a Variable's, a function returning one."""
         if name not in self._non_slots:
             self._non_slots[name] = Variable(initial, trainable=False, name=f"{self.name}/{name}")
         return self._non_slots[name]
@@ -209,7 +212,7 @@ class MomentumOptimizer(Optimizer):
         accumulation = self.slot(variable, "momentum")
         accumulated = accumulation.assign(self.momentum * accumulation + grad)
         step = grad + self.momentum * accumulated if self.use_nesterov else accumulated
-        return variable.assign_sub(self.learning_rate * step)
+        return variable.assign_sub(self.learning_rate * step, read_value=False)
 
 
 class AdamOptimizer(Optimizer):
@@ -238,8 +241,10 @@ class AdamOptimizer(Optimizer):
         self.epsilon = hyperparameter(name, "epsilon", epsilon, ">= 0")
 
     def _powers(self, dtype: ef.DType) -> tuple[Variable, Variable]:
-        return (self.non_slot("beta1_power", ef.constant(self.beta1, dtype)),
-                self.non_slot("beta2_power", ef.constant(self.beta2, dtype)))  # fmt: skip
+        # Initial values as functions: a Variable calls one outside any trace, so a first
+        # step inside a `function` makes these eagerly, where they outlive the trace.
+        return (self.non_slot("beta1_power", lambda: ef.constant(self.beta1, dtype)),
+                self.non_slot("beta2_power", lambda: ef.constant(self.beta2, dtype)))  # fmt: skip
 
     def _apply(self, grad: Tensor, variable: Variable) -> Any:
         beta1_power, beta2_power = self._powers(variable.dtype)
@@ -247,14 +252,14 @@ class AdamOptimizer(Optimizer):
         m_t = m.assign(self.beta1 * m + (1.0 - self.beta1) * grad)
         v_t = v.assign(self.beta2 * v + (1.0 - self.beta2) * ef.square(grad))
         lr_t = self.learning_rate * ef.sqrt(1.0 - beta2_power) / (1.0 - beta1_power)
-        return variable.assign_sub(lr_t * m_t / (ef.sqrt(v_t) + self.epsilon))
+        return variable.assign_sub(lr_t * m_t / (ef.sqrt(v_t) + self.epsilon), read_value=False)
 
     def _finish(self) -> list[Any]:
         if "beta1_power" not in self._non_slots:
             return []
         beta1_power, beta2_power = self._non_slots["beta1_power"], self._non_slots["beta2_power"]
-        return [beta1_power.assign(beta1_power * self.beta1),
-                beta2_power.assign(beta2_power * self.beta2)]  # fmt: skip
+        return [beta1_power.assign(beta1_power * self.beta1, read_value=False),
+                beta2_power.assign(beta2_power * self.beta2, read_value=False)]  # fmt: skip
 
 
 class RMSPropOptimizer(Optimizer):
@@ -292,7 +297,7 @@ class RMSPropOptimizer(Optimizer):
             mg_t = mg.assign(self.decay * mg + (1.0 - self.decay) * grad)
             denominator = denominator - ef.square(mg_t)
         mom_t = mom.assign(self.momentum * mom + self.learning_rate * grad / ef.sqrt(denominator))
-        return variable.assign_sub(mom_t)
+        return variable.assign_sub(mom_t, read_value=False)
 
 
 # --- the global step ----------------------------------------------------------------------------
