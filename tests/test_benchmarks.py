@@ -45,3 +45,17 @@ def test_a_workload_without_a_target_prints_ratios_only() -> None:
     assert set(names[2:]) <= {"pytorch"}  # "pytorch" and "pytorch F", when torch is installed
     for line in lines[1:]:
         assert re.fullmatch(r"  [\w ]+? +[\d.]+ ns/op +[\d.]+x numpy", line), line
+
+
+def test_the_cnn_workload_checks_its_numpy_step_and_compares_with_pytorch():
+    # W8 (the digits CNN): making it checks the hand-written gradients against eagerflow's
+    lines = run_script("run.py", "W8", "--rounds", "2", "--seconds", "0.2")
+    assert lines[0].startswith("W8: ")
+    assert re.fullmatch(r"  numpy +[\d.]+ ns/op +1\.00x numpy", lines[1])
+    target = r"\(target <= 1\.5x: (met|MISSED)\)"
+    assert re.fullmatch(r"  eagerflow +[\d.]+ ns/op +[\d.]+x numpy  " + target, lines[2])
+    if len(lines) > 3:  # torch is installed
+        assert re.fullmatch(r"  pytorch +[\d.]+ ns/op +[\d.]+x numpy", lines[3])
+        assert re.fullmatch(r"  \(eagerflow / pytorch: [\d.]+x; target <= 1x: (met|MISSED)\)",
+                            lines[4])  # fmt: skip
+        assert len(lines) == 5

@@ -181,6 +181,13 @@ def test_max_pool_grad_gives_a_tie_to_the_first_maximum() -> None:
     np.testing.assert_array_equal(back.numpy().reshape(-1), [1.0])  # read at that same cell
 
 
+def test_an_infinite_gradient_reaches_only_the_maximum() -> None:
+    # (the kernel multiplies by a mask when the gradient is finite; 0 · inf would be NaN)
+    x = np.array([[1.0, 3.0], [2.0, 0.0]]).reshape(1, 2, 2, 1)
+    dx = ef.nn.max_pool_grad(x, np.full((1, 1, 1, 1), np.inf), 2, 2, "VALID")
+    np.testing.assert_array_equal(dx.numpy().reshape(2, 2), [[0.0, np.inf], [0.0, 0.0]])
+
+
 def test_overlapping_windows_add_their_gradients() -> None:
     x = np.array([0.0, 5.0, 1.0, 2.0]).reshape(1, 1, 4, 1)
     dx = ef.nn.max_pool_grad(x, np.ones((1, 1, 3, 1)), [1, 2], 1, "VALID")

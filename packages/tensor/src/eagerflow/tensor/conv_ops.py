@@ -14,9 +14,20 @@ or ``"SAME"``, with TensorFlow's arithmetic, along each spatial axis::
     pad_total = max((out - 1) * stride + (k - 1) * dilation + 1 - in, 0)
     pad_before = pad_total // 2            # the odd pixel, if any, goes after
 
-All the kernels share one idea, ``_windows``: a (padded) input seen through
-``numpy.lib.stride_tricks.sliding_window_view`` as one window per output pixel, without
-copying. Then a convolution is one ``tensordot`` (an im2col matmul), a pool one reduction.
+Every kernel reads the (padded) input window by window, one window per output pixel, in
+one of two ways:
+
+- ``_windows``: the input seen through ``numpy.lib.stride_tricks.sliding_window_view`` as an
+  array of windows [n, out_h, out_w, kh, kw, c], without copying. Reshaped to a matrix, one
+  row per window (that reshape copies: it *is* the "im2col" matrix), it lines up with the
+  filters reshaped to [kh·kw·c, out_channels], so a convolution is one matmul;
+- ``_taps``: tap (a, b) of the kernel reads, across all windows at once, one strided slice
+  of the input. A pool is kh·kw whole-batch maximums or sums of those slices, and every
+  gradient that goes back to the input is kh·kw whole-batch adds into them. (With a
+  single channel, ``_im2col`` also copies the im2col matrix this way: faster there.)
+
+(Reducing the window array over its two small tap axes would give the same numbers several
+times slower: NumPy's inner loops would then run over 2 or 3 values at a time.)
 
 The gradients are ops of their own, with TensorFlow's names: ``Conv2DBackpropInput``,
 ``Conv2DBackpropFilter``, ``MaxPoolGrad``, ``MaxPoolGradGrad`` and ``AvgPoolGrad``. The
@@ -29,7 +40,7 @@ batch and channel entries may be ``None``, since the other inputs tell them.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -236,51 +247,106 @@ def avg_pool_grad_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     return [x]
 
 
-# --- the shared window view -----------------------------------------------------------------------
-def _windows(
+# --- windows and taps ----------------------------------------------------------------------------
+def _padded(
     x: np.ndarray, k: Pair, strides: Pair, dilations: Pair, padding: str, fill: float = 0.0
-) -> np.ndarray:
-    """One window per output pixel: a read-only view of shape [n, out_h, out_w, c, kh, kw]
-    (no copy, but for the padding, if any: a padded copy of ``x`` filled with ``fill``).
+) -> tuple[np.ndarray, int, int]:
+    """``x`` padded as ``padding`` says, with ``fill`` (not copied when there is nothing to
+    add), and the output's height and width."""
+    (kh, kw), (sh, sw), (dh, dw) = k, strides, dilations
+    n, h, w, c = x.shape
+    oh, ow = _out_size(h, kh, sh, dh, padding), _out_size(w, kw, sw, dw, padding)
+    assert oh is not None and ow is not None  # (h and w are known: this is an array)
+    (top, bottom), (left, right) = _pads(h, kh, sh, dh, padding), _pads(w, kw, sw, dw, padding)
+    if top or bottom or left or right:
+        padded = np.full((n, top + h + bottom, left + w + right, c), fill, x.dtype)
+        padded[:, top : top + h, left : left + w, :] = x
+        x = padded
+    return x, oh, ow
+
+
+def _windows(
+    x: np.ndarray, k: Pair, strides: Pair, dilations: Pair, padding: str
+) -> np.ndarray:  # fmt: skip
+    """One window per output pixel: a read-only view [n, out_h, out_w, kh, kw, c] of the
+    zero-padded ``x`` (no copy, but for the padding, if any).
 
     ``sliding_window_view`` gives every window of the dilated extent at stride 1; slicing
     that view with ``[::stride]`` over positions and ``[::dilation]`` inside a window keeps
-    only the windows and taps a strided, dilated convolution reads: still a view.
+    only the windows and taps a strided, dilated convolution reads: still a view. The taps
+    go before the channels, as in the filters [kh, kw, c, o].
     """
     (kh, kw), (sh, sw), (dh, dw) = k, strides, dilations
-    h, w = x.shape[1], x.shape[2]
-    oh, ow = _out_size(h, kh, sh, dh, padding), _out_size(w, kw, sw, dw, padding)
-    assert oh is not None and ow is not None  # (h and w are known: this is an array)
-    ph, pw = _pads(h, kh, sh, dh, padding), _pads(w, kw, sw, dw, padding)
-    if any(ph) or any(pw):
-        x = np.pad(x, ((0, 0), ph, pw, (0, 0)), constant_values=fill)
+    padded, oh, ow = _padded(x, k, strides, dilations, padding)
     span = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
-    view = sliding_window_view(x, span, axis=(1, 2))  # [n, h', w', c, span_h, span_w]
+    view = sliding_window_view(padded, span, axis=(1, 2))  # [n, h', w', c, span_h, span_w]
     view = view[:, : (oh - 1) * sh + 1 : sh, : (ow - 1) * sw + 1 : sw, :, ::dh, ::dw]
-    return view
+    return view.transpose(0, 1, 2, 4, 5, 3)
 
 
-def _scatter_windows(
-    cols: np.ndarray, shape: tuple[int, ...], k: Pair, strides: Pair, dilations: Pair,
-    padding: str,
-) -> np.ndarray:  # fmt: skip
-    """The adjoint of ``_windows``: add ``cols`` [n, out_h, out_w, c, kh, kw] back into an
-    input of ``shape`` [n, h, w, c], each value where its window read it from.
+Where = tuple[slice, slice, slice]  # an index into a padded [n, h, w, c] input
 
-    Windows overlap, so a write through the view would lose sums: instead one strided slice
-    of the (padded) input per kernel tap (kh * kw of them, each a whole-batch add).
-    """
+
+def _taps(k: Pair, strides: Pair, dilations: Pair, oh: int, ow: int) -> Iterator[Where]:
+    """For each tap (a, b) of the kernel, row by row, where it reads the padded input:
+    window (i, j) reads ``padded[:, i·sh + a·dh, j·sw + b·dw, :]``, so all the windows
+    together read ``padded[where]``, a strided slice [n, out_h, out_w, c]."""
     (kh, kw), (sh, sw), (dh, dw) = k, strides, dilations
-    n, h, w, c = shape
-    oh, ow = cols.shape[1], cols.shape[2]
-    ph, pw = _pads(h, kh, sh, dh, padding), _pads(w, kw, sw, dw, padding)
-    padded = np.zeros((n, h + sum(ph), w + sum(pw), c), cols.dtype)
     for a in range(kh):
         for b in range(kw):
             rows = slice(a * dh, a * dh + (oh - 1) * sh + 1, sh)
             columns = slice(b * dw, b * dw + (ow - 1) * sw + 1, sw)
-            padded[:, rows, columns, :] += cols[..., a, b]
-    return padded[:, ph[0] : ph[0] + h, pw[0] : pw[0] + w, :]
+            yield slice(None), rows, columns
+
+
+def _im2col(
+    x: np.ndarray, k: Pair, strides: Pair, dilations: Pair, padding: str
+) -> tuple[np.ndarray, tuple[int, int, int]]:  # fmt: skip
+    """The "im2col" matrix of a convolution, [windows, kh·kw·c]: one row per window, its
+    values in the filters' order; and (n, out_h, out_w), the windows' grid.
+
+    Copying ``_windows`` makes it in one line. With a single channel (the first layer of
+    any grayscale network) that copy is slow: NumPy's inner loop would run over the kw
+    values of a window row, a few at a time. Then each tap's column is copied instead (a
+    strided slice of the input, copied whole), into a [kh·kw, windows] array whose
+    transpose is the matrix: matmul reads a transposed matrix as it is. At 8x8 that is
+    twice as fast, and the matmuls of the filters' gradient, which reads the columns, are
+    faster too.
+    """
+    if x.shape[3] != 1:
+        windows = _windows(x, k, strides, dilations, padding)
+        n, oh, ow, kh, kw, c = windows.shape
+        return windows.reshape(n * oh * ow, kh * kw * c), (n, oh, ow)
+    padded, oh, ow = _padded(x, k, strides, dilations, padding)
+    n = x.shape[0]
+    columns = np.empty((k[0] * k[1], n, oh, ow, 1), x.dtype)
+    for t, where in enumerate(_taps(k, strides, dilations, oh, ow)):
+        columns[t] = padded[where]
+    return columns.reshape(k[0] * k[1], n * oh * ow).T, (n, oh, ow)
+
+
+def _scatter_taps(
+    value: Callable[[int], Any], shape: tuple[int, ...], k: Pair, strides: Pair,
+    dilations: Pair, padding: str, dtype: Any,
+) -> np.ndarray:  # fmt: skip
+    """The adjoint of reading through the taps: an array of ``shape`` [n, h, w, c] in which
+    ``value(t)`` [n, out_h, out_w, c], what tap t = a·kw + b of every window gives back, is
+    added where that tap read. Windows may overlap, so a write through a view of windows
+    would lose sums: one whole-batch add per tap instead (a plain write, which is faster,
+    when windows are a stride or more apart, so that no cell is read twice)."""
+    n, h, w, c = shape
+    (kh, kw), (sh, sw), (dh, dw) = k, strides, dilations
+    oh, ow = _out_size(h, kh, sh, dh, padding), _out_size(w, kw, sw, dw, padding)
+    assert oh is not None and ow is not None
+    (top, bottom), (left, right) = _pads(h, kh, sh, dh, padding), _pads(w, kw, sw, dw, padding)
+    padded = np.zeros((n, top + h + bottom, left + w + right, c), dtype)
+    apart = sh >= (kh - 1) * dh + 1 and sw >= (kw - 1) * dw + 1
+    for t, where in enumerate(_taps(k, strides, dilations, oh, ow)):
+        if apart:
+            padded[where] = value(t)
+        else:
+            padded[where] += value(t)
+    return np.ascontiguousarray(padded[:, top : top + h, left : left + w, :])
 
 
 # --- conv2d ---------------------------------------------------------------------------------------
@@ -289,14 +355,12 @@ def conv2d_kernel(
 ) -> np.ndarray:
     conv2d_shape([x.shape, filters.shape], {"strides": strides, "padding": padding,
                                             "dilations": dilations})  # fmt: skip
-    kh, kw = filters.shape[:2]
-    windows = _windows(x, (kh, kw), strides, dilations, padding)
-    # im2col: the windows [n, oh, ow, c, kh, kw] against the filters [kh, kw, c, o], summed
-    # over (c, kh, kw). tensordot reshapes both sides to matrices (copying the windows once:
-    # that copy *is* the im2col matrix) and makes one BLAS matmul, which is why a teaching
-    # framework can afford convolutions at all; a loop over pixels would run in Python, and
-    # einsum, without optimize=True, may not reach BLAS.
-    return np.tensordot(windows, filters, axes=([3, 4, 5], [2, 0, 1]))
+    kh, kw, c, o = filters.shape
+    cols, (n, oh, ow) = _im2col(x, (kh, kw), strides, dilations, padding)
+    # the im2col matrix [windows, kh·kw·c] against the filters as a [kh·kw·c, o] matrix:
+    # one BLAS matmul makes every multiply-add, which is why a teaching framework can
+    # afford convolutions at all (a loop over pixels would run in Python)
+    return (cols @ filters.reshape(kh * kw * c, o)).reshape(n, oh, ow, o)
 
 
 @op("Conv2D", conv2d_kernel, shape=conv2d_shape, dtype=same_dtype(FLOATS))
@@ -332,11 +396,15 @@ def conv2d_backprop_input_kernel(
     attrs = {"input_sizes": input_sizes, "strides": strides, "padding": padding,
              "dilations": dilations}  # fmt: skip
     (shape,) = conv2d_backprop_input_shape([filters.shape, dy.shape], attrs)
-    # each output pixel's gradient, spread over the window it read: [n, oh, ow, kh, kw, c]
-    # by one matmul over the output channels, then added back tap by tap
-    cols = np.tensordot(dy, filters, axes=([3], [3])).transpose(0, 1, 2, 5, 3, 4)
+    kh, kw, c, o = filters.shape
+    n, oh, ow = dy.shape[:3]
+    # tap (a, b) of each window gave dy · filters[a, b] (its [c, o] matrix); it gets back
+    # dy · filters[a, b]ᵀ. One batched matmul makes all taps: [kh, kw, n·oh·ow, c]
+    back = np.matmul(dy.reshape(n * oh * ow, o), filters.transpose(0, 1, 3, 2))
+    back = back.reshape(kh * kw, n, oh, ow, c)
     full = tuple(int(d) for d in shape)  # type: ignore[arg-type]
-    return _scatter_windows(cols, full, filters.shape[:2], strides, dilations, padding)
+    return _scatter_taps(lambda t: back[t], full, (kh, kw), strides, dilations, padding,
+                         dy.dtype)  # fmt: skip
 
 
 @op("Conv2DBackpropInput", conv2d_backprop_input_kernel, shape=conv2d_backprop_input_shape,
@@ -378,11 +446,11 @@ def conv2d_backprop_filter_kernel(
              "dilations": dilations}  # fmt: skip
     (shape,) = conv2d_backprop_filter_shape([x.shape, dy.shape], attrs)
     kh, kw = int(shape[0]), int(shape[1])  # type: ignore[arg-type]
-    windows = _windows(x, (kh, kw), strides, dilations, padding)
-    # the same im2col windows as the forward pass, against the output's gradient: one
-    # matmul summing over (n, oh, ow) gives [c, kh, kw, o]
-    grad = np.tensordot(windows, dy, axes=([0, 1, 2], [0, 1, 2]))
-    return np.ascontiguousarray(grad.transpose(1, 2, 0, 3))
+    c, o = x.shape[3], dy.shape[3]
+    cols, (n, oh, ow) = _im2col(x, (kh, kw), strides, dilations, padding)
+    # the forward pass's im2col matrix, transposed, against the output's gradient: one
+    # matmul sums over every window of every image, [kh·kw·c, o]
+    return (cols.T @ dy.reshape(n * oh * ow, o)).reshape(kh, kw, c, o)
 
 
 @op("Conv2DBackpropFilter", conv2d_backprop_filter_kernel, shape=conv2d_backprop_filter_shape,
@@ -426,23 +494,46 @@ def _pool_attrs(op_name: str, ksize: Any, strides: Any, padding: Any) -> dict[st
             "padding": _padding(op_name, padding)}  # fmt: skip
 
 
-def _first_max(x: np.ndarray, ksize: Pair, strides: Pair, padding: str) -> np.ndarray:
-    """For each window, the index (a·kw + b) of its first maximum in row-major order.
+def _pool_taps(x: np.ndarray, ksize: Pair, strides: Pair, padding: str,
+               fill: float) -> list[np.ndarray]:  # fmt: skip
+    """What each tap of every window reads, row by row: kh·kw views [n, out_h, out_w, c]."""
+    padded, oh, ow = _padded(x, ksize, strides, (1, 1), padding, fill)
+    return [padded[where] for where in _taps(ksize, strides, (1, 1), oh, ow)]
+
+
+def _first_max(x: np.ndarray, ksize: Pair, strides: Pair, padding: str) -> list[np.ndarray]:
+    """One mask per tap, row by row: True in the windows whose first maximum (row-major)
+    that tap holds. Each window has one True across the masks (none if it is all NaN).
 
     TensorFlow's CPU kernel (maxpooling_op.cc) walks each window row by row and moves the
-    arg-max only on ``output < input``, so of equal maxima the first stays; NumPy's argmax
-    also returns the first. PyTorch's CPU kernel agrees (tests/tensor/test_conv_ops.py).
+    arg-max only on ``output < input``, so of equal maxima the first stays. Here, for all
+    windows at once: the maximum, then each tap in turn claims the windows where it equals
+    the maximum and no earlier tap did. NaNs are skipped (TensorFlow's walk differs only
+    when a window's first cell is NaN). PyTorch's CPU kernel agrees on ties
+    (tests/tensor/test_conv_ops.py).
     """
-    windows = _windows(x, ksize, strides, (1, 1), padding, fill=-np.inf)
-    flat = windows.reshape(*windows.shape[:4], -1)  # [n, oh, ow, c, kh·kw]
-    return np.argmax(flat, axis=-1)  # argmax picks the first of equal maxima
+    taps = _pool_taps(x, ksize, strides, padding, fill=-np.inf)
+    best = taps[0]
+    for value in taps[1:]:
+        best = np.fmax(best, value)  # (fmax: NaNs skipped)
+    unclaimed = np.ones(best.shape, bool)
+    masks = []
+    for value in taps:
+        mask = value == best
+        mask &= unclaimed
+        unclaimed ^= mask  # (mask is within unclaimed: xor takes exactly its windows out)
+        masks.append(mask)
+    return masks
 
 
 def max_pool_kernel(x: np.ndarray, ksize: Pair, strides: Pair, padding: str) -> np.ndarray:
     pool_shape([x.shape], {"ksize": ksize, "strides": strides, "padding": padding})
     # SAME pads with -inf, so padding never wins a window (as in TensorFlow)
-    windows = _windows(x, ksize, strides, (1, 1), padding, fill=-np.inf)
-    return np.max(windows, axis=(4, 5))
+    taps = _pool_taps(x, ksize, strides, padding, fill=-np.inf)
+    out = taps[0].copy()
+    for value in taps[1:]:
+        np.maximum(out, value, out=out)
+    return out
 
 
 @op("MaxPool", max_pool_kernel, shape=pool_shape, dtype=same_dtype(FLOATS))
@@ -470,12 +561,16 @@ def max_pool_grad_kernel(
 ) -> np.ndarray:
     max_pool_grad_shape([x.shape, grad.shape], {"ksize": ksize, "strides": strides,
                                                 "padding": padding})  # fmt: skip
-    kh, kw = ksize
-    first = _first_max(x, ksize, strides, padding)
-    # each window's gradient in the column of its arg-max, zeros elsewhere, then added back
-    taps = np.arange(kh * kw).reshape(kh, kw)
-    cols = np.where(first[..., None, None] == taps, grad[..., None, None], 0).astype(grad.dtype)
-    return _scatter_windows(cols, x.shape, ksize, strides, (1, 1), padding)
+    masks = _first_max(x, ksize, strides, padding)
+    # tap t gives back each window's gradient where it holds the window's arg-max, else 0:
+    # grad · mask, several times faster than np.where and the same, unless grad holds an
+    # inf or a NaN (0 · inf = NaN)
+    if np.isfinite(grad).all():
+        return _scatter_taps(lambda t: grad * masks[t], x.shape, ksize, strides, (1, 1),
+                             padding, grad.dtype)  # fmt: skip
+    zero = np.zeros((), grad.dtype)
+    return _scatter_taps(lambda t: np.where(masks[t], grad, zero), x.shape, ksize, strides,
+                         (1, 1), padding, grad.dtype)  # fmt: skip
 
 
 @op("MaxPoolGrad", max_pool_grad_kernel, shape=max_pool_grad_shape, dtype=same_dtype(FLOATS))
@@ -503,10 +598,12 @@ def max_pool_grad_grad_kernel(
 ) -> np.ndarray:
     max_pool_grad_grad_shape([x.shape, grad.shape], {"ksize": ksize, "strides": strides,
                                                      "padding": padding})  # fmt: skip
-    first = _first_max(x, ksize, strides, padding)
-    windows = _windows(grad, ksize, strides, (1, 1), padding)
-    flat = windows.reshape(*windows.shape[:4], -1)
-    return np.take_along_axis(flat, first[..., None], axis=-1)[..., 0]
+    masks = _first_max(x, ksize, strides, padding)
+    taps = _pool_taps(grad, ksize, strides, padding, fill=0.0)
+    out = np.zeros(masks[0].shape, grad.dtype)
+    for mask, value in zip(masks, taps, strict=True):
+        out = np.where(mask, value, out)  # each window reads grad at its arg-max
+    return out
 
 
 @op("MaxPoolGradGrad", max_pool_grad_grad_kernel, shape=max_pool_grad_grad_shape,
@@ -532,13 +629,15 @@ def _counts(shape: tuple[int, ...], ksize: Pair, strides: Pair, padding: str) ->
     """How many real (unpadded) cells each window holds: [1, out_h, out_w, 1]."""
     ones = np.ones((1, shape[1], shape[2], 1))
     windows = _windows(ones, ksize, strides, (1, 1), padding)
-    return np.sum(windows, axis=(4, 5))
+    return np.sum(windows, axis=(3, 4))
 
 
 def avg_pool_kernel(x: np.ndarray, ksize: Pair, strides: Pair, padding: str) -> np.ndarray:
     pool_shape([x.shape], {"ksize": ksize, "strides": strides, "padding": padding})
-    windows = _windows(x, ksize, strides, (1, 1), padding)
-    total = np.sum(windows, axis=(4, 5))
+    taps = _pool_taps(x, ksize, strides, padding, fill=0.0)
+    total = taps[0].copy()
+    for value in taps[1:]:
+        total += value
     return (total / _counts(x.shape, ksize, strides, padding)).astype(x.dtype, copy=False)
 
 
@@ -569,8 +668,8 @@ def avg_pool_grad_kernel(
     (shape,) = avg_pool_grad_shape([grad.shape], attrs)
     full = tuple(int(d) for d in shape)  # type: ignore[arg-type]
     share = (grad / _counts(full, ksize, strides, padding)).astype(grad.dtype, copy=False)
-    cols = np.broadcast_to(share[..., None, None], (*share.shape, *ksize))
-    return _scatter_windows(cols, full, ksize, strides, (1, 1), padding)
+    # every tap of a window gives back the same share
+    return _scatter_taps(lambda t: share, full, ksize, strides, (1, 1), padding, grad.dtype)
 
 
 @op("AvgPoolGrad", avg_pool_grad_kernel, shape=avg_pool_grad_shape, dtype=same_dtype(FLOATS))
