@@ -361,7 +361,19 @@ def _reduction(op_name: str, x: Any, axis: Axis, keepdims: bool, name: str | Non
     return execute(op_name, (x,), {"axis": axes, "keepdims": bool(keepdims)}, name)[0]
 
 
+_BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def sum_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
+    if x.dtype in _BLAS_FLOATS and x.ndim >= 2 and x.flags.c_contiguous:
+        leading = tuple(range(x.ndim - 1))
+        if axis == leading or (axis == 0 and x.ndim == 2):
+            # Every axis but the last: a bias's gradient. np.add.reduce walks the rows one by
+            # one (86 us for 64x8x8x16 float32); a vector of ones times the rows is one BLAS
+            # call (5 us). The same sum, its terms added in another order.
+            rows = x.reshape(-1, x.shape[-1])
+            total = np.ones(rows.shape[0], x.dtype) @ rows
+            return total.reshape((1,) * len(leading) + total.shape) if keepdims else total
     # np.add.reduce is what np.sum calls, without np.sum's Python wrapper (it shows on small x)
     return np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)  # type: ignore[call-overload]
 
