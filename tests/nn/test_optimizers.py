@@ -172,7 +172,7 @@ def test_function_steps_match_tensorflow_1_formulas(name: str) -> None:
     def train():  # type: ignore[no-untyped-def]
         with GradientTape() as tape:
             loss = loss_of(variables)
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables, strict=True))
 
     for expected in reference(step):
         train()
