@@ -9,10 +9,13 @@ from __future__ import annotations
 import ast
 import base64
 import math
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import test_ch03
+import test_ch05
 import test_ch08  # a module, not its names: pytest would collect an imported test again
 import test_ch09
 import test_ch10
@@ -20,7 +23,7 @@ import test_ch13
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Function, TensorSpec, cond, function
+from eagerflow.graph import Function, Graph, TensorSpec, cond, function, placeholder
 from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
@@ -530,3 +533,234 @@ def test_ch13_avg_pool2d_grad_rejects(mistake) -> None:  # type: ignore[no-untyp
         except AssertionError:
             failures += 1
     assert failures, "every (pool, stride) case accepted the mistake"
+
+
+# --- how a mistake is run -------------------------------------------------------------------------
+FAILED = (AssertionError, pytest.fail.Exception)
+
+
+def rejects(test: Callable[..., object], match: str, *args: object, **exercises: object) -> None:
+    """``test`` (a chapter's test function) fails on a chapter made of ``exercises``."""
+    with pytest.raises(FAILED, match=match):
+        test(SimpleNamespace(**exercises), *args)
+
+
+# --- chapter 3: tapes ---------------------------------------------------------------------------
+_LOOKUP = {1.0: 6.0, -1.0: -6.0, 0.5: -0.7268619813835873, 0.25: 4 * math.exp(0.5)}
+
+
+def _second_derivative_from_a_table(f, x):
+    return ef.constant(_LOOKUP.get(x, 0.0))  # the visible curves' answers, by their x
+
+
+def _second_derivative_by_differences(f, x):
+    h = 1e-4  # float64 central differences meet the visible tolerance, without any tape
+    values = [float(f(ef.constant(x + d, ef.float64))) for d in (-h, 0.0, h)]
+    return ef.constant((values[0] - 2 * values[1] + values[2]) / h**2)
+
+
+def _second_derivative_with_one_tape(f, x):
+    x = ef.constant(x)
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.gradient(y, x)  # f', not f''
+
+
+def _second_derivative_of_the_inner_tape_after_it_closed(f, x):
+    x = ef.constant(x)
+    with GradientTape() as outer:
+        outer.watch(x)
+        with GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+    dy = inner.gradient(y, x)  # computed after the outer tape stopped: it saw nothing
+    return outer.gradient(dy, x)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_second_derivative_from_a_table, "hidden curve"),
+        (_second_derivative_by_differences, "called f 3 times"),
+        (_second_derivative_with_one_tape, "hidden curve"),
+        (_second_derivative_of_the_inner_tape_after_it_closed, "hidden curve"),
+    ],
+    ids=["lookup_table", "finite_differences", "one_tape", "inner_gradient_outside_outer"],
+)
+def test_ch03_second_derivative_rejects(mistake, message, monkeypatch) -> None:
+    test = test_ch03.test_second_derivative_on_hidden_curves_comes_from_tapes
+    rejects(test, message, monkeypatch, second_derivative=mistake)
+
+
+def _jacobian_with_tape_jacobian(f, x):
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.jacobian(y, x)
+
+
+def _jacobian_running_f_per_row(f, x):
+    rows = []
+    for i in range(int(f(x).shape[0])):
+        with GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)[i]
+        rows.append(tape.gradient(y, x))
+    return ef.stack(rows)
+
+
+def _jacobian_transposed(f, x):
+    with GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = f(x)
+        rows = [y[i] for i in range(y.shape[0])]
+    return ef.transpose(ef.stack([tape.gradient(r, x) for r in rows]))
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_jacobian_with_tape_jacobian, "called tape.jacobian"),
+        (_jacobian_running_f_per_row, "f ran 4 times"),
+        (_jacobian_transposed, r"expected a \(3, 2\) Jacobian"),
+    ],
+    ids=["tape_jacobian", "f_per_row", "transposed"],
+)
+def test_ch03_jacobian_by_rows_rejects(mistake, message, monkeypatch) -> None:
+    test = test_ch03.test_jacobian_by_rows_on_hidden_functions_runs_f_once
+    rejects(test, message, monkeypatch, jacobian_by_rows=mistake)
+
+
+def _numerical_gradient_from_a_tape(f, x, eps=1e-4):
+    t = ef.constant(x)
+    with GradientTape() as tape:
+        tape.watch(t)
+        y = f(t)
+    return tape.gradient(y, t).numpy()
+
+
+def _numerical_gradient_forward_differences(f, x, eps=1e-4):
+    base = float(f(ef.constant(x)))
+    grad = np.zeros_like(x)
+    for j in range(len(x)):
+        e = np.zeros_like(x)
+        e[j] = eps
+        grad[j] = (float(f(ef.constant(x + e))) - base) / eps
+    return grad
+
+
+def _numerical_gradient_nudging_x_in_place(f, x, eps=1e-4):
+    grad = np.zeros_like(x)
+    for j in range(len(x)):
+        x[j] += eps
+        up = float(f(ef.constant(x)))
+        x[j] -= 2 * eps
+        down = float(f(ef.constant(x)))
+        x[j] += eps  # back, but not bit for bit
+        grad[j] = (up - down) / (2 * eps)
+    return grad
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_numerical_gradient_from_a_tape, "used a GradientTape"),
+        (_numerical_gradient_forward_differences, "numerical gradient of sum"),
+        (_numerical_gradient_nudging_x_in_place, "do not change x in place"),
+    ],
+    ids=["tape", "forward_differences", "x_changed_in_place"],
+)
+def test_ch03_numerical_gradient_rejects(mistake, message, monkeypatch) -> None:
+    test = test_ch03.test_numerical_gradient_on_hidden_functions_without_a_tape
+    rejects(test, message, monkeypatch, numerical_gradient=mistake)
+
+
+# --- chapter 5: graphs and Sessions ---------------------------------------------------------------
+_VISIBLE = np.array([-2.0, -0.5, 0.0, 1.0, 3.0], np.float32)
+
+
+def _polynomial_graph_precomputed(coefficients):
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder(ef.float32, (None,), name="x")
+        y = ef.constant(np.polynomial.polynomial.polyval(_VISIBLE, coefficients), ef.float32)
+    return graph, x, y  # the visible feed's answer, whatever x is
+
+
+def _polynomial_graph_highest_first(coefficients):
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder(ef.float32, (None,), name="x")
+        y = float(coefficients[0])
+        for c in coefficients[1:]:
+            y = y * x + float(c)
+    return graph, x, y
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_polynomial_graph_precomputed, "computed from the placeholder x"),
+        (_polynomial_graph_highest_first, "the polynomial"),
+    ],
+    ids=["answer_as_a_constant", "coefficients_highest_first"],
+)
+def test_ch05_polynomial_graph_rejects(mistake, message) -> None:
+    test = test_ch05.test_polynomial_graph_on_hidden_coefficients_and_feeds
+    rejects(test, message, polynomial_graph=mistake)
+
+
+def _order_without(fetches, fed, stop_at_fed=True, controls=True):
+    """An execution order that forgets one rule or another."""
+    stack = [f.op if hasattr(f, "op") else f for f in fetches]
+    seen = set()
+    while stack:
+        operation = stack.pop()
+        if operation not in seen:
+            seen.add(operation)
+            stack += [t.op for t in operation.inputs if not (stop_at_fed and t in fed)]
+            stack += list(operation.control_inputs) if controls else []
+    return [o for o in fetches[0].graph.get_operations() if o in seen]
+
+
+def _order_of_everything(fetches, fed=()):
+    return list(fetches[0].graph.get_operations())
+
+
+def _order_through_fed_tensors(fetches, fed=()):
+    return _order_without(fetches, fed, stop_at_fed=False)
+
+
+def _order_without_control_inputs(fetches, fed=()):
+    return _order_without(fetches, fed, controls=False)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "seed", "message"),
+    [
+        (_order_of_everything, 0, "expected the operations"),
+        (_order_through_fed_tensors, 1, "expected the operations"),
+        (_order_without_control_inputs, 4, "has the control input"),
+    ],
+    ids=["every_operation", "walks_past_fed_tensors", "forgets_control_inputs"],
+)
+def test_ch05_execution_order_rejects(mistake, seed, message) -> None:
+    rejects(test_ch05.test_execution_order_on_hidden_graphs, message, seed, execution_order=mistake)
+
+
+def _run_graph_computing_over_the_feed(fetches, feed_dict):
+    graph = fetches[0].graph
+    values = dict(feed_dict)
+    for operation in graph.get_operations():
+        if operation.type == "Placeholder" or not all(t in values for t in operation.inputs):
+            continue
+        op = operation.op_def
+        result = op.kernel(*(values[t] for t in operation.inputs), **operation.attrs)
+        values.update(zip(operation.outputs, result if op.multi_output else (result,), strict=True))
+    return [values[f] for f in fetches]  # a fed intermediate is computed over
+
+
+def test_ch05_run_graph_rejects_computing_over_a_fed_tensor() -> None:
+    rejects(test_ch05.test_run_graph_on_hidden_graphs, "hidden graph", 1,
+            run_graph=_run_graph_computing_over_the_feed)  # fmt: skip
