@@ -19,11 +19,13 @@ import test_ch05
 import test_ch08  # a module, not its names: pytest would collect an imported test again
 import test_ch09
 import test_ch10
+import test_ch12
 import test_ch13
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
 from eagerflow.graph import Function, Graph, TensorSpec, cond, function, placeholder
+from eagerflow.graph import SymbolicTensor as SymbolicTensorType
 from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
@@ -764,3 +766,140 @@ def _run_graph_computing_over_the_feed(fetches, feed_dict):
 def test_ch05_run_graph_rejects_computing_over_a_fed_tensor() -> None:
     rejects(test_ch05.test_run_graph_on_hidden_graphs, "hidden graph", 1,
             run_graph=_run_graph_computing_over_the_feed)  # fmt: skip
+
+
+# --- chapter 8: constant folding and CSE by hand --------------------------------------------------
+def _fold_constants_literally(graph):
+    return {"root:0": 4.0, "scale:0": 8.0, "three:0": 3.0, "off:0": 11.0,
+            "halves:0": np.array([1.0, 2.0]), "pair:0": np.array([4.0, 6.0])}  # fmt: skip
+
+
+def _fold_constants_by_name(graph):
+    known = {}  # the values of every op whose inputs come from ops named Const...
+    for operation in graph.get_operations():
+        if operation.type == "Const" or (
+            operation.inputs and all(t.op.type == "Const" for t in operation.inputs)
+        ):
+            op = operation.op_def
+            result = op.kernel(*(known[t.name] for t in operation.inputs), **operation.attrs)
+            known.update(
+                zip([t.name for t in operation.outputs],
+                    result if op.multi_output else (result,), strict=True)
+            )  # fmt: skip
+    return known  # ... so no folding of folded values, and control inputs are ignored
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [(_fold_constants_literally, "a hidden graph"), (_fold_constants_by_name, "a hidden graph")],
+    ids=["literal_dict", "one_level_only"],
+)
+def test_ch08_fold_constants_rejects(mistake, message) -> None:
+    rejects(test_ch08.test_fold_constants_on_hidden_graphs, message, 0, fold_constants=mistake)
+
+
+def _find_duplicates_literally(graph):
+    names = [o.name for o in graph.get_operations() if o.type == "Const"]
+    return {names[1]: names[0], "t2": "t1", "m2": "m1", "s3": "s1"}  # the visible graph's
+
+
+def _find_duplicates_without_renaming(graph):
+    first, duplicates = {}, {}
+    for operation in graph.get_operations():
+        if operation.op_def.stateful or operation.control_inputs or operation.type == "Placeholder":
+            continue
+        key = (operation.type, tuple(t.name for t in operation.inputs),
+               repr(sorted(operation.attrs.items())))  # fmt: skip
+        original = first.setdefault(key, operation)
+        if original is not operation:
+            duplicates[operation.name] = original.name
+    return duplicates  # Tanh_1:0 * 2 is not seen to repeat Tanh:0 * 2
+
+
+@pytest.mark.parametrize(
+    ("mistake", "seed"),
+    [(_find_duplicates_literally, 0), (_find_duplicates_without_renaming, 0)],
+    ids=["literal_dict", "inputs_not_renamed"],
+)
+def test_ch08_find_duplicates_rejects(mistake, seed) -> None:
+    test = test_ch08.test_find_duplicates_on_hidden_graphs
+    rejects(test, "a hidden graph", seed, find_duplicates=mistake)
+
+
+# --- chapter 12: FizzBuzz ------------------------------------------------------------------------
+def _decode_literally(numbers, logits):
+    return ["1", "Fizz", "Buzz", "FizzBuzz", "Fizz", "9"]  # the visible test's answer
+
+
+def _decode_the_truth(numbers, logits):
+    words = ("", "Fizz", "Buzz", "FizzBuzz")
+    return [str(n) if test_ch12.python_class(n) == 0 else words[test_ch12.python_class(n)]
+            for n in numbers]  # fmt: skip
+
+
+def _decode_with_fizz_and_buzz_swapped(numbers, logits):
+    classes = np.argmax(np.asarray(logits), axis=1)
+    words = ("", "Buzz", "Fizz", "FizzBuzz")
+    return [str(n) if c == 0 else words[c] for n, c in zip(numbers, classes, strict=True)]
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [_decode_literally, _decode_the_truth, _decode_with_fizz_and_buzz_swapped],
+    ids=["literal_list", "the_true_class", "fizz_and_buzz_swapped"],
+)
+def test_ch12_decode_rejects(mistake) -> None:
+    rejects(test_ch12.test_decode_on_hidden_predictions, "hidden numbers", decode=mistake)
+
+
+_CLASSES = {n: test_ch12.python_class(n) for n in range(1, 31)}
+
+
+def _fizzbuzz_class_from_a_table(n):
+    if isinstance(n, SymbolicTensorType):
+        return cond(ef.equal(n % 15, 0), lambda: ef.constant(3), lambda: ef.constant(0))
+    return ef.constant(_CLASSES.get(int(n), 0))
+
+
+def _fizzbuzz_class_testing_3_first(n):
+    return cond(
+        ef.equal(n % 3, 0), lambda: ef.constant(1),
+        lambda: cond(ef.equal(n % 5, 0), lambda: ef.constant(2),
+                     lambda: cond(ef.equal(n % 15, 0), lambda: ef.constant(3),
+                                  lambda: ef.constant(0))),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [_fizzbuzz_class_from_a_table, _fizzbuzz_class_testing_3_first],
+    ids=["table_of_1_to_30", "multiple_of_3_tested_first"],
+)
+def test_ch12_fizzbuzz_class_rejects(mistake) -> None:
+    test = test_ch12.test_fizzbuzz_class_on_hidden_numbers
+    rejects(test, "fizzbuzz_class", fizzbuzz_class=mistake)
+
+
+def _binary_encode_most_significant_first(numbers, bits=10):
+    numbers = ef.convert_to_tensor(numbers)
+    powers = ef.constant([2 ** (bits - 1 - i) for i in range(bits)], numbers.dtype)
+    digits = ef.floormod(ef.floordiv(ef.expand_dims(numbers, 1), powers), 2)
+    return ef.cast(digits, ef.float32)
+
+
+def _binary_encode_ten_bits_always(numbers, bits=10):
+    numbers = ef.convert_to_tensor(numbers)
+    powers = ef.constant([2**i for i in range(10)], numbers.dtype)
+    return ef.cast(ef.floormod(ef.floordiv(ef.expand_dims(numbers, 1), powers), 2), ef.float32)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_binary_encode_most_significant_first, "least significant first"),
+        (_binary_encode_ten_bits_always, r"expected a \(9, 3\) tensor"),
+    ],
+    ids=["most_significant_first", "bits_ignored"],
+)
+def test_ch12_binary_encode_rejects(mistake, message) -> None:
+    rejects(test_ch12.test_binary_encode_on_hidden_numbers, message, binary_encode=mistake)
