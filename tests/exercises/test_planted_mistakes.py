@@ -21,6 +21,7 @@ import test_ch09
 import test_ch10
 import test_ch12
 import test_ch13
+import test_ch14
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
@@ -903,3 +904,62 @@ def _binary_encode_ten_bits_always(numbers, bits=10):
 )
 def test_ch12_binary_encode_rejects(mistake, message) -> None:
     rejects(test_ch12.test_binary_encode_on_hidden_numbers, message, binary_encode=mistake)
+
+
+# --- chapter 14: linear regression ----------------------------------------------------------------
+def _train_in_graph_with_numpy(x, y, steps, learning_rate):
+    w, b, losses = 5.0, 10.0, []  # right numbers, and 0 == 0 ops for 10 and 200 steps
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    for _ in range(steps):
+        error = w * x + b - y
+        losses.append(float(np.mean(error**2)))
+        w, b = w - learning_rate * 2 * np.mean(error * x), b - learning_rate * 2 * np.mean(error)
+    return float(w), float(b), losses
+
+
+def _train_in_graph_eagerly(x, y, steps, learning_rate):
+    w, b, losses = Variable(5.0), Variable(10.0), []  # no graph: the ops run at every step
+    for _ in range(steps):
+        with GradientTape() as tape:
+            loss = ef.reduce_mean(ef.square(w * x + b - y))
+        dw, db = tape.gradient(loss, [w, b])
+        w.assign_sub(learning_rate * dw)
+        b.assign_sub(learning_rate * db)
+        losses.append(float(loss))
+    return float(w), float(b), losses
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (_train_in_graph_with_numpy, "builds_once_and_runs_many_times", "no op at all"),
+        (_train_in_graph_with_numpy, "runs_a_session_on_hidden_data", "Session.run ran 0 times"),
+        (_train_in_graph_eagerly, "builds_once_and_runs_many_times", "in graph mode the ops"),
+    ],
+    ids=["numpy_no_ops", "numpy_no_session", "eager_loop"],
+)
+def test_ch14_train_in_graph_rejects(mistake, test, message, monkeypatch) -> None:
+    function = getattr(test_ch14, f"test_train_in_graph_{test}")
+    args = (monkeypatch,) if "session" in test else ()
+    rejects(function, message, *args, train_in_graph=mistake)
+
+
+def _mse_gradients_without_the_2(w, b, x, y):
+    error = w * x + b - y
+    return float(np.mean(error * x)), float(np.mean(error))
+
+
+def _least_squares_mixing_ddof(x, y):
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    w = np.cov(x, y)[0, 1] / np.var(x)  # np.cov divides by n - 1, np.var by n
+    return float(w), float(y.mean() - w * x.mean())
+
+
+def test_ch14_mse_gradients_rejects_forgetting_the_2() -> None:
+    rejects(test_ch14.test_mse_gradients_on_hidden_data, "hidden points",
+            mse_gradients=_mse_gradients_without_the_2)  # fmt: skip
+
+
+def test_ch14_least_squares_rejects_mixing_ddof() -> None:
+    rejects(test_ch14.test_least_squares_on_hidden_data, "hidden points",
+            least_squares=_least_squares_mixing_ddof)  # fmt: skip
