@@ -14,8 +14,13 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import test_ch01
+import test_ch02
 import test_ch03
+import test_ch04
 import test_ch05
+import test_ch06
+import test_ch07
 import test_ch08  # a module, not its names: pytest would collect an imported test again
 import test_ch09
 import test_ch10
@@ -25,7 +30,7 @@ import test_ch14
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Function, Graph, TensorSpec, cond, function, placeholder
+from eagerflow.graph import Function, Graph, TensorSpec, cond, function, gradients, placeholder
 from eagerflow.graph import SymbolicTensor as SymbolicTensorType
 from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
@@ -963,3 +968,208 @@ def test_ch14_mse_gradients_rejects_forgetting_the_2() -> None:
 def test_ch14_least_squares_rejects_mixing_ddof() -> None:
     rejects(test_ch14.test_least_squares_on_hidden_data, "hidden points",
             least_squares=_least_squares_mixing_ddof)  # fmt: skip
+
+
+# --- chapter 1: shapes, broadcasting, the registry -----------------------------------------------
+def _broadcast_from_the_left(a, b):
+    a, b = tuple(a) + (1,) * (len(b) - len(a)), tuple(b) + (1,) * (len(a) - len(b))
+    return tuple(max(x, y) for x, y in zip(a, b, strict=True))  # padded on the wrong side
+
+
+def _broadcast_without_checking(a, b):
+    rank = max(len(a), len(b))
+    a, b = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
+    return tuple(max(x, y) for x, y in zip(a, b, strict=True))  # (3,) and (4,) give (4,)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [(_broadcast_from_the_left, "broadcast_shape"), (_broadcast_without_checking, "ShapeError")],
+    ids=["aligned_on_the_left", "no_shape_error"],
+)
+def test_ch01_broadcast_shape_rejects(mistake, message) -> None:
+    rejects(test_ch01.test_broadcast_shape_on_hidden_shapes, message, broadcast_shape=mistake)
+
+
+def _squared_distances_in_numpy(a, b):
+    a, b = a.numpy(), b.numpy()
+    return ((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=-1)  # a NumPy array
+
+
+def _squared_distances_summed_over_the_wrong_axis(a, b):
+    d = ef.expand_dims(a, 1) - ef.expand_dims(b, 0)
+    return ef.reduce_sum(ef.square(d), axis=0)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_squared_distances_in_numpy, "expected an eagerflow Tensor"),
+        (_squared_distances_summed_over_the_wrong_axis, "expected shape"),
+    ],
+    ids=["numpy_array", "wrong_axis"],
+)
+def test_ch01_squared_distances_rejects(mistake, message) -> None:
+    rejects(test_ch01.test_squared_distances_on_hidden_points, message, squared_distances=mistake)
+
+
+def test_ch01_dtype_message_says_numpy_dtype() -> None:
+    message = test_ch01.dtype_message(np.zeros(2), ef.float64)
+    assert "eagerflow DType (ef.float64), not NumPy's dtype float64" in message
+
+
+def _cube_in_numpy(x):
+    return ef.constant(np.asarray(ef.convert_to_tensor(x)) ** 3)  # no Cube op on the seam
+
+
+def test_ch01_cube_rejects_numpy_instead_of_the_op() -> None:
+    rejects(test_ch01.test_cube_on_hidden_values, "should run the one op Cube", cube=_cube_in_numpy)
+
+
+# --- chapter 2: recorders ------------------------------------------------------------------------
+def _count_ops_by_hand(fn, *args):
+    fn(*args)
+    return {"MatMul": 1, "AddV2": 1}  # the visible test's answer
+
+
+def _first_non_finite_last(fn, *args):
+    found = []
+
+    class Recorder:
+        def record(self, op, inputs, attrs, outputs):
+            if not all(np.isfinite(t.numpy()).all() for t in outputs):
+                found.append(op.name)
+
+    with test_ch02.recording(Recorder()):
+        fn(*args)
+    return found[-1] if found else None  # the last op with a NaN, not the first
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        ("test_count_ops_on_hidden_programs", {"count_ops": _count_ops_by_hand}, "hidden"),
+        (
+            "test_first_non_finite_on_hidden_programs",
+            {"first_non_finite": _first_non_finite_last},
+            "expected 'Sqrt'",
+        ),
+    ],
+    ids=["count_ops_literal", "first_non_finite_keeps_the_last"],
+)
+def test_ch02_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch02, test), message, **mistake)
+
+
+# --- chapter 4: variables ------------------------------------------------------------------------
+def _sgd_step_making_new_variables(variables, grads, learning_rate):
+    for v, g in zip(variables, grads, strict=True):
+        v = Variable(v - learning_rate * g)  # a new variable: the model's is unchanged
+
+
+def _momentum_step_with_the_old_velocity(variables, velocities, grads, learning_rate, momentum=0.9):
+    for w, v, g in zip(variables, velocities, grads, strict=True):
+        w.assign_sub(learning_rate * v)  # the velocity before this step's gradient
+        v.assign(momentum * v + g)
+
+
+def _fit_quadratic_with_one_tape(xs, ys, steps, learning_rate):
+    a, b, c = Variable(0.0), Variable(0.0), Variable(0.0)
+    with GradientTape(persistent=True) as tape:
+        loss = ef.reduce_mean(ef.square(a * xs * xs + b * xs + c - ys))
+    for _ in range(steps):  # the gradient of the first loss, every step
+        for v, g in zip([a, b, c], tape.gradient(loss, [a, b, c]), strict=True):
+            v.assign_sub(learning_rate * g)
+    return float(a), float(b), float(c)
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        ("test_sgd_step_on_hidden_variables", {"sgd_step": _sgd_step_making_new_variables}, "v -"),
+        (
+            "test_momentum_step_on_hidden_gradients",
+            {"momentum_step": _momentum_step_with_the_old_velocity},
+            "5 hidden steps",
+        ),
+        (
+            "test_fit_quadratic_on_hidden_data",
+            {"fit_quadratic": _fit_quadratic_with_one_tape},
+            "hidden data",
+        ),
+    ],
+    ids=["sgd_new_variables", "momentum_old_velocity", "fit_with_one_tape"],
+)
+def test_ch04_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch04, test), message, **mistake)
+
+
+# --- chapter 6: one op, two modes ----------------------------------------------------------------
+def _cross_entropy_unstable(logits, labels):
+    lse = ef.log(ef.reduce_sum(ef.exp(logits), axis=-1, keepdims=True))  # exp(1000) = inf
+    return ef.reduce_sum(labels * (lse - logits), axis=-1)
+
+
+def _second_derivative_graph_of_f_prime_only(f):
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder(ef.float64, (), name="x")
+        (dy,) = gradients(f(x), [x])
+    return graph, x, dy
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        (
+            "test_cross_entropy_on_hidden_batches_in_both_modes",
+            {"cross_entropy": _cross_entropy_unstable},
+            "hidden",
+        ),
+        (
+            "test_second_derivative_graph_on_a_hidden_polynomial",
+            {"second_derivative_graph": _second_derivative_graph_of_f_prime_only},
+            "hidden polynomial",
+        ),
+    ],
+    ids=["cross_entropy_unstable", "second_derivative_is_f_prime"],
+)
+def test_ch06_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch06, test), message, **mistake)
+
+
+# --- chapter 7: control flow ---------------------------------------------------------------------
+def _huber_without_the_half(x, delta=1.0):
+    return cond(ef.abs(x) <= delta, lambda: 0.5 * x * x, lambda: delta * ef.abs(x))
+
+
+def _fibonacci_in_python(n):
+    seq, a, b = [], 0, 1  # a Python loop: no While node, and n must have a value
+    for _ in range(int(n)):
+        seq.append(a)
+        a, b = b, a + b
+    return ef.constant(seq, ef.int64)
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        (
+            "test_absolute_and_huber_on_hidden_points",
+            {
+                "absolute": lambda x: cond(x < 0, lambda: -x, lambda: x),
+                "huber": _huber_without_the_half,
+            },
+            "huber",
+        ),
+    ],
+    ids=["huber_without_the_half"],
+)
+def test_ch07_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch07, test), message, **mistake)
+
+
+def test_ch07_fibonacci_rejects_a_python_loop() -> None:
+    chapter = SimpleNamespace(fibonacci=_fibonacci_in_python)
+    with pytest.raises((*FAILED, TypeError)):  # a placeholder has no value to loop on
+        test_ch07.test_fibonacci_in_a_graph(chapter)
