@@ -144,6 +144,22 @@ class Chapter:
         return f"<exercises {self._module.__file__}>"
 
 
+def _name_the_exercise(error: Exception, outcome: Outcome | None) -> None:
+    """Add a note to ``error`` saying where in the exercises it came from: NumPy's "too many
+    indices for array" or Python's "zip() argument 2 is longer than argument 1" say what
+    went wrong, not in which exercise."""
+    where = _exercise_frame(error.__traceback__)
+    if where is not None:
+        chapter, frame, line = where
+        error.add_note(
+            f"(raised while {chapter}.{frame.f_code.co_qualname} ran, from line {line} of "
+            f"{frame.f_code.co_filename})"
+        )
+    elif outcome is not None and outcome.touched:
+        names = ", ".join(f"{outcome.chapter}.{n}" for n in sorted(outcome.touched))
+        error.add_note(f"(raised while testing {names})")
+
+
 def _timed_out(failure: BaseException) -> bool:
     return str(failure).startswith("Timeout (>")
 
@@ -163,6 +179,11 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
         if outcome is not None:
             outcome.not_attempted = stub
         pytest.skip(f"{NOT_ATTEMPTED}: {stub}")
+    except (AssertionError, pytest.skip.Exception):
+        raise
+    except Exception as error:  # an error, not a wrong answer: say which exercise ran into it
+        _name_the_exercise(error, OUTCOMES.get(item.nodeid))
+        raise
     except pytest.fail.Exception as failure:
         if not _timed_out(failure):
             raise
