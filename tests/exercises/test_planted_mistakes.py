@@ -29,14 +29,19 @@ import test_ch13
 import test_ch14
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.autodiff import GradientTape, Variable, register_gradient
+from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.graph import Function, Graph, TensorSpec, cond, function, gradients, placeholder
 from eagerflow.graph import SymbolicTensor as SymbolicTensorType
 from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.graph_def import decode_attr, encode_attr
-from eagerflow.tensor.dtypes import DType
+from eagerflow.tensor.dtypes import FLOATS, DType
+from eagerflow.tensor.errors import EagerflowError
+from eagerflow.tensor.execution import execute
+from eagerflow.tensor.registry import OPS, register_op
+from eagerflow.tensor.rules import same_dtype, same_shape_rule
 
 
 def _train_step_returning_the_loss_after_the_update(
@@ -1173,3 +1178,56 @@ def test_ch07_fibonacci_rejects_a_python_loop() -> None:
     chapter = SimpleNamespace(fibonacci=_fibonacci_in_python)
     with pytest.raises((*FAILED, TypeError)):  # a placeholder has no value to loop on
         test_ch07.test_fibonacci_in_a_graph(chapter)
+
+
+# --- gradient rules and contexts that return the wrong thing --------------------------------------
+def _softsign(x):
+    if "Softsign" not in OPS:  # as the chapter's file registers it
+        register_op("Softsign", lambda a: a / (1 + np.abs(a)), shape=same_shape_rule,
+                    dtype=same_dtype(FLOATS))  # fmt: skip
+    return execute("Softsign", (ef.convert_to_tensor(x),))[0]
+
+
+def test_ch03_softsign_gradient_rejects_a_bare_tensor_and_names_the_rule() -> None:
+    saved = GRADIENTS.pop("Softsign", None)
+
+    def register_softsign_gradient():
+        if "Softsign" not in GRADIENTS:
+            register_gradient("Softsign")(
+                lambda op, grad: grad / ef.square(1 + ef.abs(op.inputs[0]))
+            )
+
+    try:
+        chapter = SimpleNamespace(register_softsign_gradient=register_softsign_gradient,
+                                  softsign=_softsign)  # fmt: skip
+        with pytest.raises(EagerflowError, match=r"gradient rule of Softsign .* returned a Tensor"):
+            test_ch03.test_softsign_gradient_values(chapter)
+    finally:
+        GRADIENTS.pop("Softsign", None)
+        if saved is not None:
+            GRADIENTS["Softsign"] = saved
+
+
+class _LoggingContextReturningATensor:
+    assign_returns_variable = True
+
+    def __init__(self):
+        self.log = []
+
+    def create_variable(self, variable):
+        return None
+
+    def run_op(self, op, inputs, attrs, name):
+        self.log.append(op.name)
+        dtypes = op.dtype_rule([t.dtype for t in inputs], attrs)
+        result = op.kernel(*(np.asarray(t) for t in inputs), **attrs)
+        if op.multi_output:
+            return tuple(ef.Tensor(a, d) for a, d in zip(result, dtypes, strict=True))
+        return ef.Tensor(result, dtypes[0])  # not a tuple
+
+
+def test_ch06_logging_context_rejects_a_bare_tensor_and_names_run_op() -> None:
+    chapter = SimpleNamespace(LoggingContext=_LoggingContextReturningATensor)
+    match = r"_LoggingContextReturningATensor.run_op returned a Tensor .* for MatMul"
+    with pytest.raises(EagerflowError, match=match):
+        test_ch06.test_logging_context_runs_ops_eagerly_and_logs_them(chapter)
