@@ -122,6 +122,17 @@ class Outcome:
 
 
 OUTCOMES: dict[str, Outcome] = {}  # test id -> outcome, for the chapters' summary lines
+CHAPTERS: dict[str, set[str]] = {}  # chapter -> its exercises, for the summary lines
+
+
+def exercises_of(module: ModuleType) -> set[str]:
+    """The exercises of a chapter's module: what it defines with a difficulty mark."""
+    return {
+        name
+        for name, value in vars(module).items()
+        if getattr(value, "__module__", None) == module.__name__
+        and (getattr(value, "__doc__", None) or "").startswith(DIFFICULTY)
+    }
 
 
 class Chapter:
@@ -214,7 +225,10 @@ def chapter(request: pytest.FixtureRequest) -> Chapter:
     """
     name = request.path.stem.removeprefix("test_")
     outcome = OUTCOMES.setdefault(request.node.nodeid, Outcome(name))
-    return Chapter(load_chapter(name), outcome)
+    module = load_chapter(name)
+    if name not in CHAPTERS:
+        CHAPTERS[name] = exercises_of(module)
+    return Chapter(module, outcome)
 
 
 # --- time limits ----------------------------------------------------------------------------------
@@ -244,17 +258,22 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         outcome.ran, outcome.passed = True, False
 
 
-def chapter_summaries(outcomes: list[Outcome]) -> list[str]:
+def chapter_summaries(
+    outcomes: list[Outcome], chapters: dict[str, set[str]] | None = None
+) -> list[str]:
     """One line per chapter: "ch03: 4 attempted, 3 passed, 2 remaining", counting exercises.
 
     An exercise is attempted unless its stub was hit or none of its tests could run (they all
-    hit another exercise's stub); it has passed when every test that took it passed.
+    hit another exercise's stub, or none ran); it has passed when every test that took it
+    passed. ``chapters`` lists each chapter's exercises, so that one no test reached still
+    counts as remaining.
     """
     lines = []
     for chapter in sorted({o.chapter for o in outcomes}):
         mine = [o for o in outcomes if o.chapter == chapter]
         stubs = {o.not_attempted.split(".", 1)[1].split(".")[0] for o in mine if o.not_attempted}
         exercises = set().union(*(o.touched for o in mine)) | stubs
+        exercises |= (chapters or {}).get(chapter, set())
         if not exercises:
             continue
         attempted = passed = 0
@@ -270,7 +289,7 @@ def chapter_summaries(outcomes: list[Outcome]) -> list[str]:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    lines = chapter_summaries(list(OUTCOMES.values()))
+    lines = chapter_summaries(list(OUTCOMES.values()), CHAPTERS)
     if not lines:
         return
     terminalreporter.section("exercises")
