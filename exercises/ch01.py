@@ -7,6 +7,9 @@ Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/p
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch01.py`; try on your own first.
+
+Each exercise's docstring starts with its difficulty, from ★ to ★★★, and ends with its
+hints: read Hint 1 first, and the next only if you need it; the last is nearly the answer.
 """
 
 # ruff: noqa: F401  (the imports are the ones you will want)
@@ -28,7 +31,7 @@ Shape = tuple[int | None, ...]
 
 
 def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """The shape that broadcasting two shapes gives, or a ``ShapeError``.
+    """★★ The shape that broadcasting two shapes gives, or a ``ShapeError``.
 
     Align the shapes on the right and read a missing dimension as 1. In each position the two
     sizes must be equal, or one of them must be 1 (it stretches to the other). So ``(3, 1)``
@@ -44,18 +47,25 @@ def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     Raises:
         ShapeError: ``eagerflow.tensor.ShapeError``, when the shapes cannot be broadcast.
 
-    Hint:
-        Walk the positions from the right: ``for i in range(1, rank + 1)`` with
-        ``rank = max(len(a), len(b))``, reading ``a[-i]`` as 1 when ``i > len(a)``. Build the
-        result backwards and reverse it at the end. Once yours works, compare it with
-        ``broadcast`` in ``packages/tensor/src/eagerflow/tensor/rules.py``, which also copes
-        with unknown (``None``) dimensions.
+    Hint 1:
+        Compare the shapes from the right: the last dimensions first. A shape that runs out
+        reads as 1 there.
+
+    Hint 2:
+        In each position the two sizes are equal (keep it), or one is 1 (keep the other);
+        anything else is a ``ShapeError``.
+
+    Hint 3:
+        ``for i in range(1, max(len(a), len(b)) + 1)``, with ``x = a[-i] if i <= len(a) else 1``
+        (and ``y`` the same from ``b``): append ``max(x, y)`` when they fit, and reverse the
+        list at the end. Then read ``broadcast`` in
+        ``packages/tensor/src/eagerflow/tensor/rules.py``, which also copes with ``None``.
     """
     raise NotImplementedError
 
 
 def squared_distances(a: Tensor, b: Tensor) -> Tensor:
-    """Every squared distance between a row of ``a`` and a row of ``b``, by broadcasting.
+    """★★ Every squared distance between a row of ``a`` and a row of ``b``, by broadcasting.
 
     For ``a`` of shape (n, k) and ``b`` of shape (m, k), return the (n, m) tensor
 
@@ -71,10 +81,17 @@ def squared_distances(a: Tensor, b: Tensor) -> Tensor:
     Returns:
         A tensor of shape (n, m).
 
-    Hint:
-        Give ``a`` the shape (n, 1, k) and ``b`` the shape (1, m, k) with ``ef.expand_dims``
-        (``import eagerflow.tensor as ef``). Their difference then has shape (n, m, k);
-        ``ef.square`` it and ``ef.reduce_sum`` over the last axis (``axis=-1``).
+    Hint 1:
+        One subtraction can make all n·m·k differences, if the two shapes broadcast to (n, m,
+        k).
+
+    Hint 2:
+        Give ``a`` an axis of size 1 in the middle, (n, 1, k), and ``b`` one in front, (1, m,
+        k).
+
+    Hint 3:
+        ``ef.expand_dims(a, 1) - ef.expand_dims(b, 0)``, then ``ef.square`` and
+        ``ef.reduce_sum(..., axis=-1)``.
     """
     raise NotImplementedError
 
@@ -82,7 +99,7 @@ def squared_distances(a: Tensor, b: Tensor) -> Tensor:
 def infer_output(
     op_name: str, inputs: Sequence[tuple[DType, Shape]], attrs: Mapping[str, Any]
 ) -> list[tuple[DType, Shape]]:
-    """What op ``op_name`` would output for inputs of these dtypes and shapes, without running it.
+    """★ What op ``op_name`` would output for inputs of these dtypes and shapes, without running it.
 
     Look the op up in the registry and ask its two static rules. No kernel runs and no tensor
     is made, which is why a shape may contain ``None`` (a dimension not known yet). This is
@@ -101,16 +118,23 @@ def infer_output(
     Raises:
         ShapeError: (or another ``EagerflowError``) when the rules reject the inputs.
 
-    Hint:
-        ``get_op(op_name)`` (from ``eagerflow.tensor.registry``) returns the op's ``OpDef``.
-        ``op.shape_rule(shapes, attrs)`` and ``op.dtype_rule(dtypes, attrs)`` take a sequence
-        with one entry per input and return one entry per output: ``zip`` them together.
+    Hint 1:
+        The registry knows an op's rules without running it: look at what an ``OpDef`` holds.
+
+    Hint 2:
+        ``get_op(op_name)`` gives the ``OpDef``. Its ``shape_rule`` and ``dtype_rule`` each take
+        one entry per input (and ``attrs``) and return one entry per output.
+
+    Hint 3:
+        ``op.dtype_rule([d for d, _ in inputs], attrs)`` and
+        ``op.shape_rule([s for _, s in inputs], attrs)``, then ``zip`` the two answers into
+        pairs (shapes as tuples).
     """
     raise NotImplementedError
 
 
 def register_cube() -> OpDef:
-    """Add the op ``Cube`` (x³, elementwise, floats only) to the registry; return its row.
+    """★ Add the op ``Cube`` (x³, elementwise, floats only) to the registry; return its row.
 
     An op is one registry row: a NumPy kernel, a shape rule and a dtype rule. ``Cube``'s
     output has its input's shape; its input must be float16, float32 or float64, and the
@@ -120,18 +144,24 @@ def register_cube() -> OpDef:
     Returns:
         The ``OpDef`` registered under the name ``"Cube"``.
 
-    Hint:
-        ``register_op(name, kernel, shape=..., dtype=..., doc=...)`` is in
-        ``eagerflow.tensor.registry``, next to ``OPS``, the table itself (look there first).
-        The kernel is a plain NumPy function of one array. ``eagerflow.tensor.rules`` already
-        has the two rules you need: ``same_shape_rule`` and ``same_dtype(FLOATS)``, with
+    Hint 1:
+        An op is one row of the table ``OPS`` in ``eagerflow.tensor.registry``; that module also
+        has the function that adds a row.
+
+    Hint 2:
+        ``register_op(name, kernel, shape=..., dtype=...)``. The kernel is a NumPy function of
+        one array; ``eagerflow.tensor.rules`` already has both rules you need.
+
+    Hint 3:
+        Return ``OPS["Cube"]`` if it is there; else
+        ``register_op("Cube", kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))`` with
         ``FLOATS`` from ``eagerflow.tensor.dtypes``.
     """
     raise NotImplementedError
 
 
 def cube(x: Any) -> Tensor:
-    """x³, elementwise, computed by your ``Cube`` op through the execution seam.
+    """★ x³, elementwise, computed by your ``Cube`` op through the execution seam.
 
     The public function of an op: convert the argument to a tensor, then hand the op's name
     and inputs to ``execute``. Errors then name the op, as every built-in op's do:
@@ -143,10 +173,16 @@ def cube(x: Any) -> Tensor:
     Returns:
         A tensor of ``x``'s shape and dtype.
 
-    Hint:
-        Copy the shape of ``sqrt`` in ``packages/tensor/src/eagerflow/tensor/math_ops.py``:
-        ``ef.convert_to_tensor(x)``, make sure the op exists with ``register_cube()``, then
-        ``execute("Cube", (x,))`` (from ``eagerflow.tensor.execution``). ``execute`` returns
-        a tuple of outputs; ``Cube`` has one.
+    Hint 1:
+        Every public op is the same few lines: read ``sqrt`` in
+        ``packages/tensor/src/eagerflow/tensor/math_ops.py``.
+
+    Hint 2:
+        Convert the argument to a tensor, make sure ``Cube`` is registered, and give the op's
+        name and inputs to ``execute``.
+
+    Hint 3:
+        ``register_cube()``, then ``execute("Cube", (ef.convert_to_tensor(x),))[0]``:
+        ``execute`` returns a tuple of outputs.
     """
     raise NotImplementedError

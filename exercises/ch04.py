@@ -7,6 +7,9 @@ Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/p
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch04.py`; try on your own first.
+
+Each exercise's docstring starts with its difficulty, from ★ to ★★★, and ends with its
+hints: read Hint 1 first, and the next only if you need it; the last is nearly the answer.
 """
 
 # ruff: noqa: F401  (the imports are the ones you will want)
@@ -20,7 +23,7 @@ from eagerflow.tensor import Tensor
 
 
 def sgd_step(variables: Sequence[Variable], grads: Sequence[Tensor], learning_rate: float) -> None:
-    """One step of gradient descent: ``v ← v - learning_rate · g`` for each variable.
+    """★ One step of gradient descent: ``v ← v - learning_rate · g`` for each variable.
 
     Change the variables in place (they are the model: whoever holds them sees the new
     values); do not create new ones.
@@ -30,15 +33,21 @@ def sgd_step(variables: Sequence[Variable], grads: Sequence[Tensor], learning_ra
         grads: One gradient per variable, of its shape.
         learning_rate: The step size.
 
-    Hint:
-        ``Variable.assign_sub(delta)`` subtracts ``delta`` from the value, as one op on the
-        seam (``AssignSubVariableOp``).
+    Hint 1:
+        Change the variables, do not make new ones: a ``Variable`` has methods that update it in
+        place.
+
+    Hint 2:
+        ``v.assign_sub(delta)`` subtracts ``delta`` from ``v``'s value, as one op on the seam.
+
+    Hint 3:
+        ``for v, g in zip(variables, grads): v.assign_sub(learning_rate * g)``.
     """
     raise NotImplementedError
 
 
 def swap(a: Variable, b: Variable) -> None:
-    """Exchange the values of two variables of the same shape and dtype.
+    """★ Exchange the values of two variables of the same shape and dtype.
 
     ``a.assign(b)`` followed by ``b.assign(a)`` does not work: by the second line ``a``
     already holds b's value. But a tensor read from a variable is a snapshot that never
@@ -48,9 +57,12 @@ def swap(a: Variable, b: Variable) -> None:
         a: A variable.
         b: Another variable, of the same shape and dtype.
 
-    Hint:
-        ``a.read_value()`` returns the current value as a tensor. Read both values first,
-        then assign.
+    Hint 1:
+        A tensor read from a variable is a snapshot: it keeps its value when the variable
+        changes.
+
+    Hint 2:
+        Read both values first (``read_value()``), then assign.
     """
     raise NotImplementedError
 
@@ -62,7 +74,7 @@ def momentum_step(
     learning_rate: float,
     momentum: float = 0.9,
 ) -> None:
-    """One step of gradient descent with momentum; the velocities are variables too.
+    """★★ One step of gradient descent with momentum; the velocities are variables too.
 
     For each variable ``w`` with velocity ``v`` and gradient ``g``:
 
@@ -78,9 +90,16 @@ def momentum_step(
         learning_rate: The step size.
         momentum: How much of the previous velocity to keep.
 
-    Hint:
-        ``v.assign(v * momentum + g)``, then ``w.assign_sub(v * learning_rate)``: a variable
-        used in arithmetic is read at that moment, so the second line sees the new v.
+    Hint 1:
+        The velocity outlives a step, so it lives in a variable and is updated in place, as the
+        weight is.
+
+    Hint 2:
+        Update ``v`` first, then ``w`` with the new ``v``: a variable used in arithmetic is read
+        at that moment.
+
+    Hint 3:
+        ``v.assign(momentum * v + g)``, then ``w.assign_sub(learning_rate * v)``.
     """
     raise NotImplementedError
 
@@ -88,7 +107,7 @@ def momentum_step(
 def fit_quadratic(
     xs: Tensor, ys: Tensor, steps: int, learning_rate: float
 ) -> tuple[float, float, float]:
-    """Fit ``y ≈ a·x² + b·x + c`` by gradient descent on the mean squared error.
+    """★★ Fit ``y ≈ a·x² + b·x + c`` by gradient descent on the mean squared error.
 
     Start from a = b = c = 0, and do ``steps`` steps: each computes the loss
 
@@ -106,9 +125,17 @@ def fit_quadratic(
     Returns:
         The fitted ``(a, b, c)`` as Python floats.
 
-    Hint:
-        Three ``Variable(0.0)``; inside ``with GradientTape() as tape:`` compute the loss with
-        ``ef.reduce_mean`` and ``ef.square``; ``tape.gradient(loss, [a, b, c])``; then your
-        ``sgd_step``. A fresh tape each step: a tape gives one gradient (unless persistent).
+    Hint 1:
+        Three variables, one new tape per step, and your ``sgd_step``.
+
+    Hint 2:
+        Under the tape compute the loss with ``ef.reduce_mean`` and ``ef.square``, then ask the
+        tape for the gradients of the loss by ``[a, b, c]``. A tape gives one gradient (unless
+        persistent): open a new one each step.
+
+    Hint 3:
+        ``with GradientTape() as tape: loss = ef.reduce_mean(ef.square(a * xs * xs + b * xs + c
+        - ys))``, then ``sgd_step([a, b, c], tape.gradient(loss, [a, b, c]), learning_rate)``;
+        return ``float`` of each.
     """
     raise NotImplementedError

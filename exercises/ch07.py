@@ -8,6 +8,9 @@ Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/p
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch07.py`; try on your own first.
+
+Each exercise's docstring starts with its difficulty, from ★ to ★★★, and ends with its
+hints: read Hint 1 first, and the next only if you need it; the last is nearly the answer.
 """
 
 # ruff: noqa: F401  (the imports are the ones you will want)
@@ -21,7 +24,7 @@ from eagerflow.tensor import Tensor
 
 
 def absolute(x: Tensor) -> Tensor:
-    """|x| of a scalar, with ``cond`` instead of an ``if``, for both modes.
+    """★ |x| of a scalar, with ``cond`` instead of an ``if``, for both modes.
 
     In Python you would write ``return -x if x < 0 else x``. That works eagerly, but in a
     graph ``x < 0`` has no value yet, so the ``if`` cannot choose. Write it with ``cond``:
@@ -34,15 +37,18 @@ def absolute(x: Tensor) -> Tensor:
     Returns:
         A scalar tensor: ``-x`` if ``x < 0``, else ``x``.
 
-    Hint:
-        ``cond(pred, true_fn, false_fn)`` takes the branches as functions of no arguments,
-        for instance ``lambda: -x``: in graph mode each is called once, to build it.
+    Hint 1:
+        In a graph, ``x < 0`` has no value while you build: the choice must become a node.
+
+    Hint 2:
+        ``cond(pred, true_fn, false_fn)`` takes each branch as a function of no arguments, such
+        as ``lambda: -x``.
     """
     raise NotImplementedError
 
 
 def huber(x: Tensor, delta: float = 1.0) -> Tensor:
-    """The Huber loss of a scalar: quadratic near zero, linear far from it.
+    """★★ The Huber loss of a scalar: quadratic near zero, linear far from it.
 
     ``0.5·x²`` when ``|x| <= delta``, else ``delta·(|x| − 0.5·delta)``. The two pieces
     meet with the same value and slope at ``|x| = delta``, so its derivative is ``x``
@@ -59,14 +65,22 @@ def huber(x: Tensor, delta: float = 1.0) -> Tensor:
     Returns:
         The loss, a scalar tensor.
 
-    Hint:
-        Compute the predicate outside the branches: ``ef.abs(x) <= delta``.
+    Hint 1:
+        One ``cond``: its two branches are the two pieces of the formula.
+
+    Hint 2:
+        Compute the predicate outside the branches, ``ef.abs(x) <= delta``; each branch is a
+        ``lambda`` of no arguments.
+
+    Hint 3:
+        ``cond(ef.abs(x) <= delta, lambda: 0.5 * x * x, lambda: delta * (ef.abs(x) - 0.5 *
+        delta))``.
     """
     raise NotImplementedError
 
 
 def collatz_steps(n: Tensor) -> Tensor:
-    """How many Collatz steps take ``n`` to 1, with ``while_loop`` and ``cond``.
+    """★★ How many Collatz steps take ``n`` to 1, with ``while_loop`` and ``cond``.
 
     One step maps k to ``k // 2`` when k is even and to ``3·k + 1`` when it is odd. In
     Python::
@@ -86,19 +100,27 @@ def collatz_steps(n: Tensor) -> Tensor:
     Returns:
         An ``int64`` scalar tensor: the number of steps (0 for n = 1).
 
-    Hint:
+    Hint 1:
+        How often to loop depends on n's value, which a graph does not have when it is built:
+        one ``while_loop``, whose body chooses with ``cond``.
+
+    Hint 2:
         ``while_loop(cond_fn, body_fn, [k, steps])`` calls both functions with the loop
-        variables as arguments; ``body_fn`` returns their new values (same dtypes, so start
-        ``steps`` as ``ef.constant(0, ef.int64)``). Inside the body, choose the next k with
-        ``cond``; ``ef.equal(k % 2, 0)`` is the predicate. ``while_loop`` returns the final
-        loop variables as a list.
+        variables; the body returns their new values, of the same dtypes (start ``steps`` as
+        ``ef.constant(0, ef.int64)``). ``while_loop`` returns the final loop variables as a
+        list.
+
+    Hint 3:
+        The body returns
+        ``[cond(ef.equal(k % 2, 0), lambda: k // 2, lambda: 3 * k + 1), steps + 1]``; the
+        condition is ``k > 1``.
     """
 
     raise NotImplementedError
 
 
 def fibonacci(n: Tensor) -> Tensor:
-    """The first ``n`` Fibonacci numbers 0, 1, 1, 2, 3, 5, … as an ``int64`` vector.
+    """★★★ The first ``n`` Fibonacci numbers 0, 1, 1, 2, 3, 5, … as an ``int64`` vector.
 
     Grow the vector in a ``while_loop``: start from an empty vector and append one number
     per iteration. Its shape changes from one iteration to the next, ``(0,)``, ``(1,)``,
@@ -112,11 +134,18 @@ def fibonacci(n: Tensor) -> Tensor:
     Returns:
         An ``int64`` tensor of shape ``(n,)`` (``(None,)`` in a graph).
 
-    Hint:
-        Three loop variables: the next two numbers ``a`` and ``b`` and the vector so far
-        (``ef.zeros((0,), ef.int64)``). The body returns ``b``, ``a + b`` and the vector
-        with ``a`` appended (``ef.concat([seq, ef.reshape(a, (1,))], axis=0)``). Loop while
-        ``ef.size(seq) < n``. Pass ``shape_invariants=[(), (), (None,)]``.
+    Hint 1:
+        Three loop variables: the next two numbers, and the vector so far, which grows by one
+        number per iteration.
+
+    Hint 2:
+        A loop variable that changes shape must be declared: ``shape_invariants``, with ``None``
+        for the dimension that grows. Loop while the vector is shorter than n.
+
+    Hint 3:
+        Start from ``0``, ``1`` (int64) and ``ef.zeros((0,), ef.int64)``; the body returns
+        ``b``, ``a + b`` and ``ef.concat([seq, ef.reshape(a, (1,))], axis=0)``; the condition is
+        ``ef.size(seq) < n``; ``shape_invariants=[(), (), (None,)]``.
     """
 
     raise NotImplementedError

@@ -12,6 +12,9 @@ Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/p
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch13.py`; try on your own first.
+
+Each exercise's docstring starts with its difficulty, from ★ to ★★★, and ends with its
+hints: read Hint 1 first, and the next only if you need it; the last is nearly the answer.
 """
 
 # ruff: noqa: F401  (the imports are the ones you will want)
@@ -22,7 +25,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 
 def conv2d_loops(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
-    """``conv2d(images, filters, strides=1, padding="VALID")``, written as loops.
+    """★★ ``conv2d(images, filters, strides=1, padding="VALID")``, written as loops.
 
     Each output pixel is the sum, over one ``kh x kw`` window of the input and over all
     input channels, of the window times the filter:
@@ -38,17 +41,23 @@ def conv2d_loops(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
     Returns:
         ``(batch, height - kh + 1, width - kw + 1, out_channels)``, the dtype of ``images``.
 
-    Hint:
-        Make the output with ``np.zeros``, then loop over ``n``, ``i``, ``j`` and ``o``
-        (``range(height - kh + 1)`` for ``i``). The body can be one line: the window is
-        ``images[n, i : i + kh, j : j + kw, :]``, and ``np.sum(window * filters[..., o])``
-        does the three inner sums.
+    Hint 1:
+        Loop over the output: image, row, column and output channel. The three inner sums can be
+        one NumPy call.
+
+    Hint 2:
+        The output is
+        ``np.zeros((batch, height - kh + 1, width - kw + 1, out_channels), images.dtype)``; the
+        window of output pixel (i, j) is ``images[n, i : i + kh, j : j + kw, :]``.
+
+    Hint 3:
+        The loop body: ``out[n, i, j, o] = np.sum(window * filters[..., o])``.
     """
     raise NotImplementedError
 
 
 def conv2d_im2col(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
-    """The same convolution as ``conv2d_loops``, without a Python loop: im2col.
+    """★★★ The same convolution as ``conv2d_loops``, without a Python loop: im2col.
 
     ``sliding_window_view(images, (kh, kw), axis=(1, 2))`` is a *view* (no copy) of every
     ``kh x kw`` window: shape ``(batch, out_h, out_w, in_channels, kh, kw)``. Reshaped to
@@ -58,13 +67,20 @@ def conv2d_im2col(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
 
     Args and Returns: as ``conv2d_loops``.
 
-    Hint:
-        The view's last three axes are ``(in_channels, kh, kw)`` but the filters' first three
-        are ``(kh, kw, in_channels)``: transpose the view to ``(0, 1, 2, 4, 5, 3)`` before
-        the reshape, or the rows and the filter disagree on which number is which. Then
-        ``rows @ filters.reshape(-1, out_channels)`` and a reshape to
-        ``(batch, out_h, out_w, out_channels)``. No ``for``: the test counts the lines of
-        Python your function runs.
+    Hint 1:
+        Every window becomes a row; the convolution is then one matrix product with the filters
+        reshaped into a matrix.
+
+    Hint 2:
+        The view's last three axes are ``(in_channels, kh, kw)``, the filters' first three
+        ``(kh, kw, in_channels)``: put them in the same order before reshaping, or the rows and
+        the filter disagree on which number is which.
+
+    Hint 3:
+        ``rows = windows.transpose(0, 1, 2, 4, 5, 3).reshape(batch * out_h * out_w, -1)``, then
+        ``rows @ filters.reshape(-1, out_channels)`` reshaped to
+        ``(batch, out_h, out_w, out_channels)``. No ``for``: the test counts the lines of Python
+        your function runs.
     """
     raise NotImplementedError
 
@@ -72,7 +88,7 @@ def conv2d_im2col(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
 def avg_pool2d_grad(
     upstream: np.ndarray, input_shape: tuple[int, int, int, int], pool: int, stride: int
 ) -> np.ndarray:
-    """The gradient of ``avg_pool2d(x, ksize=pool, strides=stride, padding="VALID")``.
+    """★★ The gradient of ``avg_pool2d(x, ksize=pool, strides=stride, padding="VALID")``.
 
     Each output pixel is the mean of ``pool x pool`` input pixels, so each of those inputs
     receives ``1 / pool²`` of that output's gradient. When windows overlap (``stride <
@@ -91,11 +107,16 @@ def avg_pool2d_grad(
     Returns:
         The gradient with respect to ``x``: ``input_shape``, the dtype of ``upstream``.
 
-    Hint:
-        Start from ``np.zeros(input_shape, upstream.dtype)``. Loop over the output's rows
-        ``i`` and columns ``j`` (two loops are enough: slices do batch and channels), and add
-        ``upstream[:, i:i+1, j:j+1, :] / pool**2`` to the window
-        ``dx[:, i*stride : i*stride + pool, j*stride : j*stride + pool, :]``. Add, don't
-        assign.
+    Hint 1:
+        Each window sends ``1 / pool²`` of its output's gradient to each of its input pixels;
+        where windows overlap, the shares add up.
+
+    Hint 2:
+        Start from ``np.zeros(input_shape, upstream.dtype)`` and loop over the output's rows
+        ``i`` and columns ``j`` only: slices do the batch and the channels.
+
+    Hint 3:
+        ``dx[:, i*stride : i*stride + pool, j*stride : j*stride + pool, :] += upstream[:, i:i+1,
+        j:j+1, :] / pool**2``: add, do not assign.
     """
     raise NotImplementedError

@@ -8,6 +8,9 @@ Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/p
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
 as a failure that shows what was expected. Reference solutions are in
 `exercises/solutions/ch14.py`; try on your own first.
+
+Each exercise's docstring starts with its difficulty, from ★ to ★★★, and ends with its
+hints: read Hint 1 first, and the next only if you need it; the last is nearly the answer.
 """
 
 # ruff: noqa: F401  (the imports are the ones you will want)
@@ -22,7 +25,7 @@ from eagerflow.graph import Graph, Session, global_variables_initializer, placeh
 
 
 def mse_gradients(w: float, b: float, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """The gradient of the mean squared error, by calculus instead of by a tape.
+    """★ The gradient of the mean squared error, by calculus instead of by a tape.
 
     For the loss ``L(w, b) = mean((w·x + b − y)²)`` over the n points, with the error
     ``e = w·x + b − y`` of each point:
@@ -41,14 +44,18 @@ def mse_gradients(w: float, b: float, x: np.ndarray, y: np.ndarray) -> tuple[flo
     Returns:
         ``(∂L/∂w, ∂L/∂b)`` as Python floats.
 
-    Hint:
-        ``error = w * x + b - y``; then ``np.mean``. Convert with ``float(...)``.
+    Hint 1:
+        The formulas are given; NumPy computes them for all the points at once.
+
+    Hint 2:
+        ``error = w * x + b - y`` is an array with one error per point; ``np.mean`` of the right
+        products gives each partial derivative. Return Python floats.
     """
     raise NotImplementedError
 
 
 def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """The exact minimizer of ``mean((w·x + b − y)²)``: no training needed.
+    """★ The exact minimizer of ``mean((w·x + b − y)²)``: no training needed.
 
     Setting both partial derivatives of the loss to zero gives two linear equations in w
     and b, whose solution is
@@ -65,9 +72,13 @@ def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     Returns:
         ``(w*, b*)`` as Python floats.
 
-    Hint:
-        Work in float64 (``np.asarray(x, np.float64)``): the sums of many float32 numbers
-        lose digits. Center x and y by subtracting their means first.
+    Hint 1:
+        Work in float64 (``np.asarray(x, np.float64)``): sums of many float32 numbers lose
+        digits.
+
+    Hint 2:
+        Center first: with ``xc = x - x.mean()`` and ``yc = y - y.mean()``,
+        ``cov = mean(xc·yc)`` and ``var = mean(xc·xc)``.
     """
     raise NotImplementedError
 
@@ -75,7 +86,7 @@ def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 def train_with_optimizer(
     model: nn.Model, x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
 ) -> list[float]:
-    """Train ``model`` eagerly with ``GradientDescentOptimizer`` and the global step.
+    """★★ Train ``model`` eagerly with ``GradientDescentOptimizer`` and the global step.
 
     ``model(x)`` predicts y (the chapter's ``Linear`` model, with variables ``W`` and
     ``B``). For each of ``steps`` steps, on the whole data set:
@@ -95,10 +106,19 @@ def train_with_optimizer(
     Returns:
         The loss *before* each update, as Python floats (``steps`` of them).
 
-    Hint:
-        One optimizer for all the steps. ``optimizer.apply_gradients(zip(grads, variables),
-        global_step=global_step)``. The eager global step is one variable for the whole
-        process: do not reset it, the test measures how much you advance it.
+    Hint 1:
+        One optimizer for all the steps; each step is a tape, its gradients and
+        ``apply_gradients``.
+
+    Hint 2:
+        Keep the loss before the update. Pass ``global_step=nn.get_or_create_global_step()`` to
+        ``apply_gradients``, and do not reset it.
+
+    Hint 3:
+        In the loop: the loss under ``with GradientTape() as tape:``,
+        ``grads = tape.gradient(loss, model.trainable_variables)``,
+        ``optimizer.apply_gradients(zip(grads, model.trainable_variables), global_step=step)``,
+        ``losses.append(float(loss))``.
     """
     raise NotImplementedError
 
@@ -106,7 +126,7 @@ def train_with_optimizer(
 def train_in_graph(
     x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
 ) -> tuple[float, float, list[float]]:
-    """Fit ``y ≈ w·x + b`` in graph mode: build once, then run the train op ``steps`` times.
+    """★★ Fit ``y ≈ w·x + b`` in graph mode: build once, then run the train op ``steps`` times.
 
     Build a new ``Graph`` holding
 
@@ -131,10 +151,19 @@ def train_in_graph(
         b: The final intercept, a Python float.
         losses: The loss before each update, ``steps`` Python floats.
 
-    Hint:
-        ``session.run([train, loss], feed)`` runs one step and returns the loss computed
-        in the same run. A Session runs the nodes in the order they were added to the graph,
-        and the loss was built before ``minimize`` added the assignments: so it is the loss
-        before the update. Fetch the final values with ``session.run([w, b])``.
+    Hint 1:
+        Build everything once inside ``with graph.as_default():``, then run it many times in a
+        ``Session``.
+
+    Hint 2:
+        ``minimize(loss)`` returns the train op. ``session.run([train, loss], feed)`` runs one
+        step, and the loss it returns is the one before the update: the update needs the
+        gradient, which is computed from the same values as the loss.
+
+    Hint 3:
+        Placeholders for x and y, ``w = Variable(5.0)`` and ``b = Variable(10.0)``, the loss,
+        ``train`` and ``init``; then ``session.run(init)`` once,
+        ``session.run([train, loss], {x_ph: x, y_ph: y})`` per step, and ``session.run([w, b])``
+        at the end.
     """
     raise NotImplementedError

@@ -41,7 +41,7 @@ def softsign(x: Any) -> Tensor:
 
 # --- exercises ----------------------------------------------------------------------------------
 def register_softsign_gradient() -> None:
-    """Register the gradient rule of the op ``Softsign``, once.
+    """★★ Register the gradient rule of the op ``Softsign``, once.
 
     The derivative is d/dx [x / (1 + |x|)] = 1 / (1 + |x|)². A rule receives the op's
     record and the gradient ``grad`` flowing back into its output, and returns one gradient
@@ -51,12 +51,18 @@ def register_softsign_gradient() -> None:
     tape can differentiate the rule itself, and second derivatives work too (the tests check
     both orders with ``check_gradients``).
 
-    Hint:
-        ``@register_gradient("Softsign")`` (from ``eagerflow.autodiff``) on a function
-        ``rule(op, grad)``; ``op.inputs[0]`` is x. ``GRADIENTS`` in
-        ``eagerflow.autodiff.registry`` holds the rules: skip registering if the name is in
-        it. ``packages/autodiff/src/eagerflow/autodiff/math_grad.py`` has many rules to copy
-        the shape of (``Tanh``'s is close).
+    Hint 1:
+        A gradient rule maps an op's record and the gradient flowing into its output to one
+        gradient per input. ``GRADIENTS`` holds the rules by op name.
+
+    Hint 2:
+        Decorate a function ``rule(op, grad)`` with ``@register_gradient("Softsign")``, unless
+        the name is already in ``GRADIENTS``; ``op.inputs[0]`` is x. ``Tanh``'s rule in
+        ``packages/autodiff/src/eagerflow/autodiff/math_grad.py`` has the same shape.
+
+    Hint 3:
+        ``return (grad / ef.square(1.0 + ef.abs(x)),)``: a tuple, and eagerflow ops, so a tape
+        can differentiate the rule too.
     """
     if "Softsign" in GRADIENTS:
         return
@@ -68,7 +74,7 @@ def register_softsign_gradient() -> None:
 
 
 def second_derivative(f: Callable[[Tensor], Tensor], x: float) -> Tensor:
-    """f''(x), the second derivative of a scalar function, from two nested tapes.
+    """★★ f''(x), the second derivative of a scalar function, from two nested tapes.
 
     For ``f(x) = x³`` at 2.0 the answer is 6 · 2 = 12.
 
@@ -79,12 +85,18 @@ def second_derivative(f: Callable[[Tensor], Tensor], x: float) -> Tensor:
     Returns:
         A scalar tensor.
 
-    Hint:
-        Make ``x`` a tensor with ``ef.constant``. The outer tape must still be recording
-        while the inner tape computes f'(x), so that it records the ops of that computation
-        too: open the outer ``with GradientTape() as outer:``, watch x, open the inner one
-        inside it, watch x again, compute ``y = f(x)``; then (still inside the outer block)
-        ``dy = inner.gradient(y, x)``; finally ``outer.gradient(dy, x)``.
+    Hint 1:
+        A tape records every op run while it is open, including the ops another tape runs to
+        compute a gradient.
+
+    Hint 2:
+        Two tapes, one inside the other, both watching x: the inner one gives f'(x); the outer
+        one, still open while the inner one computes f'(x), can differentiate that.
+
+    Hint 3:
+        ``x = ef.constant(x)``; ``with GradientTape() as outer:`` watch x, and inside it
+        ``with GradientTape() as inner:`` watch x and ``y = f(x)``; still in the outer block,
+        ``dy = inner.gradient(y, x)``; after it, ``outer.gradient(dy, x)``.
     """
     x = ef.constant(x)
     with GradientTape() as outer:
@@ -97,7 +109,7 @@ def second_derivative(f: Callable[[Tensor], Tensor], x: float) -> Tensor:
 
 
 def jacobian_by_rows(f: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
-    """The Jacobian of ``f`` at ``x``, one row per output element, from one persistent tape.
+    """★★ The Jacobian of ``f`` at ``x``, one row per output element, from one persistent tape.
 
     For ``y = f(x)`` with x of shape (n,) and y of shape (m,), ``J[i, j] = ∂y[i]/∂x[j]``,
     shape (m, n). Row i is the gradient of the single element ``y[i]``. Run ``f`` once, on
@@ -111,10 +123,17 @@ def jacobian_by_rows(f: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
     Returns:
         A tensor of shape (m, n).
 
-    Hint:
-        ``with GradientTape(persistent=True) as tape:``, watch x, ``y = f(x)``, and take each
-        element ``y[i]`` inside the block too (indexing is an op the tape must record).
-        Then ``tape.gradient(y[i], x)`` for each i, and ``ef.stack`` the rows.
+    Hint 1:
+        Row i of the Jacobian is the gradient of one number, ``y[i]``.
+
+    Hint 2:
+        One tape, asked m times: that needs ``persistent=True``. Taking ``y[i]`` is an op too,
+        so it must happen while the tape records.
+
+    Hint 3:
+        Inside ``with GradientTape(persistent=True) as tape:`` watch x, ``y = f(x)`` and
+        ``rows = [y[i] for i in range(y.shape[0])]``; then
+        ``ef.stack([tape.gradient(r, x) for r in rows])``.
     """
     with GradientTape(persistent=True) as tape:
         tape.watch(x)
@@ -126,7 +145,7 @@ def jacobian_by_rows(f: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
 def numerical_gradient(
     f: Callable[[Tensor], Tensor], x: np.ndarray, eps: float = 1e-4
 ) -> np.ndarray:
-    """The gradient of a scalar function by central differences, without any tape.
+    """★ The gradient of a scalar function by central differences, without any tape.
 
     For each element j of ``x`` (shape (n,)):
 
@@ -143,9 +162,17 @@ def numerical_gradient(
     Returns:
         A float64 NumPy array of shape (n,).
 
-    Hint:
-        Loop over j with NumPy: ``e = np.zeros_like(x); e[j] = eps``, then
-        ``float(f(ef.constant(x + e)))`` and the same with ``x - e``.
+    Hint 1:
+        No tape: call ``f`` twice per element of x, once with that element nudged up by ``eps``
+        and once nudged down.
+
+    Hint 2:
+        Make the nudge with NumPy, ``e = np.zeros_like(x); e[j] = eps``, and never change ``x``
+        itself. ``float(...)`` reads f's scalar result.
+
+    Hint 3:
+        ``g[j] = (float(f(ef.constant(x + e))) - float(f(ef.constant(x - e)))) / (2 * eps)`` in
+        a loop over j.
     """
     grad = np.zeros_like(x, dtype=np.float64)
     for j in range(x.size):

@@ -16,7 +16,7 @@ from eagerflow.tensor import Tensor
 
 
 def sgd_step(variables: Sequence[Variable], grads: Sequence[Tensor], learning_rate: float) -> None:
-    """One step of gradient descent: ``v ← v - learning_rate · g`` for each variable.
+    """★ One step of gradient descent: ``v ← v - learning_rate · g`` for each variable.
 
     Change the variables in place (they are the model: whoever holds them sees the new
     values); do not create new ones.
@@ -26,16 +26,22 @@ def sgd_step(variables: Sequence[Variable], grads: Sequence[Tensor], learning_ra
         grads: One gradient per variable, of its shape.
         learning_rate: The step size.
 
-    Hint:
-        ``Variable.assign_sub(delta)`` subtracts ``delta`` from the value, as one op on the
-        seam (``AssignSubVariableOp``).
+    Hint 1:
+        Change the variables, do not make new ones: a ``Variable`` has methods that update it in
+        place.
+
+    Hint 2:
+        ``v.assign_sub(delta)`` subtracts ``delta`` from ``v``'s value, as one op on the seam.
+
+    Hint 3:
+        ``for v, g in zip(variables, grads): v.assign_sub(learning_rate * g)``.
     """
     for variable, grad in zip(variables, grads, strict=True):
         variable.assign_sub(grad * learning_rate)
 
 
 def swap(a: Variable, b: Variable) -> None:
-    """Exchange the values of two variables of the same shape and dtype.
+    """★ Exchange the values of two variables of the same shape and dtype.
 
     ``a.assign(b)`` followed by ``b.assign(a)`` does not work: by the second line ``a``
     already holds b's value. But a tensor read from a variable is a snapshot that never
@@ -45,9 +51,12 @@ def swap(a: Variable, b: Variable) -> None:
         a: A variable.
         b: Another variable, of the same shape and dtype.
 
-    Hint:
-        ``a.read_value()`` returns the current value as a tensor. Read both values first,
-        then assign.
+    Hint 1:
+        A tensor read from a variable is a snapshot: it keeps its value when the variable
+        changes.
+
+    Hint 2:
+        Read both values first (``read_value()``), then assign.
     """
     old_a, old_b = a.read_value(), b.read_value()
     a.assign(old_b)
@@ -61,7 +70,7 @@ def momentum_step(
     learning_rate: float,
     momentum: float = 0.9,
 ) -> None:
-    """One step of gradient descent with momentum; the velocities are variables too.
+    """★★ One step of gradient descent with momentum; the velocities are variables too.
 
     For each variable ``w`` with velocity ``v`` and gradient ``g``:
 
@@ -77,9 +86,16 @@ def momentum_step(
         learning_rate: The step size.
         momentum: How much of the previous velocity to keep.
 
-    Hint:
-        ``v.assign(v * momentum + g)``, then ``w.assign_sub(v * learning_rate)``: a variable
-        used in arithmetic is read at that moment, so the second line sees the new v.
+    Hint 1:
+        The velocity outlives a step, so it lives in a variable and is updated in place, as the
+        weight is.
+
+    Hint 2:
+        Update ``v`` first, then ``w`` with the new ``v``: a variable used in arithmetic is read
+        at that moment.
+
+    Hint 3:
+        ``v.assign(momentum * v + g)``, then ``w.assign_sub(learning_rate * v)``.
     """
     for w, v, g in zip(variables, velocities, grads, strict=True):
         v.assign(v * momentum + g)
@@ -89,7 +105,7 @@ def momentum_step(
 def fit_quadratic(
     xs: Tensor, ys: Tensor, steps: int, learning_rate: float
 ) -> tuple[float, float, float]:
-    """Fit ``y ≈ a·x² + b·x + c`` by gradient descent on the mean squared error.
+    """★★ Fit ``y ≈ a·x² + b·x + c`` by gradient descent on the mean squared error.
 
     Start from a = b = c = 0, and do ``steps`` steps: each computes the loss
 
@@ -107,10 +123,18 @@ def fit_quadratic(
     Returns:
         The fitted ``(a, b, c)`` as Python floats.
 
-    Hint:
-        Three ``Variable(0.0)``; inside ``with GradientTape() as tape:`` compute the loss with
-        ``ef.reduce_mean`` and ``ef.square``; ``tape.gradient(loss, [a, b, c])``; then your
-        ``sgd_step``. A fresh tape each step: a tape gives one gradient (unless persistent).
+    Hint 1:
+        Three variables, one new tape per step, and your ``sgd_step``.
+
+    Hint 2:
+        Under the tape compute the loss with ``ef.reduce_mean`` and ``ef.square``, then ask the
+        tape for the gradients of the loss by ``[a, b, c]``. A tape gives one gradient (unless
+        persistent): open a new one each step.
+
+    Hint 3:
+        ``with GradientTape() as tape: loss = ef.reduce_mean(ef.square(a * xs * xs + b * xs + c
+        - ys))``, then ``sgd_step([a, b, c], tape.gradient(loss, [a, b, c]), learning_rate)``;
+        return ``float`` of each.
     """
     a, b, c = Variable(0.0), Variable(0.0), Variable(0.0)
     for _ in range(steps):

@@ -25,7 +25,7 @@ from eagerflow.graph import (
 
 
 def polynomial_graph(coefficients: Sequence[float]) -> tuple[Graph, SymbolicTensor, SymbolicTensor]:
-    """A new graph computing the polynomial c₀ + c₁·x + c₂·x² + … of a fed vector ``x``.
+    """★★ A new graph computing the polynomial c₀ + c₁·x + c₂·x² + … of a fed vector ``x``.
 
     Build, do not run: inside ``with graph.as_default():`` make ``x`` a ``float32``
     placeholder of shape ``(None,)`` (a vector of any length) and ``y`` the polynomial of
@@ -37,12 +37,17 @@ def polynomial_graph(coefficients: Sequence[float]) -> tuple[Graph, SymbolicTens
     Returns:
         ``(graph, x, y)``: the new graph, its placeholder and the polynomial's symbolic tensor.
 
-    Hint:
-        Horner's rule needs only multiplications and additions: start with ``y = cₙ`` and,
-        for each lower coefficient c, do ``y = y * x + c``. The Python loop runs while you
-        build, so it adds a few nodes per coefficient to the graph (print
-        ``graph.get_operations()`` to see them). Import ``Graph`` and ``placeholder`` from
-        ``eagerflow.graph``.
+    Hint 1:
+        Build, do not run: inside ``graph.as_default()``, ops on a placeholder add nodes to the
+        graph.
+
+    Hint 2:
+        Horner's rule needs only ``*`` and ``+``: start from the highest coefficient and, going
+        down, multiply by x and add the next one. The Python loop runs while you build.
+
+    Hint 3:
+        ``x = placeholder(ef.float32, (None,))``, ``y = coefficients[-1]``, then
+        ``y = y * x + c`` for each ``c`` in ``reversed(coefficients[:-1])``.
     """
     graph = Graph()
     with graph.as_default():
@@ -54,7 +59,7 @@ def polynomial_graph(coefficients: Sequence[float]) -> tuple[Graph, SymbolicTens
 
 
 def accumulator_graph() -> tuple[Graph, SymbolicTensor, SymbolicTensor, Operation]:
-    """A new graph holding a running total in a variable: each run adds a fed value to it.
+    """★★ A new graph holding a running total in a variable: each run adds a fed value to it.
 
     Build, in a new graph: a ``float32`` Variable ``total`` starting at 0, a ``float32``
     scalar placeholder ``value`` (shape ``()``), an ``update`` tensor that adds ``value``
@@ -67,11 +72,18 @@ def accumulator_graph() -> tuple[Graph, SymbolicTensor, SymbolicTensor, Operatio
     Returns:
         ``(graph, value, update, init)``.
 
-    Hint:
-        ``Variable(0.0, name="total")`` created inside ``graph.as_default()`` is a graph
-        variable. ``total.assign_add(value)`` in graph mode returns the assign node's
-        output, the new value. ``global_variables_initializer()`` gives the ``init`` op
-        (build it after the variable, or it has nothing to initialize).
+    Hint 1:
+        A graph variable's value lives in a Session; the graph holds only the nodes that
+        initialize, read and assign it.
+
+    Hint 2:
+        Make the variable and the placeholder inside ``graph.as_default()``. In graph mode
+        ``assign_add`` returns the new value. Build ``global_variables_initializer()`` after the
+        variable.
+
+    Hint 3:
+        ``total = Variable(0.0, name="total")``, ``value = placeholder(ef.float32, ())``,
+        ``update = total.assign_add(value)``, ``init = global_variables_initializer()``.
     """
     graph = Graph()
     with graph.as_default():
@@ -86,7 +98,7 @@ def accumulator_graph() -> tuple[Graph, SymbolicTensor, SymbolicTensor, Operatio
 def execution_order(
     fetches: Sequence[SymbolicTensor | Operation], fed: Collection[SymbolicTensor] = ()
 ) -> list[Operation]:
-    """The operations a Session must run to compute ``fetches``, inputs first.
+    """★★★ The operations a Session must run to compute ``fetches``, inputs first.
 
     Walk back from the fetches: an operation is needed if a fetch is one of its outputs (or
     is the operation itself), or if a needed operation takes one of its outputs as an input
@@ -103,12 +115,17 @@ def execution_order(
     Returns:
         The needed operations, in an order a Session can run them.
 
-    Hint:
-        Keep a stack of operations to visit (``t.op`` for a tensor) and a set of those seen;
-        for each one popped, push the ``.op`` of each of its ``inputs`` that is not fed,
-        and its ``control_inputs``. To order them, reuse the graph's own order:
-        ``graph.get_operations()`` lists operations in the order they were added, and an
-        operation can only be added after its inputs exist.
+    Hint 1:
+        Two steps: find what is needed by walking back from the fetches, then put it in order.
+
+    Hint 2:
+        A stack of operations to visit and a set of those seen. For each operation popped, push
+        the ``.op`` of each input that is not fed, and its ``control_inputs``.
+
+    Hint 3:
+        For the order, reuse the graph's:
+        ``[o for o in graph.get_operations() if o in needed]``. An operation can only be added
+        after its inputs exist.
     """
     fed_set = set(fed)
     needed: set[Operation] = set()
@@ -129,7 +146,7 @@ def execution_order(
 def run_graph(
     fetches: Sequence[SymbolicTensor], feed_dict: Mapping[SymbolicTensor, np.ndarray]
 ) -> list[np.ndarray]:
-    """A tiny Session: compute the values of ``fetches`` given values for some tensors.
+    """★★ A tiny Session: compute the values of ``fetches`` given values for some tensors.
 
     Run the operations of ``execution_order(fetches, feed_dict)`` one by one. Each one's
     kernel is in the op registry's row for it, ``operation.op_def``: call
@@ -148,11 +165,18 @@ def run_graph(
     Returns:
         The fetches' values, as NumPy arrays, in order.
 
-    Hint:
-        Only ``execution_order`` (your previous exercise) knows which operations to run;
-        this function is a loop over it with ``values: dict[SymbolicTensor, Any]``. The
-        real thing is ``Plan.run`` in ``packages/graph/src/eagerflow/graph/session.py``;
-        read it once yours works.
+    Hint 1:
+        ``execution_order`` (your previous exercise) knows which operations to run, and in which
+        order.
+
+    Hint 2:
+        Keep a dict from tensor to value, starting with the feed. For each operation, call its
+        kernel on its inputs' values and store its outputs.
+
+    Hint 3:
+        ``result = operation.op_def.kernel(*(values[t] for t in operation.inputs),
+        **operation.attrs)``; a tuple when ``op_def.multi_output``, else one array. ``Plan.run``
+        in ``packages/graph/src/eagerflow/graph/session.py`` is the real thing.
     """
     values: dict[SymbolicTensor, Any] = dict(feed_dict)
     for operation in execution_order(fetches, feed_dict.keys()):

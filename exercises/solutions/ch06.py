@@ -21,7 +21,7 @@ from eagerflow.tensor.registry import Attrs, OpDef
 
 
 def cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
-    """The softmax cross-entropy of each row, written once for both modes.
+    """★★ The softmax cross-entropy of each row, written once for both modes.
 
     For a row of logits zⱼ and one-hot (or probability) labels pⱼ the loss is
     ``Σⱼ pⱼ·(log Σₖ exp(zₖ) − zⱼ)``. Compute it for every row of a (batch, classes)
@@ -39,12 +39,17 @@ def cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
     Returns:
         A tensor of shape (batch,).
 
-    Hint:
-        Use only eagerflow ops (``ef.exp``, ``ef.log``, ``ef.reduce_sum``,
-        ``ef.reduce_max``, operators): a NumPy function would need the values, which a
-        symbolic tensor does not have. For stability subtract each row's maximum ``m``
-        (``keepdims=True``) before ``exp`` and add it back after ``log``: the result is the
-        same, and the largest exponent is now ``exp(0)``.
+    Hint 1:
+        Only eagerflow ops: a NumPy function needs values, and a symbolic tensor has none yet.
+
+    Hint 2:
+        ``exp`` of 1000 overflows. Subtract each row's maximum ``m`` before ``exp`` and add it
+        back after ``log``: same result, and the largest exponent is now ``exp(0)``.
+
+    Hint 3:
+        ``m = ef.reduce_max(logits, axis=-1, keepdims=True)``;
+        ``lse = m + ef.log(ef.reduce_sum(ef.exp(logits - m), axis=-1, keepdims=True))``; then
+        ``ef.reduce_sum(labels * (lse - logits), axis=-1)``.
     """
     m = ef.reduce_max(logits, axis=-1, keepdims=True)
     log_sum_exp = m + ef.log(ef.reduce_sum(ef.exp(logits - m), axis=-1, keepdims=True))
@@ -54,7 +59,7 @@ def cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
 def gradient_graph(
     f: Callable[[Tensor], Tensor], shape: Sequence[int | None]
 ) -> tuple[Graph, SymbolicTensor, SymbolicTensor, SymbolicTensor]:
-    """A new graph computing ``y = f(x)`` and, symbolically, the gradient of ``y`` by ``x``.
+    """★ A new graph computing ``y = f(x)`` and, symbolically, the gradient of ``y`` by ``x``.
 
     Build a new graph with a ``float64`` placeholder ``x`` of the given shape, ``y = f(x)``
     and ``dy_dx``, the gradient of (the sum of) ``y`` with respect to ``x``, made of graph
@@ -68,10 +73,12 @@ def gradient_graph(
     Returns:
         ``(graph, x, y, dy_dx)``.
 
-    Hint:
-        ``gradients(ys, xs)`` takes a list of sources and returns a list of gradients, one
-        per source: unpack it with ``(dy_dx,) = gradients(y, [x])``. Call it inside the
-        ``as_default()`` block or after it: it adds its nodes to the graph of ``y``.
+    Hint 1:
+        Build as for any graph: a placeholder, then ``f`` of it, inside ``graph.as_default()``.
+
+    Hint 2:
+        ``gradients(ys, xs)`` adds the gradient's nodes to the graph of ``ys``, and returns a
+        list with one gradient per source: ``(dy_dx,) = gradients(y, [x])``.
     """
     graph = Graph()
     with graph.as_default():
@@ -85,7 +92,7 @@ def gradient_graph(
 def second_derivative_graph(
     f: Callable[[Tensor], Tensor],
 ) -> tuple[Graph, SymbolicTensor, SymbolicTensor]:
-    """A new graph computing f''(x) for a scalar ``x``, by differentiating a gradient.
+    """★★ A new graph computing f''(x) for a scalar ``x``, by differentiating a gradient.
 
     Build a new graph with a scalar ``float64`` placeholder ``x`` (shape ``()``), the
     gradient ``dy`` of ``f(x)`` by ``x`` with ``gradients()``, and then the gradient of
@@ -100,9 +107,17 @@ def second_derivative_graph(
     Returns:
         ``(graph, x, d2y_dx2)``.
 
-    Hint:
-        ``gradients(..., unconnected_gradients="zero")`` returns zeros instead of None for
-        a source the target does not depend on.
+    Hint 1:
+        The gradient that ``gradients()`` builds is ordinary graph nodes: it can be
+        differentiated in turn.
+
+    Hint 2:
+        Call ``gradients`` twice, the second time on the first one's result. When ``f`` is
+        linear, that result does not depend on x at all.
+
+    Hint 3:
+        ``(dy,) = gradients(f(x), [x])``, then
+        ``gradients(dy, [x], unconnected_gradients="zero")``: zeros instead of None.
     """
     graph = Graph()
     with graph.as_default():
@@ -113,7 +128,7 @@ def second_derivative_graph(
 
 
 class LoggingContext:
-    """An execution context that runs every op eagerly and logs its name.
+    """★★★ An execution context that runs every op eagerly and logs its name.
 
     The seam, ``execute()``, hands each op to the current context's ``run_op``. With no
     context it runs the kernel itself; a Graph builds a node instead. This context does what
@@ -159,13 +174,21 @@ class LoggingContext:
         Returns:
             A tuple of eager tensors, one per output.
 
-        Hint:
-            ``op.dtype_rule([t.dtype for t in inputs], attrs)`` gives the output dtypes (and
-            raises the usual error for bad ones). ``op.kernel(*arrays, **attrs)`` with
-            ``arrays = [np.asarray(t) for t in inputs]`` gives one array, or a tuple of
-            arrays when ``op.multi_output``. ``Tensor(array, dtype)`` wraps a kernel's
-            output. The eager branch of ``execute`` in
-            ``packages/tensor/src/eagerflow/tensor/execution.py`` does all this.
+        Hint 1:
+            The eager branch of ``execute`` in
+            ``packages/tensor/src/eagerflow/tensor/execution.py`` does what ``run_op`` must do;
+            you add the log.
+
+        Hint 2:
+            Ask ``op.dtype_rule`` for the output dtypes (it raises the usual errors), run
+            ``op.kernel`` on the inputs' arrays with the attributes as keyword arguments, and
+            wrap each output array in a ``Tensor``.
+
+        Hint 3:
+            ``dtypes = op.dtype_rule([t.dtype for t in inputs], attrs)``;
+            ``result = op.kernel(*(np.asarray(t) for t in inputs), **attrs)``;
+            ``arrays = result if op.multi_output else (result,)``; return
+            ``tuple(Tensor(a, d) for a, d in zip(arrays, dtypes))``.
         """
         self.log.append(op.name)
         dtypes = op.dtype_rule([t.dtype for t in inputs], attrs)

@@ -25,7 +25,7 @@ from eagerflow.tensor import Tensor
 
 
 def signature(*args: Any) -> tuple[Any, ...]:
-    """The key ``@function`` looks its traced graphs up by: equal keys, no new trace.
+    """★★ The key ``@function`` looks its traced graphs up by: equal keys, no new trace.
 
     A traced graph has a placeholder for each tensor argument, with the tensor's dtype and
     shape: it serves any tensor with that dtype and shape, whatever its values. Any other
@@ -48,11 +48,18 @@ def signature(*args: Any) -> tuple[Any, ...]:
     Returns:
         A hashable tuple, one entry per argument.
 
-    Hint:
-        ``ef.convert_to_tensor(array)`` turns a NumPy array into a tensor. The type is part
-        of a value's description because ``2 == 2.0 == True`` in Python, but tracing with
-        an ``int`` and with a ``float`` can build different graphs. Compare yours with
-        ``_signature_of`` in ``packages/graph/src/eagerflow/graph/function.py``.
+    Hint 1:
+        One description per argument: a tensor by what a placeholder for it needs, anything else
+        by its value.
+
+    Hint 2:
+        Convert a NumPy array to a tensor first. Keep a value's type in its description:
+        ``2 == 2.0 == True`` in Python, but they trace differently.
+
+    Hint 3:
+        ``("tensor", t.dtype, tuple(t.shape))`` or ``("value", type(arg), arg)``, all in a
+        tuple. Compare with ``_signature_of`` in
+        ``packages/graph/src/eagerflow/graph/function.py``.
     """
     key = []
     for arg in args:
@@ -66,7 +73,7 @@ def signature(*args: Any) -> tuple[Any, ...]:
 
 
 def train_step_function(w: Variable, b: Variable, learning_rate: float) -> Function:
-    """A traced training step for the line ``y ≈ w·x + b``: eager code, graph speed.
+    """★★ A traced training step for the line ``y ≈ w·x + b``: eager code, graph speed.
 
     Return a ``Function`` (write the step as a Python function and decorate it with
     ``@function``) ``step(x, y)`` that, for float32 vectors ``x`` and ``y``:
@@ -87,11 +94,18 @@ def train_step_function(w: Variable, b: Variable, learning_rate: float) -> Funct
     Returns:
         The traced step function.
 
-    Hint:
-        Define ``def step(x, y): ...`` inside this function, using ``w``, ``b`` and
-        ``learning_rate`` from the enclosing scope, and return ``function(step)``. The
-        variables are read inside the trace, so each call sees their current values, and
-        ``w.assign_sub(...)`` inside is part of the graph, so it runs at each call.
+    Hint 1:
+        Write the step as plain eager code, then wrap it with ``function``.
+
+    Hint 2:
+        Define ``step(x, y)`` inside this function, using ``w``, ``b`` and ``learning_rate``
+        from the enclosing scope: the tape, the gradients and the ``assign_sub`` calls all go in
+        it, so they become part of the graph.
+
+    Hint 3:
+        In ``step``: the loss under ``with GradientTape() as tape:``,
+        ``dw, db = tape.gradient(loss, [w, b])``, ``w.assign_sub(learning_rate * dw)`` (and
+        ``b``'s), ``return loss``. Then ``return function(step)``.
     """
 
     @function
@@ -108,7 +122,7 @@ def train_step_function(w: Variable, b: Variable, learning_rate: float) -> Funct
 
 
 def fold_constants(graph: Graph) -> dict[str, Any]:
-    """Constant folding: every value of ``graph`` known before anything is fed or run.
+    """★★★ Constant folding: every value of ``graph`` known before anything is fed or run.
 
     Visit the operations in graph order (``graph.get_operations()``). An operation's
     outputs are known when the operation is *pure* and all its inputs are known:
@@ -128,12 +142,20 @@ def fold_constants(graph: Graph) -> dict[str, Any]:
     Returns:
         ``{tensor name: value}`` for every known tensor, such as ``{"Const:0": 2.0, …}``.
 
-    Hint:
-        A dict ``known`` from tensor to value, filled in one pass: graph order puts every
-        operation after the operations that make its inputs. A Session does this when it
-        compiles a plan (``_fold_and_merge`` in
-        ``packages/graph/src/eagerflow/graph/session.py``), so at run time the folded
-        operations cost nothing.
+    Hint 1:
+        One pass in graph order is enough: every operation comes after the operations that make
+        its inputs.
+
+    Hint 2:
+        A dict ``known`` from tensor to value. An operation is folded when it is pure (not
+        stateful, not a ``Placeholder``, no ``control_inputs``) and all its inputs are in
+        ``known``.
+
+    Hint 3:
+        ``result = operation.op_def.kernel(*(known[t] for t in operation.inputs),
+        **operation.attrs)``; store each output (a tuple of them when ``multi_output``); return
+        ``{t.name: v for t, v in known.items()}``. A Session does this in ``_fold_and_merge``
+        (``packages/graph/src/eagerflow/graph/session.py``).
     """
     known: dict[Any, Any] = {}
     for operation in graph.get_operations():
@@ -150,7 +172,7 @@ def fold_constants(graph: Graph) -> dict[str, Any]:
 
 
 def find_duplicates(graph: Graph) -> dict[str, str]:
-    """Common-subexpression elimination: which operations repeat an earlier one.
+    """★★★ Common-subexpression elimination: which operations repeat an earlier one.
 
     Two pure operations (as in ``fold_constants``) compute the same values when they have
     the same type, the same attributes and the same inputs. Inputs count as the same when
@@ -168,12 +190,18 @@ def find_duplicates(graph: Graph) -> dict[str, str]:
     Returns:
         ``{duplicate operation's name: first operation's name}``.
 
-    Hint:
-        Give each pure operation a key, ``(operation.type, input names, attributes)``, where
-        an input's name is that of the tensor it stands for (``Tanh:0`` for ``Tanh_1:0``
-        once ``Tanh_1`` is known to repeat ``Tanh``), and keep a dict from key to the
-        first operation. ``repr(sorted(operation.attrs.items()))`` turns the attributes
-        into something hashable (arrays included) for the graphs of this exercise.
+    Hint 1:
+        Two pure operations compute the same values when they have the same type, attributes and
+        inputs, counting an input as the same once its operation is known to repeat another.
+
+    Hint 2:
+        Visit in graph order. Give each pure operation a key, and keep a dict from key to the
+        first operation with that key; a second operation with the same key is a duplicate.
+
+    Hint 3:
+        The key: ``(operation.type, input names, repr(sorted(operation.attrs.items())))``, where
+        an input's name is that of the tensor it repeats (``Tanh:0`` for ``Tanh_1:0`` once
+        ``Tanh_1`` repeats ``Tanh``): keep a dict of those renamings too.
     """
     canonical: dict[str, str] = {}  # tensor name -> the name of the tensor it repeats
     first: dict[Any, Any] = {}
@@ -214,7 +242,7 @@ def bounce(position: Any, velocity: Any, floor: Any) -> tuple[Any, Any, Any]:
 
 
 def bounce_with_cond(position: Tensor, velocity: Tensor, floor: Tensor) -> tuple[Any, Any, Any]:
-    """``bounce``, with its ``if`` turned into ``cond`` by hand, as AutoGraph would.
+    """★★ ``bounce``, with its ``if`` turned into ``cond`` by hand, as AutoGraph would.
 
     ``bounce``, given above in this file, is one time step of a ball falling onto a floor::
 
@@ -246,10 +274,18 @@ def bounce_with_cond(position: Tensor, velocity: Tensor, floor: Tensor) -> tuple
     Returns:
         ``(position, velocity, bounces)``: the first two float32, ``bounces`` an int32 0 or 1.
 
-    Hint:
-        ``cond(pred, true_fn, false_fn)`` calls functions of no arguments; a lambda that
-        returns a tuple, such as ``lambda: (position, velocity, 0)``, returns three outputs
-        (Python numbers become constants). Move the ball before testing where it is.
+    Hint 1:
+        ``print(autograph.to_code(bounce))`` shows the recipe: each branch becomes a function of
+        no arguments that returns every variable the ``if`` assigns.
+
+    Hint 2:
+        Move the ball before testing where it is. The ``else`` branch hands on ``position`` and
+        ``velocity`` unchanged. A lambda can return a tuple, and Python numbers become
+        constants.
+
+    Hint 3:
+        ``position = position + velocity``, then ``return cond(position < floor, lambda: (2 *
+        floor - position, -velocity * 0.8, 1), lambda: (position, velocity, 0))``.
     """
     position = position + velocity
     return cond(
@@ -275,7 +311,7 @@ def ag_if(test: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], na
 
 
 def if_to_ag_if(tree: ast.AST) -> ast.AST:
-    """A mini AutoGraph: every ``if`` of ``tree`` that only assigns names becomes ``ag_if``.
+    """★★★ A mini AutoGraph: every ``if`` of ``tree`` that only assigns names becomes ``ag_if``.
 
     Rewrite each ``if`` statement whose branches (the ``if`` and the ``else``, which may be
     missing) hold nothing but assignments of one name each, ``name = expression``, into one
@@ -314,15 +350,21 @@ def if_to_ag_if(tree: ast.AST) -> ast.AST:
     Returns:
         The changed tree (changing ``tree`` itself is fine).
 
-    Hint:
-        Subclass ``ast.NodeTransformer`` and write its ``visit_If``: call
-        ``self.generic_visit(node)`` first (that visits what is inside), and return either
-        the ``node`` unchanged or an ``ast.Assign`` whose target is an ``ast.Tuple`` of
-        ``ast.Name(name, ast.Store())`` and whose value is an ``ast.Call``. A lambda of no
-        arguments is ``ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
-        kw_defaults=[], defaults=[]), body=...)``; ``ast.copy_location(new, node)`` gives the
-        new statement the old one's line. ``print(ast.dump(ast.parse("a, b = f(lambda: (1, x))"),
-        indent=2))`` shows the nodes to build.
+    Hint 1:
+        An ``ast.NodeTransformer`` whose ``visit_If`` returns either the ``if`` unchanged or the
+        statement that replaces it.
+
+    Hint 2:
+        Call ``self.generic_visit(node)`` first (it converts what is inside, loops included).
+        Convert only when every statement of both branches is an ``ast.Assign`` to one
+        ``ast.Name``. A branch's lambda returns, for each sorted name, the expression it
+        assigns, or ``ast.Name(name, ast.Load())``.
+
+    Hint 3:
+        ``print(ast.dump(ast.parse("a, b = f(lambda: (1, x))"), indent=2))`` shows the nodes to
+        build. A lambda of no arguments is ``ast.Lambda(args=ast.arguments(posonlyargs=[],
+        args=[], kwonlyargs=[], kw_defaults=[], defaults=[]), body=...)``;
+        ``ast.copy_location(new, node)`` gives the new statement the old one's line.
     """
 
     class IfToAgIf(ast.NodeTransformer):

@@ -26,7 +26,7 @@ UNARY = ("Neg", "Abs", "Sign", "Square", "Sqrt", "Exp", "Log", "Tanh", "Relu", "
 
 
 def fuse_unary_chain(ops: Sequence[str]) -> str:
-    """The source of one loop that applies a chain of unary elementwise ops.
+    """★★ The source of one loop that applies a chain of unary elementwise ops.
 
     ``ops`` names ops of ``UNARY``, in the order they apply: ``["Square", "Neg", "Exp"]``
     means ``exp(-(x * x))``. Run one at a time, as the interpreter runs them, each op is a
@@ -49,12 +49,18 @@ def fuse_unary_chain(ops: Sequence[str]) -> str:
     Returns:
         Python source defining ``fused(x, out)``.
 
-    Hint:
+    Hint 1:
+        One ``for i in range(len(x)):`` loop whose body applies every op to one element.
+
+    Hint 2:
         Pasting one op's expression into the next one's as text goes wrong: ``Relu`` then
-        ``Square`` would read ``e if e > 0 ... else 0 * e if e > 0 ... else 0``, and ``*``
-        binds tighter than ``if``. Give each op's result its own name, one line each, as
-        ``loop_source`` in ``packages/graph/src/eagerflow/graph/compiler/kernels.py`` does
-        (``v0 = ...``, ``v1 = ...``).
+        ``Square`` reads ``... else 0 * e if ...``, and ``*`` binds tighter than ``if``. Give
+        each op's result its own name, one line each.
+
+    Hint 3:
+        The body: ``v0 = x[i]``, then ``v{k + 1} = ELEMENTWISE[op].format(f"v{k}")`` for the
+        k-th op, then ``out[i] = v{n}``. ``loop_source`` in
+        ``packages/graph/src/eagerflow/graph/compiler/kernels.py`` does the same.
     """
     lines = ["def fused(x, out):", "    for i in range(len(x)):", "        v = x[i]"]
     for op in ops:
@@ -78,7 +84,7 @@ def compile_chain(source: str) -> Callable[[np.ndarray, np.ndarray], None]:
 
 
 def predict_clusters(program: Specialized) -> list[list[str]]:
-    """Which ops of a program the compiler fuses into one loop: its clustering, by hand.
+    """★★★ Which ops of a program the compiler fuses into one loop: its clustering, by hand.
 
     ``program`` is a plan specialized to its input shapes (``program_for`` below makes one):
     ``program.nodes`` lists its nodes in the order they run; a node has ``.operation``
@@ -112,11 +118,19 @@ def predict_clusters(program: Specialized) -> list[list[str]]:
     Returns:
         The clusters, each as a list of op names.
 
-    Hint:
-        Keep, for each value a cluster made, which cluster made it (a dict), and for each
-        cluster its domain, its names, its reductions' values and whether it is sealed.
-        ``find_clusters`` in ``packages/graph/src/eagerflow/graph/compiler/fusion.py`` is
-        the real thing; try yours on the chapter's training step first.
+    Hint 1:
+        One walk over the nodes, keeping for each cluster its domain, its names, the values its
+        reductions made, and whether it is sealed.
+
+    Hint 2:
+        A dict from each value a cluster made (``node.outputs``) to that cluster tells you which
+        clusters a node reads from. For each node, first seal what the rules seal, then add the
+        node to the open cluster of its domain, or start one.
+
+    Hint 3:
+        At the end drop the clusters of a single op that is not a reduction. ``find_clusters``
+        in ``packages/graph/src/eagerflow/graph/compiler/fusion.py`` is the real thing; try
+        yours on the chapter's training step first.
     """
     made_by: dict[int, dict[str, Any]] = {}  # value -> the cluster that makes it
     open_by_domain: dict[Any, dict[str, Any]] = {}

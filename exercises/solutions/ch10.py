@@ -22,7 +22,7 @@ from eagerflow.tensor.dtypes import DType
 
 
 def encode_attr(value: Any) -> Any:
-    """``value``, an op attribute, as JSON data: what ``json.dumps`` can write *strictly*
+    """★★ ``value``, an op attribute, as JSON data: what ``json.dumps`` can write *strictly*
     (``allow_nan=False``), and what ``decode_attr`` turns back into the very same value.
 
     This is a part of the chapter's GraphDef format (the module docstring of
@@ -51,11 +51,18 @@ def encode_attr(value: Any) -> Any:
     Returns:
         JSON data: dicts with str keys, lists, str, int, finite float, bool, None.
 
-    Hint:
-        Test ``bool`` before ``int``: ``True`` is an ``int`` too (``isinstance(True, int)``),
-        and must stay ``True``. ``array.astype(array.dtype.newbyteorder("<"))`` gives the
-        little-endian version of an array, and ``.tobytes()`` its bytes in C order, whatever
-        its layout in memory.
+    Hint 1:
+        One branch per kind of value, and a recursive call for the items of a tuple or a list.
+
+    Hint 2:
+        The order of the tests matters: ``bool`` before ``int`` (``True`` is an ``int`` too),
+        and non-finite floats before finite ones.
+
+    Hint 3:
+        An array: ``{"tensor": {"dtype": a.dtype.name, "shape": list(a.shape), "base64":
+        base64.b64encode(little.tobytes()).decode()}}`` with ``little =
+        a.astype(a.dtype.newbyteorder("<"))``. A ``DType``: ``{"dtype": value.name}``. Anything
+        else: ``raise TypeError``.
     """
     if value is None or isinstance(value, bool | str) or type(value) is int:
         return value
@@ -80,7 +87,7 @@ def encode_attr(value: Any) -> Any:
 
 
 def decode_attr(data: Any) -> Any:
-    """The inverse of ``encode_attr``: JSON data (as ``json.loads`` gives it back) to the
+    """★★ The inverse of ``encode_attr``: JSON data (as ``json.loads`` gives it back) to the
     attribute's Python value, with its type (a tuple stays a tuple, a list a list, ``True``
     stays ``True``, an ``int`` an ``int``) and, for floats and arrays, its every bit. An array
     comes back with its dtype and shape, in native byte order, writable.
@@ -94,10 +101,18 @@ def decode_attr(data: Any) -> Any:
     Returns:
         The attribute value.
 
-    Hint:
-        ``np.frombuffer(raw, np.dtype(name).newbyteorder("<"))`` reads little-endian bytes;
-        it is read-only and shaped 1-d: reshape it, then ``.astype(np.dtype(name))`` makes a
-        native, writable copy. ``dtypes.as_dtype("float32")`` is ``ef.float32``.
+    Hint 1:
+        The mirror of ``encode_attr``: a JSON array was a tuple, a dict says with its one key
+        what it was, anything else is itself.
+
+    Hint 2:
+        ``((kind, payload),) = data.items()`` unpacks a one-key dict. Decode the items of tuples
+        and lists again (they may be nested).
+
+    Hint 3:
+        A tensor: ``np.frombuffer(raw, np.dtype(name).newbyteorder("<"))`` reads the bytes
+        (read-only, 1-d): ``.reshape(shape).astype(np.dtype(name))`` makes the native, writable
+        array. ``dtypes.as_dtype("float32")`` is ``ef.float32``.
     """
     if data is None or isinstance(data, bool | str | int | float):
         return data
@@ -119,7 +134,7 @@ def decode_attr(data: Any) -> Any:
 
 
 def reporting_square() -> Function:
-    """A traced function that squares a vector and *reports each call*, even after it has
+    """★ A traced function that squares a vector and *reports each call*, even after it has
     been saved with ``saved_model.save`` and loaded in a program without its Python code.
 
     Return a ``function`` with the input signature ``[TensorSpec((None,), ef.float32)]``
@@ -135,10 +150,17 @@ def reporting_square() -> Function:
     Returns:
         The ``Function``.
 
-    Hint:
-        Chapter 8's section "``print`` or ``ef.print``": ``ef.print`` is an op (``PrintV2``),
-        a node of the graph, kept in order by the automatic control dependencies although
-        nothing uses its result.
+    Hint 1:
+        A Python ``print`` runs once, while tracing; the loaded function runs only the graph.
+
+    Hint 2:
+        ``ef.print`` is an op (``PrintV2``), a node of the graph, kept in order by the automatic
+        control dependencies although nothing uses its result (chapter 8, "``print`` or
+        ``ef.print``").
+
+    Hint 3:
+        ``@function(input_signature=[TensorSpec((None,), ef.float32)])`` on a ``square(x)`` that
+        computes ``y = x * x``, calls ``ef.print("squares:", y)`` and returns ``y``.
     """
 
     @function(input_signature=[TensorSpec((None,), ef.float32)])

@@ -27,7 +27,7 @@ from eagerflow.tensor.rules import same_dtype
 
 
 class AdagradOptimizer(nn.Optimizer):
-    """Adagrad (Duchi et al., 2011), in TensorFlow 1.x's form.
+    """★★ Adagrad (Duchi et al., 2011), in TensorFlow 1.x's form.
 
     Each variable gets a slot variable ``accumulator``, filled with
     ``initial_accumulator_value`` when it is first used. One step, for a gradient ``g``:
@@ -48,12 +48,18 @@ class AdagradOptimizer(nn.Optimizer):
             does not divide by zero).
         name: The optimizer's name, part of its slot variables' names.
 
-    Hint:
-        ``self.slot(variable, "accumulator", initial=...)`` creates the slot on first use
-        and returns the same variable afterwards. ``accumulator.assign(...)`` returns the
-        new value: use it in the second line, as ``MomentumOptimizer._apply`` does in
-        ``packages/nn/src/eagerflow/nn/optimizers.py``. Return
-        ``variable.assign_sub(...)``.
+    Hint 1:
+        An optimizer keeps what it remembers about each variable in slot variables.
+
+    Hint 2:
+        ``self.slot(variable, "accumulator", initial=...)`` creates the slot on first use and
+        returns the same variable afterwards. ``assign`` returns the new value: use it in the
+        second line. Return the last assignment, for graph mode.
+
+    Hint 3:
+        ``new = accumulator.assign(accumulator + ef.square(grad))``, then
+        ``return variable.assign_sub(self.learning_rate * grad / ef.sqrt(new))``, as
+        ``MomentumOptimizer._apply`` in ``packages/nn/src/eagerflow/nn/optimizers.py`` does.
     """
 
     def __init__(
@@ -72,7 +78,7 @@ class AdagradOptimizer(nn.Optimizer):
 
 
 class FeatureScale(nn.Layer):
-    """A layer that scales and shifts each feature: ``outputs = inputs · gamma + beta``.
+    """★ A layer that scales and shifts each feature: ``outputs = inputs · gamma + beta``.
 
     ``gamma`` and ``beta`` are trainable vectors with one entry per feature (the last axis
     of the inputs), so their size is known only when the layer first sees an input. That
@@ -85,10 +91,18 @@ class FeatureScale(nn.Layer):
     optimizers to find them, in that order. The constructor is ``Layer``'s:
     ``FeatureScale(name="scale")`` names the variables ``scale/gamma`` and ``scale/beta``.
 
-    Hint:
-        ``self.add_weight("gamma", (features,), "ones")`` makes a variable named after the
-        layer and drawn by the named initializer. ``input_shape[-1]`` is the number of
-        features. In ``call``, ``inputs * self.gamma + self.beta`` broadcasts over the batch.
+    Hint 1:
+        Variables whose size depends on the input are made in ``build``, which
+        ``Layer.__call__`` runs before the first ``call``.
+
+    Hint 2:
+        ``self.add_weight(name, shape, initializer)`` makes a variable named after the layer;
+        ``input_shape[-1]`` is the number of features.
+
+    Hint 3:
+        ``self.gamma = self.add_weight("gamma", (features,), "ones")``, ``beta`` with
+        ``"zeros"``; ``call`` returns ``inputs * self.gamma + self.beta`` (it broadcasts over
+        the batch).
     """
 
     def build(self, input_shape: tuple[int | None, ...]) -> None:
@@ -114,7 +128,7 @@ class FeatureScale(nn.Layer):
 
 
 class Residual(nn.Model):
-    """A stack of residual blocks: ``x ← x + relu(x @ kernel + bias)``, ``depth`` times.
+    """★★ A stack of residual blocks: ``x ← x + relu(x @ kernel + bias)``, ``depth`` times.
 
     Each block is a ``Dense(units, activation="relu")`` whose output is *added* to its
     input instead of replacing it, so the inputs must already have ``units`` features. This
@@ -131,10 +145,17 @@ class Residual(nn.Model):
         depth: How many blocks.
         name: The model's name (None: one derived from the class name).
 
-    Hint:
-        ``super().__init__(name)`` first: it sets the model's name and ``built`` flag.
-        Then ``self.blocks = [nn.Dense(units, activation="relu") for _ in range(depth)]``.
-        In ``call``, loop over the blocks: ``x = x + block(x)``.
+    Hint 1:
+        A model finds the layers held in its attributes, lists included.
+
+    Hint 2:
+        ``super().__init__(name)`` first (it sets the name and the ``built`` flag). Keep the
+        ``Dense`` blocks in a list on ``self.blocks``; in ``call``, add each block's output to
+        its input.
+
+    Hint 3:
+        ``self.blocks = [nn.Dense(units, activation="relu") for _ in range(depth)]``; in
+        ``call``, ``x = x + block(x)`` for each block.
     """
 
     def __init__(self, units: int, depth: int, name: str | None = None) -> None:
@@ -157,7 +178,7 @@ class Residual(nn.Model):
 
 
 def train_step(model: nn.Layer, optimizer: nn.Optimizer, x: np.ndarray, y: np.ndarray) -> float:
-    """One step of training a classifier: what ``fit`` does for each batch.
+    """★★ One step of training a classifier: what ``fit`` does for each batch.
 
     1. run ``model(x, training=True)`` under a GradientTape, to get logits;
     2. the loss is the mean over the batch of
@@ -174,11 +195,20 @@ def train_step(model: nn.Layer, optimizer: nn.Optimizer, x: np.ndarray, y: np.nd
     Returns:
         The loss *before* the update, as a Python float.
 
-    Hint:
-        Ask for ``model.trainable_variables`` after the forward pass: a model called for the
-        first time creates its variables during that call. ``apply_gradients`` takes
-        ``(gradient, variable)`` pairs: ``zip(grads, variables)``. Compare yours with the
-        loop in ``fit`` (``packages/nn/src/eagerflow/nn/training.py``).
+    Hint 1:
+        This is the body of ``fit``'s loop, for one batch
+        (``packages/nn/src/eagerflow/nn/training.py``).
+
+    Hint 2:
+        Call the model under the tape, and ask for ``model.trainable_variables`` only after that
+        call: a first call creates them. ``apply_gradients`` takes ``(gradient, variable)``
+        pairs.
+
+    Hint 3:
+        ``loss = ef.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+        logits=model(x, training=True)))`` under the tape;
+        ``optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))``; ``return
+        float(loss)``.
     """
     with GradientTape() as tape:
         logits = model(x, training=True)
@@ -208,7 +238,7 @@ def fused_dense_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 def fused_dense_kernel(
     x: np.ndarray, kernel: np.ndarray, bias: np.ndarray, relu: bool
 ) -> np.ndarray:
-    """``x @ kernel + bias``, then ``max(·, 0)`` if ``relu``: three ops' work in one kernel.
+    """★ ``x @ kernel + bias``, then ``max(·, 0)`` if ``relu``: three ops' work in one kernel.
 
     ``Dense`` runs three ops, and eagerly each of them costs a trip through the seam and a
     new array. This kernel makes one array, the matrix product, and does the rest *in
@@ -225,9 +255,15 @@ def fused_dense_kernel(
     Returns:
         A new array of shape (batch, units), of the inputs' dtype.
 
-    Hint:
-        ``out = x @ kernel`` is new; ``out += bias`` and ``np.maximum(out, 0, out=out)`` write
-        into it.
+    Hint 1:
+        Make one new array, and do the rest of the work in it.
+
+    Hint 2:
+        The matrix product is a new array, yours to change. ``+=`` and NumPy's ``out=`` write
+        into an existing array.
+
+    Hint 3:
+        ``out = x @ kernel``; ``out += bias``; if ``relu``, ``np.maximum(out, 0, out=out)``.
     """
     out = x @ kernel  # a new array, ours to change
     out += bias
@@ -237,7 +273,7 @@ def fused_dense_kernel(
 
 
 def register_fused_dense() -> None:
-    """Register the op ``FusedDense`` and its gradient rule, once (a second call does nothing).
+    """★★★ Register the op ``FusedDense`` and its gradient rule, once (a second call does nothing).
 
     The op: ``fused_dense_kernel`` with the rules ``fused_dense_shape`` and
     ``same_dtype(FLOATS)``; its inputs are ``(x, kernel, bias)`` and its attribute ``relu``.
@@ -253,12 +289,20 @@ def register_fused_dense() -> None:
     ``transpose_a``/``transpose_b``, ``ef.reduce_sum``), so it also works in graph mode and
     can itself be differentiated.
 
-    Hint:
-        ``register_op`` is in ``eagerflow.tensor.registry`` and ``register_gradient`` in
-        ``eagerflow.autodiff``; check ``OPS`` and ``GRADIENTS`` first, as chapter 3's
-        ``register_softsign_gradient`` does. ``op.inputs`` is ``(x, kernel, bias)``,
-        ``op.outputs[0]`` is y and ``op.attrs["relu"]`` the attribute. ``MatMul``'s rule in
-        ``packages/autodiff/src/eagerflow/autodiff/math_grad.py`` is the one to copy.
+    Hint 1:
+        Two registrations, each skipped when already done, as chapter 3's
+        ``register_softsign_gradient``.
+
+    Hint 2:
+        ``register_op`` with the kernel and the two rules. The rule: mask ``g`` first when
+        ``op.attrs["relu"]``, then the three gradients, each only if ``op.needs(i)``.
+        ``MatMul``'s rule in ``packages/autodiff/src/eagerflow/autodiff/math_grad.py`` is the
+        one to copy.
+
+    Hint 3:
+        ``dx = ef.matmul(g, kernel, transpose_b=True)``,
+        ``dW = ef.matmul(x, g, transpose_a=True)``, ``db = ef.reduce_sum(g, axis=0)``, with
+        ``x, kernel, _ = op.inputs``.
     """
     if "FusedDense" not in OPS:
         register_op("FusedDense", fused_dense_kernel, shape=fused_dense_shape,
@@ -279,7 +323,7 @@ def register_fused_dense() -> None:
 
 
 class FusedDense(nn.Dense):
-    """``Dense``, with its matrix product, bias and relu run as one op, ``FusedDense``.
+    """★★ ``Dense``, with its matrix product, bias and relu run as one op, ``FusedDense``.
 
     It has the same variables, built the same way (``build`` is ``Dense``'s), and gives the
     same outputs and gradients, while a ``relu`` layer runs one op instead of three. This is
@@ -296,10 +340,18 @@ class FusedDense(nn.Dense):
     - with any other activation: the op with ``relu=False``, then the activation;
     - with ``use_bias=False``: ``Dense``'s own ``call`` (there is no bias to fuse).
 
-    Hint:
-        Call ``register_fused_dense()`` first. Convert the inputs and the two variables
-        with ``ef.convert_to_tensor`` (a variable becomes a read of its value, which a tape
-        watches), then ``execute("FusedDense", (x, kernel, bias), {"relu": ...})[0]``.
+    Hint 1:
+        Call ``register_fused_dense()`` first. The op takes tensors: convert the inputs and both
+        variables with ``ef.convert_to_tensor`` (a variable becomes a read, which a tape
+        watches).
+
+    Hint 2:
+        Four cases: without a bias, ``super().call(inputs)``; otherwise the op, with
+        ``relu=True`` only when ``self.activation is nn.activations.relu``, and any other
+        activation applied after it.
+
+    Hint 3:
+        ``execute("FusedDense", (x, kernel, bias), {"relu": relu})[0]`` gives the output.
     """
 
     def call(self, inputs: Any) -> Tensor:

@@ -24,7 +24,7 @@ WORDS = ("", "Fizz", "Buzz", "FizzBuzz")
 
 
 def fizzbuzz_class(n: Tensor) -> Tensor:
-    """The FizzBuzz class of one number, chosen with ``cond``: works in both modes.
+    """★★ The FizzBuzz class of one number, chosen with ``cond``: works in both modes.
 
     3 if ``n`` is a multiple of 15, else 2 if of 5, else 1 if of 3, else 0. Eagerly a
     Python ``if`` on ``ef.equal(...)`` would do; in a graph ``n`` has no value while the
@@ -36,10 +36,16 @@ def fizzbuzz_class(n: Tensor) -> Tensor:
     Returns:
         An ``int32`` scalar tensor: 0, 1, 2 or 3.
 
-    Hint:
-        Nest the ``cond``: the false branch of the first is a function that calls the
-        second, and so on. Each branch is a function of no arguments, such as
-        ``lambda: ef.constant(3)``. Test 15 first: a multiple of 15 is also a multiple of 3.
+    Hint 1:
+        Nested ``cond``: the false branch of one is a function that calls the next.
+
+    Hint 2:
+        Test 15 first: a multiple of 15 is also a multiple of 3 and of 5. Each branch is a
+        function of no arguments returning an int32 tensor, such as ``lambda: ef.constant(3)``.
+
+    Hint 3:
+        ``cond(ef.equal(n % 15, 0), lambda: ef.constant(3), lambda: cond(ef.equal(n % 5, 0),
+        ...))``, two levels deeper for 3 and for 0.
     """
 
     def multiple_of(k: int) -> Tensor:
@@ -57,7 +63,7 @@ def fizzbuzz_class(n: Tensor) -> Tensor:
 
 
 def fizzbuzz_classes(n: Tensor) -> Tensor:
-    """The classes of 1, 2, …, ``n``, computed by a ``while_loop``: works in both modes.
+    """★★ The classes of 1, 2, …, ``n``, computed by a ``while_loop``: works in both modes.
 
     Loop a counter ``i`` from 1 while ``i <= n``, appending ``fizzbuzz_class(i)`` to a
     vector that starts empty. In a graph the number of iterations is not known until the
@@ -69,11 +75,17 @@ def fizzbuzz_classes(n: Tensor) -> Tensor:
     Returns:
         An ``int32`` vector of length ``n`` (shape ``(None,)`` in a graph).
 
-    Hint:
-        Two loop variables: ``ef.constant(1)`` and ``ef.zeros((0,), ef.int32)``. The body
-        returns ``i + 1`` and ``ef.concat([classes, ef.reshape(c, (1,))], axis=0)``. The
-        vector grows, so pass ``shape_invariants=[(), (None,)]``. ``while_loop`` returns
-        the final loop variables as a list.
+    Hint 1:
+        A ``while_loop`` with a counter and a vector that grows by one class per iteration.
+
+    Hint 2:
+        Two loop variables, ``ef.constant(1)`` and ``ef.zeros((0,), ef.int32)``. The vector's
+        length changes: say so with ``shape_invariants``.
+
+    Hint 3:
+        The body returns ``i + 1`` and
+        ``ef.concat([classes, ef.reshape(fizzbuzz_class(i), (1,))], axis=0)``; the condition is
+        ``i <= n``; ``shape_invariants=[(), (None,)]``; return the second final variable.
     """
 
     def body(i: Tensor, classes: Tensor) -> tuple[Tensor, Tensor]:
@@ -90,7 +102,7 @@ def fizzbuzz_classes(n: Tensor) -> Tensor:
 
 
 def binary_encode(numbers: Any, bits: int = 10) -> Tensor:
-    """Each number as its ``bits`` binary digits, least significant first, with ops.
+    """★★ Each number as its ``bits`` binary digits, least significant first, with ops.
 
     ``binary_encode([6], 4)`` is ``[[0., 1., 1., 0.]]``: 6 = 0·1 + 1·2 + 1·4 + 0·8. This
     is the input of the learned FizzBuzz: ten 0/1 features per number. Use eagerflow ops
@@ -104,11 +116,18 @@ def binary_encode(numbers: Any, bits: int = 10) -> Tensor:
         A ``float32`` tensor of shape ``(len(numbers), bits)`` (``(None, bits)`` in a graph
         fed by a ``(None,)`` placeholder).
 
-    Hint:
-        Digit i of n is ``(n // 2**i) % 2``. Make a column of the numbers
-        (``ef.expand_dims(numbers, 1)``, shape (batch, 1)) and a row of the powers of two
-        (``ef.constant([1, 2, 4, …], numbers.dtype)``, shape (bits,)): ``ef.floordiv`` and
-        ``ef.floormod`` broadcast them to (batch, bits). Finish with ``ef.cast``.
+    Hint 1:
+        Digit i of n is ``(n // 2**i) % 2``: compute every digit of every number at once, by
+        broadcasting.
+
+    Hint 2:
+        A column of the numbers, shape (batch, 1), against a row of the powers of two, shape
+        (bits,), broadcasts to (batch, bits).
+
+    Hint 3:
+        ``ef.expand_dims(numbers, 1)`` and
+        ``ef.constant([2**i for i in range(bits)], numbers.dtype)``, then ``ef.floordiv``,
+        ``ef.floormod(..., 2)`` and ``ef.cast(..., ef.float32)``.
     """
     numbers = ef.convert_to_tensor(numbers)
     powers = ef.constant([2**i for i in range(bits)], numbers.dtype)
@@ -117,7 +136,7 @@ def binary_encode(numbers: Any, bits: int = 10) -> Tensor:
 
 
 def decode(numbers: Sequence[int], logits: Any) -> list[str]:
-    """Turn a network's outputs back into FizzBuzz text.
+    """★ Turn a network's outputs back into FizzBuzz text.
 
     Row k of ``logits`` holds the network's four scores for ``numbers[k]``; the predicted
     class is the highest. Class 0 prints the number itself (``"7"``), classes 1, 2 and 3
@@ -131,8 +150,12 @@ def decode(numbers: Sequence[int], logits: Any) -> list[str]:
     Returns:
         One string per number.
 
-    Hint:
-        ``np.argmax(np.asarray(logits), axis=1)`` gives the classes (NumPy reads tensors).
+    Hint 1:
+        The predicted class of a row is the position of its highest score.
+
+    Hint 2:
+        ``np.argmax(np.asarray(logits), axis=1)`` (NumPy reads tensors), then one string per
+        number: the number itself for class 0, else ``WORDS[class]``.
     """
     predicted = np.argmax(np.asarray(logits), axis=1)
     return [WORDS[c] if c else str(n) for n, c in zip(numbers, predicted, strict=True)]

@@ -10,7 +10,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 
 def conv2d_loops(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
-    """``conv2d(images, filters, strides=1, padding="VALID")``, written as loops."""
+    """★★ ``conv2d(images, filters, strides=1, padding="VALID")``, written as loops."""
     batch, height, width, _ = images.shape
     kh, kw, _, out_channels = filters.shape
     out = np.zeros((batch, height - kh + 1, width - kw + 1, out_channels), images.dtype)
@@ -24,7 +24,7 @@ def conv2d_loops(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
 
 
 def conv2d_im2col(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
-    """The same convolution as ``conv2d_loops``, without a Python loop: im2col."""
+    """★★★ The same convolution as ``conv2d_loops``, without a Python loop: im2col."""
     kh, kw, _, out_channels = filters.shape
     windows = sliding_window_view(images, (kh, kw), axis=(1, 2))  # (n, oh, ow, c, kh, kw)
     batch, out_h, out_w = windows.shape[:3]
@@ -36,7 +36,7 @@ def conv2d_im2col(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
 def avg_pool2d_grad(
     upstream: np.ndarray, input_shape: tuple[int, int, int, int], pool: int, stride: int
 ) -> np.ndarray:
-    """The gradient of ``avg_pool2d(x, ksize=pool, strides=stride, padding="VALID")``."""
+    """★★ The gradient of ``avg_pool2d(x, ksize=pool, strides=stride, padding="VALID")``."""
     dx = np.zeros(input_shape, upstream.dtype)
     _, out_h, out_w, _ = upstream.shape
     for i in range(out_h):

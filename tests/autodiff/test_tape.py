@@ -899,3 +899,22 @@ def test_check_gradients_order_2_catches_a_wrong_second_derivative() -> None:
 def test_check_gradients_rejects_other_orders() -> None:
     with pytest.raises(ValueError, match="order"):
         check_gradients(lambda x: x * x, [np.array([1.0])], order=3)
+
+
+@pytest.mark.parametrize(
+    ("rule", "fragments"),
+    [
+        (lambda op, grad: -grad, ["returned a Tensor", "for one input: `return (grad,)`"]),
+        (lambda op, grad: (-grad, -grad), ["returned 2 gradients", "which has 1"]),
+        (lambda op, grad: None, ["returned a NoneType", "a tuple or list of 1 gradient"]),
+    ],
+    ids=["bare_tensor", "two_for_one_input", "none"],
+)
+def test_a_rule_returning_the_wrong_thing_is_named(new_op: str, rule: Any, fragments: list) -> None:
+    register_gradient(new_op)(rule)
+    x = ef.constant([1.0, 2.0])
+    with GradientTape() as tape:
+        tape.watch(x)
+        (y,) = execution.execute(new_op, (x,))
+    with raises(ef.EagerflowError, f"the gradient rule of {new_op}", *fragments):
+        tape.gradient(y, x)

@@ -5,22 +5,39 @@ against them. Set EAGERFLOW_EXERCISES to another folder (CI uses `exercises/solu
 the functions defined there instead.
 
 A stub raises NotImplementedError. A test that hits one is reported as *skipped, not attempted
-yet* rather than as an error: an untouched exercise is not a failure.
+yet: chNN.name* rather than as an error: an untouched exercise is not a failure. Only the stub's
+own bare ``raise NotImplementedError`` counts: one raised anywhere else (the framework's
+``Layer.call`` when a layer defines ``forward`` instead, say) is a failure that says where it
+came from.
+
+Each test has a time limit (with pytest-timeout installed, as the dev group does), so a loop
+that never ends fails with a message naming the exercise instead of hanging the run. The run
+ends with one line per chapter: how many of its exercises were attempted and passed, and how
+many remain.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import linecache
 import os
+import re
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType, TracebackType
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 NOT_ATTEMPTED = "not attempted yet"
+# seconds per exercise test (the slowest takes well under one); the variable is for the tests
+TIMEOUT = float(os.environ.get("EAGERFLOW_EXERCISE_TIMEOUT", "10"))
+STUB_LINE = re.compile(r"raise NotImplementedError(\(\))?\s*(#.*)?")
+CHAPTER_FILE = re.compile(r"ch\d\d")
+DIFFICULTY = "★"  # an exercise's docstring starts with its difficulty: ★, ★★ or ★★★
 
 
 def exercise_folder() -> Path:
@@ -43,21 +60,243 @@ def load_chapter(chapter: str) -> ModuleType:
     return module
 
 
+# --- which exercise a frame belongs to ------------------------------------------------------------
+def _exercise_frame(tb: TracebackType | None) -> tuple[str, FrameType, int] | None:
+    """The innermost frame of ``tb`` that runs code of an exercise file, with its chapter and
+    line number: ("ch07", frame, 42)."""
+    folder = exercise_folder()
+    found = None
+    while tb is not None:
+        path = Path(tb.tb_frame.f_code.co_filename)
+        if CHAPTER_FILE.fullmatch(path.stem) and path.parent.resolve() == folder:
+            found = (path.stem, tb.tb_frame, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
+def _innermost(tb: TracebackType | None) -> TracebackType | None:
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb
+
+
+def _stub_name(error: BaseException) -> str | None:
+    """``"ch03.second_derivative"`` when ``error`` was raised by a stub itself: the innermost
+    frame is in an exercise file, at a bare ``raise NotImplementedError``. Else None."""
+    last = _innermost(error.__traceback__)
+    if last is None:
+        return None
+    where = _exercise_frame(last)  # (a one-frame traceback: is the innermost frame a chapter's?)
+    if where is None:
+        return None
+    chapter, frame, line = where
+    if not STUB_LINE.fullmatch(linecache.getline(frame.f_code.co_filename, line).strip()):
+        return None
+    return f"{chapter}.{frame.f_code.co_qualname}"
+
+
+def _not_a_stub(error: NotImplementedError) -> str:
+    last = _innermost(error.__traceback__)
+    where = ""
+    if last is not None:
+        code = last.tb_frame.f_code
+        where = f" by {code.co_qualname} ({code.co_filename}, line {last.tb_lineno})"
+    message = (
+        f"NotImplementedError raised{where}, not by an exercise's stub: this is a failure, not "
+        "an exercise left for later (only a stub's own `raise NotImplementedError` means "
+        "'not attempted')."
+    )
+    return message
+
+
+# --- running a test -------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    """What one exercise test touched and how it ended."""
+
+    chapter: str
+    touched: set[str] = field(default_factory=set)  # exercises it took from the chapter
+    not_attempted: str | None = None  # the stub it hit ("ch03.second_derivative")
+    passed: bool = False
+    ran: bool = False
+
+
+OUTCOMES: dict[str, Outcome] = {}  # test id -> outcome, for the chapters' summary lines
+CHAPTERS: dict[str, set[str]] = {}  # chapter -> its exercises, for the summary lines
+
+
+def exercises_of(module: ModuleType) -> set[str]:
+    """The exercises of a chapter's module: what it defines with a difficulty mark."""
+    return {
+        name
+        for name, value in vars(module).items()
+        if getattr(value, "__module__", None) == module.__name__
+        and (getattr(value, "__doc__", None) or "").startswith(DIFFICULTY)
+    }
+
+
+class Chapter:
+    """A chapter's exercise module, as a test sees it: every exercise it takes is noted."""
+
+    def __init__(self, module: ModuleType, outcome: Outcome) -> None:
+        self._module = module
+        self._outcome = outcome
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._module, name)
+        doc = getattr(value, "__doc__", None) or ""
+        if getattr(value, "__module__", None) == self._module.__name__ and doc.startswith(
+            DIFFICULTY
+        ):
+            self._outcome.touched.add(name)
+        return value
+
+    def __repr__(self) -> str:
+        return f"<exercises {self._module.__file__}>"
+
+
+def _name_the_exercise(error: Exception, outcome: Outcome | None) -> None:
+    """Add a note to ``error`` saying where in the exercises it came from: NumPy's "too many
+    indices for array" or Python's "zip() argument 2 is longer than argument 1" say what
+    went wrong, not in which exercise."""
+    where = _exercise_frame(error.__traceback__)
+    if where is not None:
+        chapter, frame, line = where
+        error.add_note(
+            f"(raised while {chapter}.{frame.f_code.co_qualname} ran, from line {line} of "
+            f"{frame.f_code.co_filename})"
+        )
+    elif outcome is not None and outcome.touched:
+        names = ", ".join(f"{outcome.chapter}.{n}" for n in sorted(outcome.touched))
+        error.add_note(f"(raised while testing {names})")
+
+
+def _timed_out(failure: BaseException) -> bool:
+    return str(failure).startswith("Timeout (>")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    """Turn a stub's NotImplementedError into a skip that says what it means."""
+    """Turn a stub's NotImplementedError into a skip that names the exercise; say which
+    exercise was running when a test runs out of time."""
     try:
         return (yield)
     except NotImplementedError as error:
-        where = f" ({error})" if str(error) else ""
-        pytest.skip(f"{NOT_ATTEMPTED}{where}")
+        stub = _stub_name(error)
+        if stub is None:
+            error.add_note(_not_a_stub(error))
+            raise
+        outcome = OUTCOMES.get(item.nodeid)
+        if outcome is not None:
+            outcome.not_attempted = stub
+        pytest.skip(f"{NOT_ATTEMPTED}: {stub}")
+    except (AssertionError, pytest.skip.Exception):
+        raise
+    except Exception as error:  # an error, not a wrong answer: say which exercise ran into it
+        _name_the_exercise(error, OUTCOMES.get(item.nodeid))
+        raise
+    except pytest.fail.Exception as failure:
+        if not _timed_out(failure):
+            raise
+        where = _exercise_frame(failure.__traceback__)
+        outcome = OUTCOMES.get(item.nodeid)
+        if where is not None:
+            chapter, frame, line = where
+            what = f"{chapter}.{frame.f_code.co_qualname} was still running"
+            what += f" at line {line} of {frame.f_code.co_filename}"
+        elif outcome is not None and outcome.touched:
+            names = ", ".join(f"{outcome.chapter}.{n}" for n in sorted(outcome.touched))
+            what = f"the test of {names} was still running (in what your code built)"
+        else:
+            raise
+        pytest.fail(
+            f"{what} after {TIMEOUT:g} s: does a loop never end? (Every exercise test has this "
+            "time limit; the solutions take well under a second.)",
+            pytrace=False,
+        )
 
 
 @pytest.fixture
-def chapter(request: pytest.FixtureRequest) -> ModuleType:
+def chapter(request: pytest.FixtureRequest) -> Chapter:
     """The exercise module of the requesting test file: ``test_ch03.py`` gets ``ch03``.
 
     Loading a chapter only defines its functions; tests call them in their own body, so a
     stub's NotImplementedError is raised (and reported as not attempted) inside the test.
     """
-    return load_chapter(request.path.stem.removeprefix("test_"))
+    name = request.path.stem.removeprefix("test_")
+    outcome = OUTCOMES.setdefault(request.node.nodeid, Outcome(name))
+    module = load_chapter(name)
+    if name not in CHAPTERS:
+        CHAPTERS[name] = exercises_of(module)
+    return Chapter(module, outcome)
+
+
+# --- time limits ----------------------------------------------------------------------------------
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every test of an exercise a time limit, if pytest-timeout is installed (the dev
+    group has it): the chapters' tests, and the planted mistakes run through them."""
+    if not config.pluginmanager.hasplugin("timeout"):
+        return
+    here = Path(__file__).parent
+    for item in items:
+        limited = CHAPTER_FILE.fullmatch(item.path.stem.removeprefix("test_")) or (
+            item.path.stem == "test_planted_mistakes"
+        )
+        if item.path.parent == here and limited and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(TIMEOUT))
+
+
+# --- the summary ----------------------------------------------------------------------------------
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    outcome = OUTCOMES.get(report.nodeid)
+    if outcome is None:
+        return
+    if report.when == "call":
+        outcome.ran = not report.skipped
+        outcome.passed = report.passed
+    elif report.failed:  # an error in setup or teardown
+        outcome.ran, outcome.passed = True, False
+
+
+def chapter_summaries(
+    outcomes: list[Outcome], chapters: dict[str, set[str]] | None = None
+) -> list[str]:
+    """One line per chapter: "ch03: 4 attempted, 3 passed, 2 remaining", counting exercises.
+
+    An exercise is attempted unless its stub was hit or none of its tests could run (they all
+    hit another exercise's stub, or none ran); it has passed when every test that took it
+    passed. ``chapters`` lists each chapter's exercises, so that one no test reached still
+    counts as remaining.
+    """
+    lines = []
+    for chapter in sorted({o.chapter for o in outcomes}):
+        mine = [o for o in outcomes if o.chapter == chapter]
+        stubs = {o.not_attempted.split(".", 1)[1].split(".")[0] for o in mine if o.not_attempted}
+        exercises = set().union(*(o.touched for o in mine)) | stubs
+        exercises |= (chapters or {}).get(chapter, set())
+        if not exercises:
+            continue
+        attempted = passed = 0
+        for name in exercises:
+            tests = [o for o in mine if name in o.touched]
+            if name in stubs or not any(o.ran for o in tests):
+                continue
+            attempted += 1
+            passed += all(o.passed for o in tests)
+        remaining = len(exercises) - passed
+        lines.append(f"{chapter}: {attempted} attempted, {passed} passed, {remaining} remaining")
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    lines = chapter_summaries(list(OUTCOMES.values()), CHAPTERS)
+    if not lines:
+        return
+    terminalreporter.section("exercises")
+    for line in lines:
+        terminalreporter.write_line(line)
+    if not config.pluginmanager.hasplugin("timeout"):
+        terminalreporter.write_line(
+            "(pytest-timeout is not installed: an exercise whose loop never ends hangs the run; "
+            "`make setup` installs it)"
+        )

@@ -24,6 +24,26 @@ FITTING = [
 NOT_FITTING = [((3,), (4,)), ((2, 3), (3, 2)), ((4, 2), (2, 4, 3))]
 
 
+def random_shape_pairs(seed, count, fitting):  # type: ignore[no-untyped-def]
+    """Pairs of shapes the reader does not see, of ranks 0 to 4, that fit or do not."""
+    rng = np.random.default_rng(seed)
+    pairs = []
+    for _ in range(count):
+        rank = int(rng.integers(0 if fitting else 1, 5))
+        full = [int(d) for d in rng.integers(2, 6, rank)]
+        a = [1 if rng.random() < 0.3 else d for d in full]
+        b = [1 if rng.random() < 0.3 else d for d in full]
+        keep = rank  # how many of a's dimensions, from the right
+        if not fitting:  # one position where the sizes differ and neither is 1
+            i = int(rng.integers(1, rank + 1))
+            a[-i], b[-i] = full[-i], full[-i] + 1
+            keep = int(rng.integers(i, rank + 1))
+        else:
+            keep = int(rng.integers(0, rank + 1))
+        pairs.append((tuple(a[rank - keep :]), tuple(b)))
+    return pairs
+
+
 @pytest.mark.parametrize(("a", "b"), FITTING)
 def test_broadcast_shape_of_shapes_that_fit(chapter, a, b):
     expected = tuple(np.broadcast_shapes(a, b))
@@ -52,6 +72,33 @@ def test_broadcast_shape_refuses_shapes_that_do_not_fit(chapter, a, b):
     pytest.fail(f"broadcast_shape({a}, {b}) returned {got}; expected a ShapeError")
 
 
+def test_broadcast_shape_on_hidden_shapes(chapter):
+    for a, b in random_shape_pairs(101, 20, fitting=True):
+        expected = tuple(np.broadcast_shapes(a, b))
+        for x, y in ((a, b), (b, a)):
+            got = chapter.broadcast_shape(x, y)
+            assert got is not None and tuple(got) == expected, (
+                f"broadcast_shape({x}, {y}): expected {expected}, got {got}"
+            )
+    for a, b in random_shape_pairs(102, 10, fitting=False):
+        try:
+            got = chapter.broadcast_shape(a, b)
+        except ShapeError:
+            continue
+        pytest.fail(f"broadcast_shape({a}, {b}) returned {got}; expected a ShapeError")
+
+
+def dtype_message(got, expected):  # type: ignore[no-untyped-def]
+    """Why ``got.dtype`` is not ``expected`` (an eagerflow DType), for a failure message."""
+    dtype = getattr(got, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        return (
+            f"expected an eagerflow DType (ef.{expected.name}), not NumPy's dtype {dtype}: "
+            f"return an eagerflow Tensor (you returned a {type(got).__name__})"
+        )
+    return f"expected dtype {expected.name} (the inputs'), got {dtype!r}"
+
+
 def test_squared_distances(chapter):
     rng = np.random.default_rng(1)
     a_np = rng.standard_normal((4, 3)).astype(np.float32)
@@ -60,7 +107,7 @@ def test_squared_distances(chapter):
     assert isinstance(got, Tensor), f"expected an eagerflow Tensor, got {type(got).__name__}"
     expected = ((a_np[:, None, :] - b_np[None, :, :]) ** 2).sum(axis=-1)
     assert got.shape == (4, 5), f"expected shape (4, 5) (n rows of a, m rows of b), got {got.shape}"
-    assert got.dtype is ef.float32, f"expected dtype float32 (the inputs'), got {got.dtype}"
+    assert got.dtype is ef.float32, dtype_message(got, ef.float32)
     np.testing.assert_allclose(
         got.numpy(), expected, rtol=1e-5, atol=1e-6,
         err_msg="squared_distances: d[i, j] should be the sum over k of (a[i, k] - b[j, k])²",
@@ -71,8 +118,25 @@ def test_squared_distances_of_a_point_to_itself_is_zero(chapter):
     a = ef.constant([[1.0, 2.0], [3.0, 5.0]], dtype=ef.float64)
     got = chapter.squared_distances(a, a)
     expected = np.array([[0.0, 13.0], [13.0, 0.0]])
-    assert got.dtype is ef.float64, f"expected dtype float64 (the inputs'), got {got.dtype}"
+    assert got.dtype is ef.float64, dtype_message(got, ef.float64)
     np.testing.assert_allclose(got.numpy(), expected, err_msg="squared_distances(a, a)")
+
+
+def test_squared_distances_on_hidden_points(chapter):
+    rng = np.random.default_rng(103)
+    for n, m, k in [(1, 6, 2), (7, 3, 5), (2, 2, 1)]:
+        a_np, b_np = rng.standard_normal((n, k)), rng.standard_normal((m, k))
+        got = chapter.squared_distances(ef.constant(a_np), ef.constant(b_np))
+        assert isinstance(got, Tensor), f"expected an eagerflow Tensor, got {type(got).__name__}"
+        assert got.dtype is ef.float64, dtype_message(got, ef.float64)
+        assert got.shape == (n, m), (
+            f"{n} points against {m}: expected shape {(n, m)}, got {got.shape}"
+        )
+        expected = ((a_np[:, None, :] - b_np[None, :, :]) ** 2).sum(axis=-1)
+        np.testing.assert_allclose(
+            got.numpy(), expected, rtol=1e-12, atol=1e-12,
+            err_msg=f"squared distances of hidden points, ({n}, {k}) and ({m}, {k})",
+        )  # fmt: skip
 
 
 NO_TRANSPOSE = {"transpose_a": False, "transpose_b": False}
@@ -104,6 +168,31 @@ def test_infer_output(chapter, op_name, inputs, attrs, expected):
     assert got == expected, (
         f"infer_output({op_name!r}, {inputs}, {attrs}): expected {expected}, got {got}"
     )
+
+
+def test_infer_output_on_hidden_shapes(chapter):
+    rng = np.random.default_rng(104)
+    for a, b in random_shape_pairs(105, 6, fitting=True):
+        a = tuple(None if rng.random() < 0.2 else d for d in a)  # some not known yet
+        expected = ef.float64, tuple(_broadcast_known(a, b))
+        got = chapter.infer_output("AddV2", [(ef.float64, a), (ef.float64, b)], {})
+        got = [(d, tuple(s)) for d, s in got]
+        assert got == [expected], (
+            f"infer_output('AddV2', {a}, {b}): expected {[expected]}, got {got}"
+        )
+    for _ in range(4):
+        n, k, m = (int(v) for v in rng.integers(1, 9, 3))
+        batch = None if rng.random() < 0.5 else n
+        inputs = [(ef.float32, (batch, k)), (ef.float32, (k, m))]
+        got = [(d, tuple(s)) for d, s in chapter.infer_output("MatMul", inputs, NO_TRANSPOSE)]
+        assert got == [(ef.float32, (batch, m))], f"infer_output('MatMul', {inputs}): got {got}"
+
+
+def _broadcast_known(a, b):  # type: ignore[no-untyped-def]
+    """Broadcasting with None (unknown) dimensions, as the graph's rules do."""
+    from eagerflow.tensor.rules import broadcast
+
+    return broadcast(a, b)
 
 
 def test_infer_output_lets_the_rules_refuse(chapter):
@@ -154,6 +243,27 @@ def test_cube_runs_through_the_seam(chapter):
     got = chapter.cube(x)
     assert got.dtype is ef.float64 and got.shape == (2, 1), f"cube of float64[2,1] gave {got!r}"
     np.testing.assert_array_equal(got.numpy(), [[0.125], [8.0]], err_msg="cube(float64[2,1])")
+
+
+class Spy:
+    def __init__(self):
+        self.names = []
+
+    def record(self, op, inputs, attrs, outputs):
+        self.names.append(op.name)
+
+
+def test_cube_on_hidden_values(chapter):
+    rng = np.random.default_rng(106)
+    for shape, dtype in [((3,), ef.float64), ((2, 4), ef.float32), ((), ef.float16)]:
+        values = rng.uniform(-3, 3, shape).astype(dtype.as_numpy_dtype)
+        x, spy = ef.constant(values), Spy()
+        with recording(spy):
+            got = chapter.cube(x)
+        seen = spy.names
+        assert seen == ["Cube"], f"cube() should run the one op Cube; the seam saw {seen}"
+        assert got.dtype is dtype, dtype_message(got, dtype)
+        np.testing.assert_allclose(got.numpy(), values**3, rtol=1e-3, err_msg=f"cube of {values}")
 
 
 def test_cube_of_integers_names_the_op(chapter):

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.polynomial.polynomial as P
 import pytest
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientCheckError, GradientTape, check_gradients
 from eagerflow.autodiff.registry import GRADIENTS
+from eagerflow.tensor.execution import active_recorders
 
 pytestmark = pytest.mark.ch03
 
-POINTS = [[-2.5, -0.7, 0.3, 1.0, 4.0]]  # |x| has no derivative at 0: stay away from it
+_rng = np.random.default_rng(33)
+_hidden = _rng.uniform(0.05, 3.0, 6) * _rng.choice([-1.0, 1.0], 6)  # away from 0, where |x| kinks
+POINTS = [[-2.5, -0.7, 0.3, 1.0, 4.0, *np.round(_hidden, 3).tolist()]]
 
 
 def checked(chapter, order, advice=""):
@@ -85,6 +89,74 @@ def test_second_derivative(chapter, f, x, expected, what):
     )
 
 
+def _hidden_curves():
+    """Curves and points the reader does not see: random polynomials and compositions."""
+    rng = np.random.default_rng(303)
+    cases = []
+    for i in range(4):
+        c = np.round(rng.uniform(-2, 2, size=int(rng.integers(3, 6))), 2)  # c0, c1, ...
+
+        def poly(t, c=c):
+            y = float(c[-1])
+            for coefficient in c[-2::-1]:
+                y = y * t + float(coefficient)
+            return y
+
+        x = round(float(rng.uniform(-1.5, 1.5)), 3)
+        second = P.polyval(x, P.polyder(c, 2))
+        cases.append((poly, x, second, f"polynomial {i}"))
+    a, b = np.round(rng.uniform(0.5, 1.5, size=2), 2)
+    x = round(float(rng.uniform(-1, 1)), 3)
+    th = np.tanh(b * x)
+    cases += [
+        (lambda t: a * ef.exp(b * t), x, a * b * b * np.exp(b * x), "a exp(bx)"),
+        (lambda t: a * ef.tanh(b * t), x, a * b * b * -2 * th * (1 - th**2), "a tanh(bx)"),
+        (lambda t: t * ef.exp(b * t), x, (b * b * x + 2 * b) * np.exp(b * x), "x exp(bx)"),
+    ]
+    return cases
+
+
+HIDDEN_CURVES = _hidden_curves()
+
+
+def tapes_recording():
+    return sum(isinstance(r, GradientTape) for r in active_recorders())
+
+
+def test_second_derivative_on_hidden_curves_comes_from_tapes(chapter, monkeypatch):
+    asked = []
+    gradient = GradientTape.gradient
+
+    def counted(self, *args, **kwargs):
+        asked.append(self)
+        return gradient(self, *args, **kwargs)
+
+    monkeypatch.setattr(GradientTape, "gradient", counted)
+    for f, x, expected, what in HIDDEN_CURVES:
+        calls = []
+
+        def watched(t, f=f, calls=calls):
+            calls.append(tapes_recording())
+            return f(t)
+
+        asked.clear()
+        got = chapter.second_derivative(watched, x)
+        value = 0.0 if got is None else float(got)
+        assert value == pytest.approx(expected, rel=1e-4, abs=1e-4), (
+            f"second derivative of a hidden curve ({what}) at {x}: expected {expected:.6g}, "
+            f"got {got!r}"
+        )
+        assert len(calls) == 1, (
+            f"second_derivative called f {len(calls)} times: run it once, under the tapes "
+            "(finite differences are not the exercise: the tapes are)"
+        )
+        assert calls[0] >= 1, "f ran while no GradientTape was recording"
+        assert len(asked) >= 2, (
+            f"the tapes were asked for {len(asked)} gradient(s): f'' takes two, f' from the "
+            "inner tape and its derivative from the outer one"
+        )
+
+
 def mixing(x):
     a = ef.constant([[1.0, -2.0, 0.5], [0.0, 3.0, 1.0]])
     return ef.tanh(ef.reshape(a @ ef.reshape(x, (3, 1)), (2,))) * ef.reduce_sum(x)
@@ -104,6 +176,38 @@ def test_jacobian_by_rows(chapter):
         got.numpy(), expected, rtol=1e-5, atol=1e-6,
         err_msg="row i should be the gradient of y[i] with respect to x",
     )  # fmt: skip
+
+
+def test_jacobian_by_rows_on_hidden_functions_runs_f_once(chapter, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("jacobian_by_rows called tape.jacobian: build the rows yourself")
+
+    monkeypatch.setattr(GradientTape, "jacobian", refuse)
+    rng = np.random.default_rng(313)
+    for m, n in [(3, 2), (1, 4), (4, 4)]:
+        a = ef.constant(rng.uniform(-1, 1, (m, n)))
+        calls = []
+
+        def f(t, a=a, calls=calls):
+            calls.append(tapes_recording())
+            return ef.tanh(ef.reshape(a @ ef.reshape(t, (-1, 1)), (-1,))) * ef.reduce_sum(t * t)
+
+        x = rng.uniform(-1, 1, n)
+        got = chapter.jacobian_by_rows(f, ef.constant(x))
+        assert len(calls) == 1 and calls[0] >= 1, (
+            f"f ran {len(calls)} times: run it once, on one persistent tape, and ask that tape "
+            "for every row"
+        )
+        z = a.numpy() @ x
+        s = np.sum(x * x)
+        expected = (1 - np.tanh(z) ** 2)[:, None] * a.numpy() * s + np.outer(np.tanh(z), 2 * x)
+        assert got is not None and tuple(got.shape) == (m, n), (
+            f"f from {n} inputs to {m} outputs: expected a ({m}, {n}) Jacobian, got {got!r}"
+        )
+        np.testing.assert_allclose(
+            got.numpy(), expected, rtol=1e-6, atol=1e-9,
+            err_msg=f"the Jacobian of a hidden ({m}, {n}) function",
+        )  # fmt: skip
 
 
 def test_jacobian_by_rows_of_an_elementwise_function_is_diagonal(chapter):
@@ -128,6 +232,25 @@ def test_numerical_gradient(chapter, f, exact, what):
         got, exact(x), rtol=1e-6, atol=1e-7, err_msg=f"numerical gradient of {what}"
     )
     np.testing.assert_array_equal(x, [0.5, -1.25, 2.0, 0.1], err_msg="do not change x in place")
+
+
+def test_numerical_gradient_on_hidden_functions_without_a_tape(chapter, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("numerical_gradient used a GradientTape: differences only")
+
+    monkeypatch.setattr(GradientTape, "gradient", refuse)
+    rng = np.random.default_rng(323)
+    for n in (1, 3, 6):
+        w = rng.uniform(-1, 1, n)
+        x = rng.uniform(-1, 1, n)
+        before = x.copy()
+        got = chapter.numerical_gradient(lambda t, w=w: ef.reduce_sum(ef.constant(w) * t**3), x)
+        assert np.shape(got) == (n,), f"expected one entry per input (shape ({n},)), got {got!r}"
+        np.testing.assert_allclose(
+            got, 3 * w * x**2, rtol=1e-5, atol=1e-7,
+            err_msg=f"numerical gradient of sum(w x**3), n = {n}",
+        )  # fmt: skip
+        np.testing.assert_array_equal(x, before, err_msg="do not change x in place")
 
 
 def test_numerical_gradient_uses_eps(chapter):

@@ -129,3 +129,58 @@ def test_fit_quadratic(chapter):
 def test_fit_quadratic_zero_steps(chapter):
     got = chapter.fit_quadratic(ef.constant([1.0, 2.0]), ef.constant([3.0, 4.0]), 0, 0.1)
     assert tuple(float(v) for v in got) == (0.0, 0.0, 0.0), f"no step: expected zeros, got {got}"
+
+
+def test_sgd_step_on_hidden_variables(chapter):
+    rng = np.random.default_rng(404)
+    shapes = [(), (3,), (2, 4)]
+    starts = [rng.normal(size=s) for s in shapes]
+    grads = [rng.normal(size=s) for s in shapes]
+    variables = [Variable(ef.constant(v, ef.float64)) for v in starts]
+    lr = float(rng.uniform(0.01, 1.0))
+    chapter.sgd_step(variables, [ef.constant(g, ef.float64) for g in grads], lr)
+    for v, start, g in zip(variables, starts, grads, strict=True):
+        np.testing.assert_allclose(
+            v.numpy(), start - lr * g, rtol=1e-12,
+            err_msg=f"v - {lr:.3f} g, for hidden values of shape {start.shape}",
+        )  # fmt: skip
+
+
+def test_swap_on_hidden_values(chapter):
+    rng = np.random.default_rng(405)
+    x, y = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+    a, b = Variable(ef.constant(x)), Variable(ef.constant(y))
+    chapter.swap(a, b)
+    np.testing.assert_array_equal(a.numpy(), y, err_msg="a after the swap")
+    np.testing.assert_array_equal(b.numpy(), x, err_msg="b after the swap")
+
+
+def test_momentum_step_on_hidden_gradients(chapter):
+    rng = np.random.default_rng(406)
+    start = [rng.normal(size=3).tolist(), float(rng.normal())]
+    grads_per_step = [[rng.normal(size=3).tolist(), float(rng.normal())] for _ in range(5)]
+    lr, momentum = (float(v) for v in rng.uniform(0.05, 0.9, 2))
+    ws = [Variable(ef.constant(s, ef.float64)) for s in start]
+    vs = [Variable(ef.zeros_like(ef.constant(s, ef.float64))) for s in start]
+    for grads in grads_per_step:
+        chapter.momentum_step(ws, vs, [ef.constant(g, ef.float64) for g in grads], lr, momentum)
+    expected_ws, expected_vs = momentum_in_numpy(start, grads_per_step, lr, momentum)
+    for got, expected in zip([*ws, *vs], [*expected_ws, *expected_vs], strict=True):
+        np.testing.assert_allclose(
+            got.numpy(), expected, rtol=1e-10,
+            err_msg=f"5 hidden steps with learning rate {lr:.3f} and momentum {momentum:.3f}",
+        )  # fmt: skip
+
+
+def test_fit_quadratic_on_hidden_data(chapter):
+    rng = np.random.default_rng(407)
+    a, b, c = rng.uniform(-1, 1, 3)
+    x = rng.uniform(-1.5, 1.5, 100).astype(np.float32)
+    y = (a * x * x + b * x + c + rng.normal(0, 0.05, 100)).astype(np.float32)
+    steps = int(rng.integers(50, 150))
+    got = chapter.fit_quadratic(ef.constant(x), ef.constant(y), steps, 0.1)
+    expected = quadratic_in_numpy(x.astype(np.float64), y.astype(np.float64), steps, 0.1)
+    np.testing.assert_allclose(
+        [float(v) for v in got], expected, rtol=1e-3, atol=1e-4,
+        err_msg=f"(a, b, c) after {steps} steps on hidden data",
+    )  # fmt: skip

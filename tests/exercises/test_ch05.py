@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.polynomial.polynomial as P
 import pytest
 
 import eagerflow.tensor as ef
@@ -35,6 +36,39 @@ def test_polynomial_graph_builds_then_runs(chapter, coefficients: list[float]) -
     )
 
 
+def depends_on(y: SymbolicTensor, x: SymbolicTensor) -> bool:
+    """Whether computing ``y`` reads ``x``: a walk back through the inputs."""
+    stack, seen = [y.op], set()
+    while stack:
+        operation = stack.pop()
+        if operation is x.op:
+            return True
+        if operation not in seen:
+            seen.add(operation)
+            stack.extend(t.op for t in operation.inputs)
+    return False
+
+
+def test_polynomial_graph_on_hidden_coefficients_and_feeds(chapter) -> None:
+    rng = np.random.default_rng(505)
+    for degree in (1, 2, 4):
+        coefficients = np.round(rng.uniform(-2, 2, degree + 1), 2).tolist()
+        graph, x, y = chapter.polynomial_graph(coefficients)
+        assert isinstance(y, SymbolicTensor) and depends_on(y, x), (
+            f"polynomial_graph({coefficients}): y should be computed from the placeholder x "
+            "when the Session runs, not before"
+        )
+        with Session(graph) as session:
+            for n in (1, 3, 8):  # feeds of other lengths than the visible test's
+                values = rng.uniform(-2, 2, n).astype(np.float32)
+                got = np.asarray(session.run(y, {x: values}))
+                assert got.shape == (n,), f"a feed of {n} values gave the shape {got.shape}"
+                np.testing.assert_allclose(
+                    got, P.polyval(values.astype(np.float64), coefficients), rtol=1e-4,
+                    atol=1e-5, err_msg=f"the polynomial {coefficients} at {values}",
+                )  # fmt: skip
+
+
 # --- accumulator_graph ----------------------------------------------------------------------------
 def test_accumulator_keeps_a_running_total_per_session(chapter) -> None:
     graph, value, update, init = chapter.accumulator_graph()
@@ -58,6 +92,17 @@ def test_accumulator_keeps_a_running_total_per_session(chapter) -> None:
     assert float(first.run(update, {value: 0.0})) == 7.0, (
         "running the second Session must not change the first one's total"
     )
+
+
+def test_accumulator_on_hidden_values(chapter) -> None:
+    rng = np.random.default_rng(515)
+    graph, value, update, init = chapter.accumulator_graph()
+    values = np.round(rng.uniform(-5, 5, 6), 2)
+    with Session(graph) as session:
+        session.run(init)
+        got = [float(session.run(update, {value: v})) for v in values]
+    np.testing.assert_allclose(got, np.cumsum(values), rtol=1e-5, atol=1e-5,
+                               err_msg=f"the running totals of {values.tolist()}")  # fmt: skip
 
 
 # --- execution_order ------------------------------------------------------------------------------
@@ -115,6 +160,75 @@ def test_execution_order_follows_control_inputs_and_fetched_operations(chapter) 
     assert got == ["a", "b"], f"b's control input a must run too (and not c): got {got}"
 
 
+def random_graph(seed: int) -> tuple[Graph, list[SymbolicTensor], list[SymbolicTensor]]:
+    """A graph the reader does not see: two placeholders of shape (4,), a constant, and a
+    dozen random ops on them (one that splits its input in two, some with control inputs)."""
+    rng = np.random.default_rng(seed)
+    unary = [ef.tanh, ef.square, ef.abs, lambda t: t * 0.5]
+    binary = [ef.add, ef.multiply, ef.subtract, ef.maximum]
+    g = Graph()
+    with g.as_default():
+        xs = [placeholder(ef.float32, (4,), name=f"x{i}") for i in range(2)]
+        tensors = [*xs, ef.constant(rng.uniform(-1, 1, 4).astype(np.float32), name="c")]
+        for _ in range(12):
+            recent = tensors[int(rng.integers(max(0, len(tensors) - 3), len(tensors)))]
+            pick = [recent, tensors[int(rng.integers(0, len(tensors)))]]  # deep, and branching
+            controls = (
+                [tensors[int(rng.integers(2, len(tensors)))].op] if rng.random() < 0.3 else []
+            )
+            with g.control_dependencies(controls):
+                kind = rng.random()
+                if kind < 0.15:
+                    left, right = ef.split(pick[0], 2)  # a multi-output op
+                    t = ef.concat([right, left], axis=0)
+                elif kind < 0.5:
+                    t = unary[int(rng.integers(len(unary)))](pick[0])
+                else:
+                    t = binary[int(rng.integers(len(binary)))](pick[0], pick[1])
+            tensors.append(t)
+    return g, xs, tensors
+
+
+def ancestors(t: SymbolicTensor) -> list[SymbolicTensor]:
+    """The computed tensors ``t`` is made from (not placeholders or constants), in graph order."""
+    needed = needed_operations([t], set()) - {t.op}
+    ops = [
+        o
+        for o in t.graph.get_operations()
+        if o in needed and o.type not in ("Placeholder", "Const")
+    ]
+    return [u for o in ops for u in o.outputs if u.shape == (4,)]
+
+
+def needed_operations(fetches: list, fed: set) -> set[Operation]:
+    stack = [f.op if isinstance(f, SymbolicTensor) else f for f in fetches]
+    seen: set[Operation] = set()
+    while stack:
+        operation = stack.pop()
+        if operation not in seen:
+            seen.add(operation)
+            stack += [t.op for t in operation.inputs if t not in fed]
+            stack += list(operation.control_inputs)
+    return seen
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_execution_order_on_hidden_graphs(chapter, seed: int) -> None:
+    _, _, tensors = random_graph(seed)
+    rng = np.random.default_rng(seed + 50)
+    fetches = [tensors[-1], tensors[int(rng.integers(len(tensors) // 2, len(tensors)))]]
+    on_the_way = ancestors(tensors[-1])
+    fed = {on_the_way[int(rng.integers(len(on_the_way)))]}  # the walk stops there
+    order = chapter.execution_order(fetches, fed)
+    _check_order(order, fed)
+    got = sorted(o.name for o in order)
+    expected = sorted(o.name for o in needed_operations(fetches, fed))
+    assert got == expected, (
+        f"a hidden graph, fetching {[f.name for f in fetches]} with {[t.name for t in fed]} fed: "
+        f"expected the operations {expected}, got {got}"
+    )
+
+
 # --- run_graph ------------------------------------------------------------------------------------
 def test_run_graph_matches_a_session(chapter) -> None:
     g = Graph()
@@ -161,3 +275,21 @@ def test_run_graph_does_not_use_a_session(chapter, monkeypatch: pytest.MonkeyPat
     assert v.initializer is not None
     (got,) = chapter.run_graph([y], {x: np.array([3.0, 4.0])})
     np.testing.assert_allclose(got, [9.0, 16.0])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_run_graph_on_hidden_graphs(chapter, seed: int) -> None:
+    g, xs, tensors = random_graph(seed)
+    rng = np.random.default_rng(seed + 60)
+    fetches = [tensors[-1], tensors[int(rng.integers(3, len(tensors) - 1))]]
+    feed = {x: rng.uniform(-1, 1, 4).astype(np.float32) for x in xs}
+    on_the_way = ancestors(tensors[-1])
+    middle = on_the_way[int(rng.integers(len(on_the_way)))]  # a fed intermediate value too
+    feed[middle] = rng.uniform(-1, 1, 4).astype(np.float32)
+    with Session(g) as session:
+        expected = session.run(fetches, feed)
+    got = chapter.run_graph(fetches, feed)
+    assert len(got) == len(fetches), f"expected one value per fetch, got {got!r}"
+    for g_value, e_value, t in zip(got, expected, fetches, strict=True):
+        np.testing.assert_allclose(g_value, e_value, rtol=1e-6,
+                                   err_msg=f"the value of {t.name} in a hidden graph")  # fmt: skip

@@ -135,3 +135,80 @@ def test_logging_context_keeps_tapes_and_variables_working(chapter):
         w.assign_add(1.0)
     assert w.numpy() == 4.0, f"expected the variable to become 4.0, got {w.numpy()}"
     assert ctx.log[-1] == "AssignAddVariableOp", f"got {ctx.log}"
+
+
+def test_cross_entropy_on_hidden_batches_in_both_modes(chapter):
+    rng = np.random.default_rng(606)
+    for batch, classes in [(1, 2), (5, 7)]:
+        logits = (rng.normal(size=(batch, classes)) * 50).astype(np.float32)  # some large
+        labels = rng.dirichlet(np.ones(classes), size=batch).astype(np.float32)
+        expected = numpy_cross_entropy(logits, labels)
+        got = chapter.cross_entropy(ef.constant(logits), ef.constant(labels))
+        np.testing.assert_allclose(
+            got.numpy(), expected, rtol=1e-4, atol=1e-4,
+            err_msg=f"eagerly, a hidden ({batch}, {classes}) batch",
+        )  # fmt: skip
+        g = Graph()
+        with g.as_default():
+            z = placeholder(ef.float32, (None, classes))
+            p = placeholder(ef.float32, (None, classes))
+            loss = chapter.cross_entropy(z, p)
+        with Session(g) as session:
+            got = session.run(loss, {z: logits, p: labels})
+        np.testing.assert_allclose(
+            got, expected, rtol=1e-4, atol=1e-4,
+            err_msg=f"in a graph, a hidden ({batch}, {classes}) batch",
+        )  # fmt: skip
+
+
+def test_gradient_graph_on_hidden_inputs(chapter):
+    rng = np.random.default_rng(607)
+    w = rng.normal(size=(3, 2))
+    f = lambda x: ef.reduce_sum(ef.tanh(x @ ef.constant(w)) * ef.reduce_mean(x, 1, keepdims=True))  # noqa: E731
+    graph, x, _, dy_dx = chapter.gradient_graph(f, (None, 3))
+    value = rng.normal(size=(int(rng.integers(2, 6)), 3))
+    with Session(graph) as session:
+        got = session.run(dy_dx, {x: value})
+    eager_x = ef.constant(value)
+    with GradientTape() as tape:
+        tape.watch(eager_x)
+        eager_y = f(eager_x)
+    np.testing.assert_allclose(got, tape.gradient(eager_y, eager_x).numpy(), rtol=1e-10,
+                               err_msg="dy/dx of a hidden function")  # fmt: skip
+
+
+def test_second_derivative_graph_on_a_hidden_polynomial(chapter):
+    c = np.round(np.random.default_rng(608).uniform(-2, 2, 5), 2)
+
+    def f(t):
+        y = float(c[-1])
+        for coefficient in c[-2::-1]:
+            y = y * t + float(coefficient)
+        return y
+
+    graph, x, d2 = chapter.second_derivative_graph(f)
+    second = np.polynomial.polynomial.polyder(c, 2)
+    with Session(graph) as session:
+        for v in (-1.3, 0.4, 1.7):
+            np.testing.assert_allclose(
+                session.run(d2, {x: v}), np.polynomial.polynomial.polyval(v, second),
+                rtol=1e-10, err_msg=f"f'' of the hidden polynomial {c.tolist()} at {v}",
+            )  # fmt: skip
+
+
+def test_logging_context_on_a_hidden_program(chapter):
+    rng = np.random.default_rng(609)
+    steps = {"Tanh": ef.tanh, "Exp": ef.exp, "Neg": ef.negative, "Square": ef.square}
+    names = [list(steps)[int(i)] for i in rng.integers(0, len(steps), 6)]
+    x = ef.constant(rng.normal(size=(2, 3)) * 0.1)
+    ctx = chapter.LoggingContext()
+    t = x
+    with execution.context(ctx):
+        for name in names:
+            t = steps[name](t)
+    expected = x
+    for name in names:
+        expected = steps[name](expected)
+    assert ctx.log == names, f"a hidden program ran {names}; the context logged {ctx.log}"
+    assert type(t) is Tensor and t.dtype is ef.float64, f"expected a float64 Tensor, got {t!r}"
+    np.testing.assert_allclose(t.numpy(), expected.numpy(), rtol=1e-12, err_msg="its value")

@@ -130,3 +130,49 @@ def test_fibonacci_in_a_graph(chapter):
         for value in (0, 1, 5, 12):
             got = session.run(seq, {n: value}).tolist()
             assert got == FIB[:value], f"fibonacci({value}): expected {FIB[:value]}, got {got}"
+
+
+def test_absolute_and_huber_on_hidden_points(chapter):
+    rng = np.random.default_rng(707)
+    points = np.round(rng.uniform(-5, 5, 8), 3).tolist()
+    delta = round(float(rng.uniform(0.3, 3.0)), 2)
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (), name="x")
+        a = chapter.absolute(x)
+        h = chapter.huber(x, delta)
+        (dh,) = gradients(h, [x])
+    with Session(g) as session:
+        for v in points:
+            e = 0.5 * v * v if abs(v) <= delta else delta * (abs(v) - 0.5 * delta)
+            s = v if abs(v) <= delta else float(np.sign(v)) * delta
+            got_a, got_h, got_dh = session.run([a, h, dh], {x: v})
+            assert got_a == pytest.approx(abs(v)), f"absolute({v}): got {got_a}"
+            assert got_h == pytest.approx(e, rel=1e-5), (
+                f"huber({v}, {delta}): expected {e}, got {got_h}"
+            )
+            assert got_dh == pytest.approx(s, rel=1e-5), (
+                f"d huber({v}, {delta})/dx: expected {s}, got {got_dh}"
+            )
+
+
+def test_collatz_steps_and_fibonacci_on_hidden_numbers(chapter):
+    rng = np.random.default_rng(708)
+    g = Graph()
+    with g.as_default():
+        n = placeholder(ef.int64, (), name="n")
+        steps = chapter.collatz_steps(n)
+        k = placeholder(ef.int32, (), name="k")
+        seq = chapter.fibonacci(k)
+    fib = [0, 1]
+    while len(fib) < 60:
+        fib.append(fib[-1] + fib[-2])
+    with Session(g) as session:
+        for value in rng.integers(3, 3000, 4).tolist():
+            got = session.run(steps, {n: value})
+            assert got == python_collatz(value), (
+                f"collatz_steps({value}): expected {python_collatz(value)}, got {got}"
+            )
+        for value in rng.integers(13, 60, 3).tolist():
+            got = session.run(seq, {k: value}).tolist()
+            assert got == fib[:value], f"fibonacci({value}): expected {fib[:value]}, got {got}"

@@ -11,7 +11,7 @@ import pytest
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
-from eagerflow.graph import Function, Graph, SymbolicTensor, cond, function, placeholder
+from eagerflow.graph import Function, Graph, Session, SymbolicTensor, cond, function, placeholder
 from eagerflow.graph.session import Plan
 
 pytestmark = pytest.mark.ch08
@@ -165,6 +165,108 @@ def test_find_duplicates_merges_repeated_pure_work(chapter):
     plan = Plan([total, other, s1, s2, s3], [x, x2])
     non_constants = sum(1 for name in got if g.get_operation_by_name(name).type != "Const")
     assert non_constants == plan.stats["merged"], "the Session's plan merges the same operations"
+
+
+# --- both, on graphs the reader does not see ------------------------------------------------------
+def random_graph(seed):  # type: ignore[no-untyped-def]
+    """A graph of constants, a placeholder, random draws and pure ops, some repeated (to be
+    merged), some waiting on control inputs (neither folded nor merged)."""
+    rng = np.random.default_rng(seed)
+    unary = [ef.tanh, ef.square, ef.abs, ef.exp]
+    binary = [ef.add, ef.multiply, ef.subtract]
+    g = Graph()
+    made = []  # (function, inputs) of each pure op: some are made again
+    with g.as_default():
+        pool = [placeholder(ef.float64, (3,), name="x")]
+        for i in range(18):
+            kind = rng.random()
+            if kind < 0.15:
+                values = rng.integers(-3, 4, 3).astype(np.float64)
+                pool.append(ef.constant(values))
+                if rng.random() < 0.5:
+                    pool.append(ef.constant(values))  # an equal constant: a duplicate
+                continue
+            if kind < 0.22:
+                pool.append(ef.random_uniform((3,), dtype=ef.float64))  # stateful
+                continue
+            if kind < 0.4 and made:  # an op made again, on the same inputs
+                fn, inputs, original = made[int(rng.integers(len(made)))]
+                again = fn(*inputs)
+                then = unary[int(rng.integers(len(unary)))]
+                pool += [again, then(original), then(again)]  # the last repeats the one before
+                continue
+            elif kind < 0.47:
+                keep = [p for p in pool[-4:]]
+                axis = [None, 0][int(rng.integers(2))]
+                fn, inputs = (lambda t, a=axis: ef.reduce_sum(t, axis=a, keepdims=True)), keep[-1:]
+            else:
+                fn = (unary + binary)[int(rng.integers(len(unary) + len(binary)))]
+                arity = 1 if fn in unary else 2
+                inputs = [
+                    pool[int(i)] for i in rng.integers(max(0, len(pool) - 5), len(pool), arity)
+                ]
+            if rng.random() < 0.12:
+                with g.control_dependencies([pool[int(rng.integers(len(pool)))].op]):
+                    pool.append(fn(*inputs))
+                continue
+            pool.append(fn(*inputs))
+            made.append((fn, inputs, pool[-1]))
+    return g
+
+
+def pure(operation):  # type: ignore[no-untyped-def]
+    stateful = operation.op_def.stateful or operation.control_inputs
+    return not stateful and operation.type != "Placeholder"
+
+
+def reference_folding(graph):  # type: ignore[no-untyped-def]
+    known = set()
+    for operation in graph.get_operations():
+        if pure(operation) and all(t in known for t in operation.inputs):
+            known.update(operation.outputs)
+    return known
+
+
+def reference_duplicates(graph):  # type: ignore[no-untyped-def]
+    same, first, duplicates = {}, {}, {}
+    for operation in graph.get_operations():
+        if not pure(operation):
+            continue
+        inputs = tuple(same.get(t.name, t.name) for t in operation.inputs)
+        key = (operation.type, inputs, repr(sorted(operation.attrs.items())))
+        original = first.setdefault(key, operation)
+        if original is not operation:
+            duplicates[operation.name] = original.name
+            pairs = zip(operation.outputs, original.outputs, strict=True)
+            same.update((a.name, b.name) for a, b in pairs)
+    return duplicates
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fold_constants_on_hidden_graphs(chapter, seed):
+    g = random_graph(seed)
+    known = chapter.fold_constants(g)
+    assert isinstance(known, dict), f"expected a dict, got {known!r}"
+    expected = reference_folding(g)
+    missing = sorted(t.name for t in expected if t.name not in known)
+    extra = sorted(set(known) - {t.name for t in expected})
+    assert not missing and not extra, (
+        f"a hidden graph: not folded but known {missing}; folded but not known {extra}"
+    )
+    with Session(g) as session:  # the values a Session computes, whatever x is fed
+        values = session.run(sorted(expected, key=lambda t: t.name), {"x:0": np.ones(3)})
+    for t, value in zip(sorted(expected, key=lambda t: t.name), values, strict=True):
+        np.testing.assert_allclose(known[t.name], value, rtol=1e-12, err_msg=f"{t.name}")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_find_duplicates_on_hidden_graphs(chapter, seed):
+    g = random_graph(seed)
+    got = chapter.find_duplicates(g)
+    expected = reference_duplicates(g)
+    assert got == expected, (
+        f"a hidden graph ({len(g.get_operations())} operations): expected {expected}, got {got}"
+    )
 
 
 # --- bounce_with_cond -----------------------------------------------------------------------------

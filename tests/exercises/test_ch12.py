@@ -43,6 +43,23 @@ def test_fizzbuzz_class_builds_if_nodes(chapter):
     assert got == want, f"classes of 1..30 in a Session: expected {want}, got {got}"
 
 
+def test_fizzbuzz_class_on_hidden_numbers(chapter):
+    numbers = [*np.random.default_rng(1212).integers(31, 100_000, 12).tolist(), 15 * 4099, 35]
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        c = chapter.fizzbuzz_class(n)
+    with Session(graph) as session:
+        for value in numbers:
+            eager = int(chapter.fizzbuzz_class(ef.constant(value)))
+            traced = int(session.run(c, {n: value}))
+            want = python_class(value)
+            assert (eager, traced) == (want, want), (
+                f"fizzbuzz_class({value}): expected {want}, got {eager} eagerly and {traced} "
+                "in a Session"
+            )
+
+
 # --- fizzbuzz_classes -----------------------------------------------------------------------------
 def test_fizzbuzz_classes_eagerly(chapter):
     for n in (0, 1, 15, 20):
@@ -70,6 +87,23 @@ def test_fizzbuzz_classes_is_one_while_node(chapter):
             want = [python_class(i) for i in range(1, value + 1)]
             assert got == want, (
                 f"fizzbuzz_classes({value}) in a Session: expected {want}, got {got}"
+            )
+
+
+def test_fizzbuzz_classes_on_hidden_lengths(chapter):
+    lengths = np.random.default_rng(1213).integers(2, 120, 3).tolist()
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        classes = chapter.fizzbuzz_classes(n)
+    with Session(graph) as session:
+        for value in lengths:
+            want = [python_class(i) for i in range(1, value + 1)]
+            assert chapter.fizzbuzz_classes(ef.constant(value)).numpy().tolist() == want, (
+                f"fizzbuzz_classes({value}) eagerly"
+            )
+            assert session.run(classes, {n: value}).tolist() == want, (
+                f"fizzbuzz_classes({value}) in a Session"
             )
 
 
@@ -106,6 +140,22 @@ def test_binary_encode_on_a_placeholder(chapter):
     np.testing.assert_array_equal(got, numpy_encode([5, 96, 1000], 10))
 
 
+def test_binary_encode_on_hidden_numbers(chapter):
+    rng = np.random.default_rng(1214)
+    for bits in (3, 7, 12):
+        numbers = rng.integers(0, 2**bits, 9)
+        for given in (numbers.astype(np.int64), ef.constant(numbers.astype(np.int32))):
+            got = chapter.binary_encode(given, bits)
+            assert isinstance(got, Tensor) and got.shape == (9, bits), (
+                f"binary_encode of 9 numbers in {bits} bits: expected a (9, {bits}) tensor, "
+                f"got {got!r}"
+            )
+            np.testing.assert_array_equal(
+                got.numpy(), numpy_encode(numbers.tolist(), bits),
+                err_msg=f"{numbers.tolist()} in {bits} bits, least significant first",
+            )  # fmt: skip
+
+
 # --- decode ---------------------------------------------------------------------------------------
 def test_decode_follows_the_predictions(chapter):
     numbers = [1, 3, 5, 15, 7, 9]
@@ -119,3 +169,20 @@ def test_decode_follows_the_predictions(chapter):
     )
     got = chapter.decode(numbers, ef.constant(logits))
     assert got == want, f"logits given as a tensor: expected {want}, got {got}"
+
+
+def test_decode_on_hidden_predictions(chapter):
+    rng = np.random.default_rng(1215)
+    numbers = rng.integers(1, 1000, 25).tolist()
+    logits = rng.normal(size=(25, 4)).astype(np.float32)
+    classes = logits.argmax(axis=1)
+    want = [
+        str(n) if c == 0 else ("", "Fizz", "Buzz", "FizzBuzz")[c]
+        for n, c in zip(numbers, classes, strict=True)
+    ]
+    for given in (logits, ef.constant(logits)):
+        got = chapter.decode(numbers, given)
+        assert got == want, (
+            f"decode of hidden numbers and scores: expected {want}, got {got} (decode each "
+            "row's highest score, whatever the number is)"
+        )

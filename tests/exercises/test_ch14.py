@@ -8,6 +8,7 @@ import pytest
 import eagerflow.tensor as ef
 from eagerflow import nn
 from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.graph import Session
 from eagerflow.tensor.execution import recording
 
 pytestmark = pytest.mark.ch14
@@ -133,9 +134,68 @@ def test_train_in_graph_builds_once_and_runs_many_times(chapter):
         with recording(counter):
             chapter.train_in_graph(x, y, steps=steps, learning_rate=0.05)
         counts.append(counter.count)
+    assert counts[0] > 0, (
+        "the seam saw no op at all: build the model as a graph (placeholders, variables, the "
+        "loss, minimize) with eagerflow ops, and run it in a Session; NumPy alone is not the "
+        "exercise"
+    )
     assert counts[1] == counts[0], (
         f"the seam saw {counts[0]} ops for 10 steps and {counts[1]} for 200: in graph mode the "
         "ops are called once, to build the graph, and the Session runs it without calling them "
         "again"
     )
     assert ef.executing_eagerly(), "leave graph mode when you are done (use `with`)"
+
+
+def test_train_in_graph_runs_a_session_on_hidden_data(chapter, monkeypatch):
+    runs = []
+    run = Session.run
+
+    def counted(self, fetches, *args, **kwargs):
+        runs.append(fetches)
+        return run(self, fetches, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "run", counted)
+    rng = np.random.default_rng(1414)
+    slope, intercept = np.round(rng.uniform(-4, 4, 2), 2)
+    x, y = noisy_line(300, seed=1415, slope=slope, intercept=intercept)
+    steps = int(rng.integers(20, 40))
+    w, b, losses = chapter.train_in_graph(x, y, steps=steps, learning_rate=0.1)
+    want_w, want_b, want_losses = gradient_descent(x, y, steps, 0.1)
+    assert len(runs) >= steps, (
+        f"Session.run ran {len(runs)} times for {steps} steps: run the train op in a Session, "
+        "once per step"
+    )
+    np.testing.assert_allclose(
+        losses, want_losses, rtol=1e-4,
+        err_msg=f"hidden data around y = {slope}x + {intercept}: the loss before each update",
+    )  # fmt: skip
+    assert (w, b) == pytest.approx((want_w, want_b), rel=1e-4, abs=1e-5), (
+        f"hidden data, {steps} steps: expected ({want_w:.5f}, {want_b:.5f}), got ({w}, {b})"
+    )
+
+
+def test_mse_gradients_on_hidden_data(chapter):
+    rng = np.random.default_rng(1416)
+    for n in (1, 7, 50):
+        x = rng.normal(size=n).astype(np.float32)
+        y = rng.normal(size=n).astype(np.float32)
+        w, b = (float(v) for v in np.round(rng.uniform(-3, 3, 2), 2))
+        error = w * x.astype(np.float64) + b - y
+        want = (2 * np.mean(error * x), 2 * np.mean(error))
+        got = chapter.mse_gradients(w, b, x, y)
+        assert isinstance(got, tuple) and len(got) == 2, f"return (dL/dw, dL/db), got {got!r}"
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
+                                   err_msg=f"{n} hidden points, w={w}, b={b}")  # fmt: skip
+
+
+def test_least_squares_on_hidden_data(chapter):
+    rng = np.random.default_rng(1417)
+    for n in (2, 10, 300):
+        slope, intercept = rng.uniform(-5, 5, 2)
+        x, y = noisy_line(n, seed=int(rng.integers(1000)), slope=slope, intercept=intercept)
+        want = tuple(float(v) for v in np.polyfit(x.astype(np.float64), y.astype(np.float64), 1))
+        got = chapter.least_squares(x, y)
+        assert got == pytest.approx(want, rel=1e-6, abs=1e-9), (
+            f"{n} hidden points: expected (w*, b*) = {want}, got {got}"
+        )

@@ -9,23 +9,39 @@ from __future__ import annotations
 import ast
 import base64
 import math
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import test_ch01
+import test_ch02
+import test_ch03
+import test_ch04
+import test_ch05
+import test_ch06
+import test_ch07
 import test_ch08  # a module, not its names: pytest would collect an imported test again
 import test_ch09
 import test_ch10
+import test_ch12
 import test_ch13
+import test_ch14
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Function, TensorSpec, cond, function
+from eagerflow.autodiff import GradientTape, Variable, register_gradient
+from eagerflow.autodiff.registry import GRADIENTS
+from eagerflow.graph import Function, Graph, TensorSpec, cond, function, gradients, placeholder
+from eagerflow.graph import SymbolicTensor as SymbolicTensorType
 from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.graph_def import decode_attr, encode_attr
-from eagerflow.tensor.dtypes import DType
+from eagerflow.tensor.dtypes import FLOATS, DType
+from eagerflow.tensor.errors import EagerflowError
+from eagerflow.tensor.execution import execute
+from eagerflow.tensor.registry import OPS, register_op
+from eagerflow.tensor.rules import same_dtype, same_shape_rule
 
 
 def _train_step_returning_the_loss_after_the_update(
@@ -530,3 +546,688 @@ def test_ch13_avg_pool2d_grad_rejects(mistake) -> None:  # type: ignore[no-untyp
         except AssertionError:
             failures += 1
     assert failures, "every (pool, stride) case accepted the mistake"
+
+
+# --- how a mistake is run -------------------------------------------------------------------------
+FAILED = (AssertionError, pytest.fail.Exception)
+
+
+def rejects(test: Callable[..., object], match: str, *args: object, **exercises: object) -> None:
+    """``test`` (a chapter's test function) fails on a chapter made of ``exercises``."""
+    with pytest.raises(FAILED, match=match):
+        test(SimpleNamespace(**exercises), *args)
+
+
+# --- chapter 3: tapes ---------------------------------------------------------------------------
+_LOOKUP = {1.0: 6.0, -1.0: -6.0, 0.5: -0.7268619813835873, 0.25: 4 * math.exp(0.5)}
+
+
+def _second_derivative_from_a_table(f, x):
+    return ef.constant(_LOOKUP.get(x, 0.0))  # the visible curves' answers, by their x
+
+
+def _second_derivative_by_differences(f, x):
+    h = 1e-4  # float64 central differences meet the visible tolerance, without any tape
+    values = [float(f(ef.constant(x + d, ef.float64))) for d in (-h, 0.0, h)]
+    return ef.constant((values[0] - 2 * values[1] + values[2]) / h**2)
+
+
+def _second_derivative_with_one_tape(f, x):
+    x = ef.constant(x)
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.gradient(y, x)  # f', not f''
+
+
+def _second_derivative_of_the_inner_tape_after_it_closed(f, x):
+    x = ef.constant(x)
+    with GradientTape() as outer:
+        outer.watch(x)
+        with GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+    dy = inner.gradient(y, x)  # computed after the outer tape stopped: it saw nothing
+    return outer.gradient(dy, x)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_second_derivative_from_a_table, "hidden curve"),
+        (_second_derivative_by_differences, "called f 3 times"),
+        (_second_derivative_with_one_tape, "hidden curve"),
+        (_second_derivative_of_the_inner_tape_after_it_closed, "hidden curve"),
+    ],
+    ids=["lookup_table", "finite_differences", "one_tape", "inner_gradient_outside_outer"],
+)
+def test_ch03_second_derivative_rejects(mistake, message, monkeypatch) -> None:
+    test = test_ch03.test_second_derivative_on_hidden_curves_comes_from_tapes
+    rejects(test, message, monkeypatch, second_derivative=mistake)
+
+
+def _jacobian_with_tape_jacobian(f, x):
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.jacobian(y, x)
+
+
+def _jacobian_running_f_per_row(f, x):
+    rows = []
+    for i in range(int(f(x).shape[0])):
+        with GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)[i]
+        rows.append(tape.gradient(y, x))
+    return ef.stack(rows)
+
+
+def _jacobian_transposed(f, x):
+    with GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = f(x)
+        rows = [y[i] for i in range(y.shape[0])]
+    return ef.transpose(ef.stack([tape.gradient(r, x) for r in rows]))
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_jacobian_with_tape_jacobian, "called tape.jacobian"),
+        (_jacobian_running_f_per_row, "f ran 4 times"),
+        (_jacobian_transposed, r"expected a \(3, 2\) Jacobian"),
+    ],
+    ids=["tape_jacobian", "f_per_row", "transposed"],
+)
+def test_ch03_jacobian_by_rows_rejects(mistake, message, monkeypatch) -> None:
+    test = test_ch03.test_jacobian_by_rows_on_hidden_functions_runs_f_once
+    rejects(test, message, monkeypatch, jacobian_by_rows=mistake)
+
+
+def _numerical_gradient_from_a_tape(f, x, eps=1e-4):
+    t = ef.constant(x)
+    with GradientTape() as tape:
+        tape.watch(t)
+        y = f(t)
+    return tape.gradient(y, t).numpy()
+
+
+def _numerical_gradient_forward_differences(f, x, eps=1e-4):
+    base = float(f(ef.constant(x)))
+    grad = np.zeros_like(x)
+    for j in range(len(x)):
+        e = np.zeros_like(x)
+        e[j] = eps
+        grad[j] = (float(f(ef.constant(x + e))) - base) / eps
+    return grad
+
+
+def _numerical_gradient_nudging_x_in_place(f, x, eps=1e-4):
+    grad = np.zeros_like(x)
+    for j in range(len(x)):
+        x[j] += eps
+        up = float(f(ef.constant(x)))
+        x[j] -= 2 * eps
+        down = float(f(ef.constant(x)))
+        x[j] += eps  # back, but not bit for bit
+        grad[j] = (up - down) / (2 * eps)
+    return grad
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_numerical_gradient_from_a_tape, "used a GradientTape"),
+        (_numerical_gradient_forward_differences, "numerical gradient of sum"),
+        (_numerical_gradient_nudging_x_in_place, "do not change x in place"),
+    ],
+    ids=["tape", "forward_differences", "x_changed_in_place"],
+)
+def test_ch03_numerical_gradient_rejects(mistake, message, monkeypatch) -> None:
+    test = test_ch03.test_numerical_gradient_on_hidden_functions_without_a_tape
+    rejects(test, message, monkeypatch, numerical_gradient=mistake)
+
+
+# --- chapter 5: graphs and Sessions ---------------------------------------------------------------
+_VISIBLE = np.array([-2.0, -0.5, 0.0, 1.0, 3.0], np.float32)
+
+
+def _polynomial_graph_precomputed(coefficients):
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder(ef.float32, (None,), name="x")
+        y = ef.constant(np.polynomial.polynomial.polyval(_VISIBLE, coefficients), ef.float32)
+    return graph, x, y  # the visible feed's answer, whatever x is
+
+
+def _polynomial_graph_highest_first(coefficients):
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder(ef.float32, (None,), name="x")
+        y = float(coefficients[0])
+        for c in coefficients[1:]:
+            y = y * x + float(c)
+    return graph, x, y
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_polynomial_graph_precomputed, "computed from the placeholder x"),
+        (_polynomial_graph_highest_first, "the polynomial"),
+    ],
+    ids=["answer_as_a_constant", "coefficients_highest_first"],
+)
+def test_ch05_polynomial_graph_rejects(mistake, message) -> None:
+    test = test_ch05.test_polynomial_graph_on_hidden_coefficients_and_feeds
+    rejects(test, message, polynomial_graph=mistake)
+
+
+def _order_without(fetches, fed, stop_at_fed=True, controls=True):
+    """An execution order that forgets one rule or another."""
+    stack = [f.op if hasattr(f, "op") else f for f in fetches]
+    seen = set()
+    while stack:
+        operation = stack.pop()
+        if operation not in seen:
+            seen.add(operation)
+            stack += [t.op for t in operation.inputs if not (stop_at_fed and t in fed)]
+            stack += list(operation.control_inputs) if controls else []
+    return [o for o in fetches[0].graph.get_operations() if o in seen]
+
+
+def _order_of_everything(fetches, fed=()):
+    return list(fetches[0].graph.get_operations())
+
+
+def _order_through_fed_tensors(fetches, fed=()):
+    return _order_without(fetches, fed, stop_at_fed=False)
+
+
+def _order_without_control_inputs(fetches, fed=()):
+    return _order_without(fetches, fed, controls=False)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "seed", "message"),
+    [
+        (_order_of_everything, 0, "expected the operations"),
+        (_order_through_fed_tensors, 1, "expected the operations"),
+        (_order_without_control_inputs, 4, "has the control input"),
+    ],
+    ids=["every_operation", "walks_past_fed_tensors", "forgets_control_inputs"],
+)
+def test_ch05_execution_order_rejects(mistake, seed, message) -> None:
+    rejects(test_ch05.test_execution_order_on_hidden_graphs, message, seed, execution_order=mistake)
+
+
+def _run_graph_computing_over_the_feed(fetches, feed_dict):
+    graph = fetches[0].graph
+    values = dict(feed_dict)
+    for operation in graph.get_operations():
+        if operation.type == "Placeholder" or not all(t in values for t in operation.inputs):
+            continue
+        op = operation.op_def
+        result = op.kernel(*(values[t] for t in operation.inputs), **operation.attrs)
+        values.update(zip(operation.outputs, result if op.multi_output else (result,), strict=True))
+    return [values[f] for f in fetches]  # a fed intermediate is computed over
+
+
+def test_ch05_run_graph_rejects_computing_over_a_fed_tensor() -> None:
+    rejects(test_ch05.test_run_graph_on_hidden_graphs, "hidden graph", 1,
+            run_graph=_run_graph_computing_over_the_feed)  # fmt: skip
+
+
+# --- chapter 8: constant folding and CSE by hand --------------------------------------------------
+def _fold_constants_literally(graph):
+    return {"root:0": 4.0, "scale:0": 8.0, "three:0": 3.0, "off:0": 11.0,
+            "halves:0": np.array([1.0, 2.0]), "pair:0": np.array([4.0, 6.0])}  # fmt: skip
+
+
+def _fold_constants_by_name(graph):
+    known = {}  # the values of every op whose inputs come from ops named Const...
+    for operation in graph.get_operations():
+        if operation.type == "Const" or (
+            operation.inputs and all(t.op.type == "Const" for t in operation.inputs)
+        ):
+            op = operation.op_def
+            result = op.kernel(*(known[t.name] for t in operation.inputs), **operation.attrs)
+            known.update(
+                zip([t.name for t in operation.outputs],
+                    result if op.multi_output else (result,), strict=True)
+            )  # fmt: skip
+    return known  # ... so no folding of folded values, and control inputs are ignored
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [(_fold_constants_literally, "a hidden graph"), (_fold_constants_by_name, "a hidden graph")],
+    ids=["literal_dict", "one_level_only"],
+)
+def test_ch08_fold_constants_rejects(mistake, message) -> None:
+    rejects(test_ch08.test_fold_constants_on_hidden_graphs, message, 0, fold_constants=mistake)
+
+
+def _find_duplicates_literally(graph):
+    names = [o.name for o in graph.get_operations() if o.type == "Const"]
+    return {names[1]: names[0], "t2": "t1", "m2": "m1", "s3": "s1"}  # the visible graph's
+
+
+def _find_duplicates_without_renaming(graph):
+    first, duplicates = {}, {}
+    for operation in graph.get_operations():
+        if operation.op_def.stateful or operation.control_inputs or operation.type == "Placeholder":
+            continue
+        key = (operation.type, tuple(t.name for t in operation.inputs),
+               repr(sorted(operation.attrs.items())))  # fmt: skip
+        original = first.setdefault(key, operation)
+        if original is not operation:
+            duplicates[operation.name] = original.name
+    return duplicates  # Tanh_1:0 * 2 is not seen to repeat Tanh:0 * 2
+
+
+@pytest.mark.parametrize(
+    ("mistake", "seed"),
+    [(_find_duplicates_literally, 0), (_find_duplicates_without_renaming, 0)],
+    ids=["literal_dict", "inputs_not_renamed"],
+)
+def test_ch08_find_duplicates_rejects(mistake, seed) -> None:
+    test = test_ch08.test_find_duplicates_on_hidden_graphs
+    rejects(test, "a hidden graph", seed, find_duplicates=mistake)
+
+
+# --- chapter 12: FizzBuzz ------------------------------------------------------------------------
+def _decode_literally(numbers, logits):
+    return ["1", "Fizz", "Buzz", "FizzBuzz", "Fizz", "9"]  # the visible test's answer
+
+
+def _decode_the_truth(numbers, logits):
+    words = ("", "Fizz", "Buzz", "FizzBuzz")
+    return [str(n) if test_ch12.python_class(n) == 0 else words[test_ch12.python_class(n)]
+            for n in numbers]  # fmt: skip
+
+
+def _decode_with_fizz_and_buzz_swapped(numbers, logits):
+    classes = np.argmax(np.asarray(logits), axis=1)
+    words = ("", "Buzz", "Fizz", "FizzBuzz")
+    return [str(n) if c == 0 else words[c] for n, c in zip(numbers, classes, strict=True)]
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [_decode_literally, _decode_the_truth, _decode_with_fizz_and_buzz_swapped],
+    ids=["literal_list", "the_true_class", "fizz_and_buzz_swapped"],
+)
+def test_ch12_decode_rejects(mistake) -> None:
+    rejects(test_ch12.test_decode_on_hidden_predictions, "hidden numbers", decode=mistake)
+
+
+_CLASSES = {n: test_ch12.python_class(n) for n in range(1, 31)}
+
+
+def _fizzbuzz_class_from_a_table(n):
+    if isinstance(n, SymbolicTensorType):
+        return cond(ef.equal(n % 15, 0), lambda: ef.constant(3), lambda: ef.constant(0))
+    return ef.constant(_CLASSES.get(int(n), 0))
+
+
+def _fizzbuzz_class_testing_3_first(n):
+    return cond(
+        ef.equal(n % 3, 0), lambda: ef.constant(1),
+        lambda: cond(ef.equal(n % 5, 0), lambda: ef.constant(2),
+                     lambda: cond(ef.equal(n % 15, 0), lambda: ef.constant(3),
+                                  lambda: ef.constant(0))),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [_fizzbuzz_class_from_a_table, _fizzbuzz_class_testing_3_first],
+    ids=["table_of_1_to_30", "multiple_of_3_tested_first"],
+)
+def test_ch12_fizzbuzz_class_rejects(mistake) -> None:
+    test = test_ch12.test_fizzbuzz_class_on_hidden_numbers
+    rejects(test, "fizzbuzz_class", fizzbuzz_class=mistake)
+
+
+def _binary_encode_most_significant_first(numbers, bits=10):
+    numbers = ef.convert_to_tensor(numbers)
+    powers = ef.constant([2 ** (bits - 1 - i) for i in range(bits)], numbers.dtype)
+    digits = ef.floormod(ef.floordiv(ef.expand_dims(numbers, 1), powers), 2)
+    return ef.cast(digits, ef.float32)
+
+
+def _binary_encode_ten_bits_always(numbers, bits=10):
+    numbers = ef.convert_to_tensor(numbers)
+    powers = ef.constant([2**i for i in range(10)], numbers.dtype)
+    return ef.cast(ef.floormod(ef.floordiv(ef.expand_dims(numbers, 1), powers), 2), ef.float32)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_binary_encode_most_significant_first, "least significant first"),
+        (_binary_encode_ten_bits_always, r"expected a \(9, 3\) tensor"),
+    ],
+    ids=["most_significant_first", "bits_ignored"],
+)
+def test_ch12_binary_encode_rejects(mistake, message) -> None:
+    rejects(test_ch12.test_binary_encode_on_hidden_numbers, message, binary_encode=mistake)
+
+
+# --- chapter 14: linear regression ----------------------------------------------------------------
+def _train_in_graph_with_numpy(x, y, steps, learning_rate):
+    w, b, losses = 5.0, 10.0, []  # right numbers, and 0 == 0 ops for 10 and 200 steps
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    for _ in range(steps):
+        error = w * x + b - y
+        losses.append(float(np.mean(error**2)))
+        w, b = w - learning_rate * 2 * np.mean(error * x), b - learning_rate * 2 * np.mean(error)
+    return float(w), float(b), losses
+
+
+def _train_in_graph_eagerly(x, y, steps, learning_rate):
+    w, b, losses = Variable(5.0), Variable(10.0), []  # no graph: the ops run at every step
+    for _ in range(steps):
+        with GradientTape() as tape:
+            loss = ef.reduce_mean(ef.square(w * x + b - y))
+        dw, db = tape.gradient(loss, [w, b])
+        w.assign_sub(learning_rate * dw)
+        b.assign_sub(learning_rate * db)
+        losses.append(float(loss))
+    return float(w), float(b), losses
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (_train_in_graph_with_numpy, "builds_once_and_runs_many_times", "no op at all"),
+        (_train_in_graph_with_numpy, "runs_a_session_on_hidden_data", "Session.run ran 0 times"),
+        (_train_in_graph_eagerly, "builds_once_and_runs_many_times", "in graph mode the ops"),
+    ],
+    ids=["numpy_no_ops", "numpy_no_session", "eager_loop"],
+)
+def test_ch14_train_in_graph_rejects(mistake, test, message, monkeypatch) -> None:
+    function = getattr(test_ch14, f"test_train_in_graph_{test}")
+    args = (monkeypatch,) if "session" in test else ()
+    rejects(function, message, *args, train_in_graph=mistake)
+
+
+def _mse_gradients_without_the_2(w, b, x, y):
+    error = w * x + b - y
+    return float(np.mean(error * x)), float(np.mean(error))
+
+
+def _least_squares_mixing_ddof(x, y):
+    x, y = x.astype(np.float64), y.astype(np.float64)
+    w = np.cov(x, y)[0, 1] / np.var(x)  # np.cov divides by n - 1, np.var by n
+    return float(w), float(y.mean() - w * x.mean())
+
+
+def test_ch14_mse_gradients_rejects_forgetting_the_2() -> None:
+    rejects(test_ch14.test_mse_gradients_on_hidden_data, "hidden points",
+            mse_gradients=_mse_gradients_without_the_2)  # fmt: skip
+
+
+def test_ch14_least_squares_rejects_mixing_ddof() -> None:
+    rejects(test_ch14.test_least_squares_on_hidden_data, "hidden points",
+            least_squares=_least_squares_mixing_ddof)  # fmt: skip
+
+
+# --- chapter 1: shapes, broadcasting, the registry -----------------------------------------------
+def _broadcast_from_the_left(a, b):
+    a, b = tuple(a) + (1,) * (len(b) - len(a)), tuple(b) + (1,) * (len(a) - len(b))
+    return tuple(max(x, y) for x, y in zip(a, b, strict=True))  # padded on the wrong side
+
+
+def _broadcast_without_checking(a, b):
+    rank = max(len(a), len(b))
+    a, b = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
+    return tuple(max(x, y) for x, y in zip(a, b, strict=True))  # (3,) and (4,) give (4,)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [(_broadcast_from_the_left, "broadcast_shape"), (_broadcast_without_checking, "ShapeError")],
+    ids=["aligned_on_the_left", "no_shape_error"],
+)
+def test_ch01_broadcast_shape_rejects(mistake, message) -> None:
+    rejects(test_ch01.test_broadcast_shape_on_hidden_shapes, message, broadcast_shape=mistake)
+
+
+def _squared_distances_in_numpy(a, b):
+    a, b = a.numpy(), b.numpy()
+    return ((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=-1)  # a NumPy array
+
+
+def _squared_distances_summed_over_the_wrong_axis(a, b):
+    d = ef.expand_dims(a, 1) - ef.expand_dims(b, 0)
+    return ef.reduce_sum(ef.square(d), axis=0)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_squared_distances_in_numpy, "expected an eagerflow Tensor"),
+        (_squared_distances_summed_over_the_wrong_axis, "expected shape"),
+    ],
+    ids=["numpy_array", "wrong_axis"],
+)
+def test_ch01_squared_distances_rejects(mistake, message) -> None:
+    rejects(test_ch01.test_squared_distances_on_hidden_points, message, squared_distances=mistake)
+
+
+def test_ch01_dtype_message_says_numpy_dtype() -> None:
+    message = test_ch01.dtype_message(np.zeros(2), ef.float64)
+    assert "eagerflow DType (ef.float64), not NumPy's dtype float64" in message
+
+
+def _cube_in_numpy(x):
+    return ef.constant(np.asarray(ef.convert_to_tensor(x)) ** 3)  # no Cube op on the seam
+
+
+def test_ch01_cube_rejects_numpy_instead_of_the_op() -> None:
+    rejects(test_ch01.test_cube_on_hidden_values, "should run the one op Cube", cube=_cube_in_numpy)
+
+
+# --- chapter 2: recorders ------------------------------------------------------------------------
+def _count_ops_by_hand(fn, *args):
+    fn(*args)
+    return {"MatMul": 1, "AddV2": 1}  # the visible test's answer
+
+
+def _first_non_finite_last(fn, *args):
+    found = []
+
+    class Recorder:
+        def record(self, op, inputs, attrs, outputs):
+            if not all(np.isfinite(t.numpy()).all() for t in outputs):
+                found.append(op.name)
+
+    with test_ch02.recording(Recorder()):
+        fn(*args)
+    return found[-1] if found else None  # the last op with a NaN, not the first
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        ("test_count_ops_on_hidden_programs", {"count_ops": _count_ops_by_hand}, "hidden"),
+        (
+            "test_first_non_finite_on_hidden_programs",
+            {"first_non_finite": _first_non_finite_last},
+            "expected 'Sqrt'",
+        ),
+    ],
+    ids=["count_ops_literal", "first_non_finite_keeps_the_last"],
+)
+def test_ch02_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch02, test), message, **mistake)
+
+
+# --- chapter 4: variables ------------------------------------------------------------------------
+def _sgd_step_making_new_variables(variables, grads, learning_rate):
+    for v, g in zip(variables, grads, strict=True):
+        v = Variable(v - learning_rate * g)  # a new variable: the model's is unchanged
+
+
+def _momentum_step_with_the_old_velocity(variables, velocities, grads, learning_rate, momentum=0.9):
+    for w, v, g in zip(variables, velocities, grads, strict=True):
+        w.assign_sub(learning_rate * v)  # the velocity before this step's gradient
+        v.assign(momentum * v + g)
+
+
+def _fit_quadratic_with_one_tape(xs, ys, steps, learning_rate):
+    a, b, c = Variable(0.0), Variable(0.0), Variable(0.0)
+    with GradientTape(persistent=True) as tape:
+        loss = ef.reduce_mean(ef.square(a * xs * xs + b * xs + c - ys))
+    for _ in range(steps):  # the gradient of the first loss, every step
+        for v, g in zip([a, b, c], tape.gradient(loss, [a, b, c]), strict=True):
+            v.assign_sub(learning_rate * g)
+    return float(a), float(b), float(c)
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        ("test_sgd_step_on_hidden_variables", {"sgd_step": _sgd_step_making_new_variables}, "v -"),
+        (
+            "test_momentum_step_on_hidden_gradients",
+            {"momentum_step": _momentum_step_with_the_old_velocity},
+            "5 hidden steps",
+        ),
+        (
+            "test_fit_quadratic_on_hidden_data",
+            {"fit_quadratic": _fit_quadratic_with_one_tape},
+            "hidden data",
+        ),
+    ],
+    ids=["sgd_new_variables", "momentum_old_velocity", "fit_with_one_tape"],
+)
+def test_ch04_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch04, test), message, **mistake)
+
+
+# --- chapter 6: one op, two modes ----------------------------------------------------------------
+def _cross_entropy_unstable(logits, labels):
+    lse = ef.log(ef.reduce_sum(ef.exp(logits), axis=-1, keepdims=True))  # exp(1000) = inf
+    return ef.reduce_sum(labels * (lse - logits), axis=-1)
+
+
+def _second_derivative_graph_of_f_prime_only(f):
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder(ef.float64, (), name="x")
+        (dy,) = gradients(f(x), [x])
+    return graph, x, dy
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        (
+            "test_cross_entropy_on_hidden_batches_in_both_modes",
+            {"cross_entropy": _cross_entropy_unstable},
+            "hidden",
+        ),
+        (
+            "test_second_derivative_graph_on_a_hidden_polynomial",
+            {"second_derivative_graph": _second_derivative_graph_of_f_prime_only},
+            "hidden polynomial",
+        ),
+    ],
+    ids=["cross_entropy_unstable", "second_derivative_is_f_prime"],
+)
+def test_ch06_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch06, test), message, **mistake)
+
+
+# --- chapter 7: control flow ---------------------------------------------------------------------
+def _huber_without_the_half(x, delta=1.0):
+    return cond(ef.abs(x) <= delta, lambda: 0.5 * x * x, lambda: delta * ef.abs(x))
+
+
+def _fibonacci_in_python(n):
+    seq, a, b = [], 0, 1  # a Python loop: no While node, and n must have a value
+    for _ in range(int(n)):
+        seq.append(a)
+        a, b = b, a + b
+    return ef.constant(seq, ef.int64)
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        (
+            "test_absolute_and_huber_on_hidden_points",
+            {
+                "absolute": lambda x: cond(x < 0, lambda: -x, lambda: x),
+                "huber": _huber_without_the_half,
+            },
+            "huber",
+        ),
+    ],
+    ids=["huber_without_the_half"],
+)
+def test_ch07_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch07, test), message, **mistake)
+
+
+def test_ch07_fibonacci_rejects_a_python_loop() -> None:
+    chapter = SimpleNamespace(fibonacci=_fibonacci_in_python)
+    with pytest.raises((*FAILED, TypeError)):  # a placeholder has no value to loop on
+        test_ch07.test_fibonacci_in_a_graph(chapter)
+
+
+# --- gradient rules and contexts that return the wrong thing --------------------------------------
+def _softsign(x):
+    if "Softsign" not in OPS:  # as the chapter's file registers it
+        register_op("Softsign", lambda a: a / (1 + np.abs(a)), shape=same_shape_rule,
+                    dtype=same_dtype(FLOATS))  # fmt: skip
+    return execute("Softsign", (ef.convert_to_tensor(x),))[0]
+
+
+def test_ch03_softsign_gradient_rejects_a_bare_tensor_and_names_the_rule() -> None:
+    saved = GRADIENTS.pop("Softsign", None)
+
+    def register_softsign_gradient():
+        if "Softsign" not in GRADIENTS:
+            register_gradient("Softsign")(
+                lambda op, grad: grad / ef.square(1 + ef.abs(op.inputs[0]))
+            )
+
+    try:
+        chapter = SimpleNamespace(register_softsign_gradient=register_softsign_gradient,
+                                  softsign=_softsign)  # fmt: skip
+        with pytest.raises(EagerflowError, match=r"gradient rule of Softsign .* returned a Tensor"):
+            test_ch03.test_softsign_gradient_values(chapter)
+    finally:
+        GRADIENTS.pop("Softsign", None)
+        if saved is not None:
+            GRADIENTS["Softsign"] = saved
+
+
+class _LoggingContextReturningATensor:
+    assign_returns_variable = True
+
+    def __init__(self):
+        self.log = []
+
+    def create_variable(self, variable):
+        return None
+
+    def run_op(self, op, inputs, attrs, name):
+        self.log.append(op.name)
+        dtypes = op.dtype_rule([t.dtype for t in inputs], attrs)
+        result = op.kernel(*(np.asarray(t) for t in inputs), **attrs)
+        if op.multi_output:
+            return tuple(ef.Tensor(a, d) for a, d in zip(result, dtypes, strict=True))
+        return ef.Tensor(result, dtypes[0])  # not a tuple
+
+
+def test_ch06_logging_context_rejects_a_bare_tensor_and_names_run_op() -> None:
+    chapter = SimpleNamespace(LoggingContext=_LoggingContextReturningATensor)
+    match = r"_LoggingContextReturningATensor.run_op returned a Tensor .* for MatMul"
+    with pytest.raises(EagerflowError, match=match):
+        test_ch06.test_logging_context_runs_ops_eagerly_and_logs_them(chapter)

@@ -197,3 +197,19 @@ def test_a_layer_built_inside_function_keeps_eager_variables() -> None:
     kernel = made[0].kernel
     assert isinstance(kernel, Variable) and kernel.numpy().shape == (4, 2)
     np.testing.assert_allclose(out.numpy(), X @ kernel.numpy(), rtol=1e-6)
+
+
+def test_a_layer_without_call_says_so_and_names_pytorchs_forward() -> None:
+    class Scale(nn.Layer):
+        def forward(self, inputs):  # type: ignore[no-untyped-def]
+            return inputs * 2.0
+
+    with pytest.raises(NotImplementedError, match=r"Scale has no `call`.*rename it to `call`"):
+        Scale()(ef.ones((2,)))
+
+    class Nothing(nn.Layer):
+        pass
+
+    with pytest.raises(NotImplementedError, match="PyTorch's is `forward`") as caught:
+        Nothing()(ef.ones((2,)))
+    assert "rename" not in str(caught.value)

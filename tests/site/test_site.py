@@ -213,3 +213,20 @@ def test_fizzbuzz_demo_ships_onnxruntime_web_when_installed(built_site: BuiltSit
     assert 'data-model="fizzbuzz.onnx"' in html
     # only this page loads it
     assert "onnxruntime" not in (built_site.folder / "index.html").read_text("utf-8")
+
+
+@pytest.mark.parametrize("path", chapter_paths())
+def test_exercise_hints_are_folded_and_exercises_marked(built_site: BuiltSite, path: str) -> None:
+    source = (DOCS / path.rstrip("/")).with_suffix(".md").read_text(encoding="utf-8")
+    exercises = re.findall(r"^::: (ch\d\d\.\w+)", source, re.M)
+    assert exercises, f"/{path} shows no exercise"
+    html = (built_site.folder / path / "index.html").read_text(encoding="utf-8")
+    # every "Hint N" title is the summary of a folded <details> (no `open`), styled as a tip
+    titles = re.findall(r"<summary>\s*Hint \d\s*</summary>", html)
+    folded = re.findall(r'<details class="tip hint">\s*<summary>\s*Hint \d\s*</summary>', html)
+    assert len(titles) >= 2 * len(exercises), f"/{path}: {len(titles)} hints for {exercises}"
+    assert len(folded) == len(titles), f"/{path}: a hint is not folded"
+    assert not re.search(r">\s*Hint:?\s*<", html), f"/{path}: a hint outside the levels"
+    # each exercise's first line starts with its difficulty
+    marks = re.findall(r"<p>(★{1,3}) ", html)
+    assert len(marks) == len(exercises), f"/{path}: {len(marks)} difficulty marks, {exercises}"

@@ -133,3 +133,39 @@ def test_eager_binary_ops_remember_dtype_answers_but_never_errors() -> None:
         with pytest.raises(ef.DTypeError, match="Sub"):
             a - ints
     assert list(op.known_dtypes) == [(ef.float32, ef.float32)]
+
+
+class Careless:
+    """A context whose run_op returns what it was given to return."""
+
+    assign_returns_variable = True
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    def run_op(self, op: OpDef, inputs: tuple, attrs: Any, name: str | None) -> Any:
+        return self.answer
+
+    def create_variable(self, variable: Any) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragment"),
+    [
+        (ef.constant(1.0), "Careless.run_op returned a Tensor (write `return (output,)`) for Neg"),
+        ([ef.constant(1.0)], "Careless.run_op returned a list"),
+        (
+            (ef.constant(1.0), ef.constant(2.0)),
+            "returned a tuple of 2 for Neg; expected a tuple of",
+        ),
+    ],
+    ids=["bare_tensor", "list", "two_outputs"],
+)
+def test_a_context_returning_something_else_than_a_tuple_of_outputs_is_named(
+    answer: Any, fragment: str
+) -> None:
+    x = ef.constant(1.0)
+    with execution.context(Careless(answer)), pytest.raises(ef.EagerflowError) as caught:
+        ef.negative(x)
+    assert fragment in str(caught.value)

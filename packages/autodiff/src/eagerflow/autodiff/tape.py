@@ -24,7 +24,7 @@ import eagerflow.tensor as ef
 from eagerflow.autodiff.registry import ACCEPTS_NONE, GRADIENTS, OpRecord, get_gradient
 from eagerflow.autodiff.variables import Variable
 from eagerflow.tensor import Tensor
-from eagerflow.tensor.errors import ShapeError, format_shape
+from eagerflow.tensor.errors import EagerflowError, ShapeError, format_shape
 from eagerflow.tensor.execution import add_recorder, remove_recorder
 from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import Attrs, OpDef
@@ -165,11 +165,32 @@ def _backprop(
         # OpRecord(op, inputs, attrs, outputs, skip), made by tuple.__new__: NamedTuple's own
         # constructor is Python code and costs twice as much, once per rule call
         record = _new_tuple(OpRecord, (op, inputs, entry[ATTRS], outputs, skip))
-        for t, g, need in zip(inputs, rule(record, *out_grads), needed, strict=True):
+        in_grads = rule(record, *out_grads)
+        if in_grads.__class__ not in _SEQUENCES or len(in_grads) != len(inputs):
+            raise _bad_gradients(op, rule, in_grads, len(inputs))
+        for t, g, need in zip(inputs, in_grads, needed, strict=True):
             if need and g is not None and t._dtype.is_floating:
                 previous = grads.get(t)
                 grads[t] = g if previous is None else ef.add(previous, g)
     return grads
+
+
+_SEQUENCES = (tuple, list)  # what a gradient rule may return: one gradient (or None) per input
+
+
+def _bad_gradients(op: OpDef, rule: Any, got: Any, n: int) -> EagerflowError:
+    """The error for a gradient rule that returned something else than ``n`` gradients."""
+    name = f"{getattr(rule, '__module__', '?')}.{getattr(rule, '__qualname__', rule)}"
+    expected = f"a tuple or list of {n} gradient{'s' if n != 1 else ''} (or None)"
+    if got.__class__ in _SEQUENCES:
+        what = f"{len(got)} gradient{'s' if len(got) != 1 else ''}"
+        why = f": one per input of {op.name}, which has {n}"
+    else:
+        what = f"a {type(got).__name__}"
+        why = " (for one input: `return (grad,)`)" if n == 1 else ""
+    return EagerflowError(
+        f"the gradient rule of {op.name} ({name}) returned {what}; expected {expected}{why}"
+    )
 
 
 def _output_gradients(

@@ -139,7 +139,14 @@ class Layer(metaclass=LayerType):
     def call(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         """The computation: ``call(self, inputs)``, or ``call(self, inputs, training=False)``
         for a layer that trains differently (``__call__`` passes ``training`` only then)."""
-        raise NotImplementedError(f"{type(self).__name__} must define call(inputs)")
+        name = type(self).__name__
+        message = (
+            f"your Layer {name} has no `call` method (the Keras and eagerflow name; PyTorch's "
+            "is `forward`): define call(self, inputs)"
+        )
+        if callable(getattr(self, "forward", None)):
+            message += f"; {name} defines `forward`, rename it to `call`"
+        raise NotImplementedError(message)
 
     def add_weight(
         self,

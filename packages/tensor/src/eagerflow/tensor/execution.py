@@ -149,6 +149,8 @@ def execute(
     state = _state.get()
     if state.context is not None:  # e.g. a graph is being built: the context decides
         outputs = state.context.run_op(op, inputs, attrs, name)
+        if outputs.__class__ is not tuple or (len(outputs) != 1 and not op.multi_output):
+            raise _bad_outputs(state.context, op, outputs)
     else:  # eager mode: run the kernel now; `name` is ignored, as in TensorFlow
         # The inputs' dtypes and values, by hand for the usual two, one or no inputs: `map`
         # and `tuple` cost ~150 ns each, on an op of 1-2 us
@@ -183,6 +185,20 @@ def execute(
         for recorder in state.recorders:
             recorder.record(op, inputs, attrs, outputs)
     return outputs
+
+
+def _bad_outputs(context: Context, op: OpDef, got: Any) -> EagerflowError:
+    """The error for a context whose ``run_op`` returned something else than a tuple of
+    outputs (one, unless the op has several)."""
+    where = f"{type(context).__qualname__}.run_op"
+    count = "one per output" if op.multi_output else "of one tensor"
+    if got.__class__ is tuple:
+        what = f"a tuple of {len(got)}"
+    else:
+        what = f"a {type(got).__name__}" + (
+            " (write `return (output,)`)" if not op.multi_output else ""
+        )
+    return EagerflowError(f"{where} returned {what} for {op.name}; expected a tuple {count}")
 
 
 def _remember_dtypes(op: OpDef, dts: tuple[DType, ...]) -> Sequence[DType]:
