@@ -116,8 +116,9 @@ def _segment_sum_grad(op: OpRecord, grad: Tensor) -> Grads:
 @register_gradient("StridedSlice")
 def _slice_grad(op: OpRecord, grad: Tensor) -> Grads:
     # the picked elements get their gradient back; the others get zero
+    # (an unknown size, such as a batch's, is then read from grad where the key keeps it)
     x = op.inputs[0]
-    return (ef.strided_slice_grad(grad, _static_shape(x), op.attrs["key"]),)
+    return (ef.strided_slice_grad(grad, x.shape, op.attrs["key"]),)
 
 
 @register_gradient("StridedSliceGrad")

@@ -11,7 +11,7 @@ import math
 import operator
 from collections.abc import Sequence
 from types import EllipsisType
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -846,29 +846,77 @@ def slice_kernel(x: np.ndarray, key: tuple[Index, ...]) -> np.ndarray:
     return x[key]
 
 
+def _kept_axes(key: tuple[Index, ...], ndim: int) -> list[tuple[int | None, Index]]:
+    """For each axis of x: the axis of ``x[key]`` it became (None if an int dropped it),
+    and the index that took it (a ``...`` takes its axes whole, as ``slice(None)``)."""
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if Ellipsis not in key:
+        key = (*key, Ellipsis)
+    kept: list[tuple[int | None, Index]] = []
+    out_axis = 0
+    for k in key:
+        if k is None:
+            out_axis += 1
+        elif k is Ellipsis:
+            for _ in builtins.range(ndim - consumed):
+                kept.append((out_axis, slice(None)))
+                out_axis += 1
+        elif isinstance(k, slice):
+            kept.append((out_axis, k))
+            out_axis += 1
+        else:
+            kept.append((None, k))
+    return kept
+
+
+def _grad_shape(shape: Shape, dy: Shape, key: tuple[Index, ...]) -> Shape:
+    """x's shape: ``shape``, whose unknown sizes (None) are read from dy, which is possible
+    where x[key] kept the axis whole (``:``, as the batch axis of ``x[:, :2]``)."""
+    if None not in shape:
+        return shape
+    out = list(shape)
+    for axis, (size, (dy_axis, k)) in enumerate(
+        zip(shape, _kept_axes(key, len(shape)), strict=True)
+    ):
+        if size is None:
+            if dy_axis is None or k != slice(None):
+                raise InvalidArgumentError(
+                    f"the size of axis {axis} of the sliced tensor is unknown and the index "
+                    f"{k!r} does not keep that axis whole, so the gradient's shape cannot be "
+                    "known; give that axis a size"
+                )
+            out[axis] = None if dy is None else dy[dy_axis]
+    return tuple(out)
+
+
 def slice_grad_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """The sliced tensor's original ``shape``; dy must have the shape of ``x[key]``."""
+    """The sliced tensor's original ``shape``; dy must have the shape of ``x[key]``. An
+    unknown size (None) of an axis the key keeps whole is dy's size there."""
     expected = slice_shape([attrs["shape"]], attrs)[0]
     dy = shapes[0]
     if not compatible(dy, expected):
         raise ShapeError(
             f"dy has shape {format_shape(dy)}, but x[key] has shape {format_shape(expected)}"
         )
-    return [attrs["shape"]]
+    return [_grad_shape(attrs["shape"], dy, attrs["key"])]
 
 
-def slice_grad_kernel(dy: np.ndarray, shape: tuple[int, ...], key: tuple[Index, ...]) -> np.ndarray:
-    out = np.zeros(shape, dtype=dy.dtype)
+def slice_grad_kernel(
+    dy: np.ndarray, shape: tuple[int | None, ...], key: tuple[Index, ...]
+) -> np.ndarray:
+    full = cast(tuple[int, ...], _grad_shape(shape, dy.shape, key))  # (dy's shape is known)
+    out = np.zeros(full, dtype=dy.dtype)
     out[key] = dy
     return out
 
 
 @op("StridedSliceGrad", slice_grad_kernel, shape=slice_grad_shape, dtype=same_dtype(ANY))
 def strided_slice_grad(
-    dy: Any, shape: Sequence[int], key: tuple[Index, ...], name: str | None = None
+    dy: Any, shape: Sequence[int | None], key: tuple[Index, ...], name: str | None = None
 ) -> Tensor:
     """Scatter ``dy`` into zeros of ``shape`` at the basic index ``key``: the adjoint (the
-    gradient) of ``t[key]``."""
+    gradient) of ``t[key]``. A size of ``shape`` may be None (unknown in a graph) where
+    ``key`` keeps that axis whole: it is then dy's size."""
     attrs = {"shape": tuple(shape), "key": key}
     return execute("StridedSliceGrad", (convert_to_tensor(dy),), attrs, name)[0]
 
