@@ -1,6 +1,6 @@
 """MkDocs hooks of the eagerflow tutorial site (registered under ``hooks:`` in mkdocs.yml).
 
-Four jobs:
+Five jobs:
 
 1. **Local mermaid.** Material for MkDocs draws ```` ```mermaid ```` fences with mermaid.js,
    which its bundle fetches from unpkg.com *only if* ``window.mermaid`` is undefined. When
@@ -24,6 +24,10 @@ Four jobs:
    its WebAssembly build is shipped under ``assets/onnxruntime/`` and, while a page's code
    runs, ``EAGERFLOW_ONNXRUNTIME_WEB`` holds that folder's URL relative to the page; without
    it the variable is unset, and a page should say its live demo cannot run.
+5. **The chapters' helpers.** ``docs/chapters/tutorial.py`` (``show`` a figure, ``draw`` a
+   diagram, ``listing`` of source) is imported by the chapters' code: its folder goes on
+   ``sys.path`` for the build, and MkDocs publishes the file next to the notebooks, where a
+   downloaded notebook finds it.
 """
 
 from __future__ import annotations
@@ -83,6 +87,8 @@ AUTODOC = re.compile(r"^:::[ \t]+(?P<identifier>\S+)[^\n]*(?:\n[ \t]+\S[^\n]*)*"
 CELL_MAGIC = re.compile(r"\A%%(?P<language>[\w.+-]+)[^\n]*\n?")
 # How the file names markdown-exec compiles its code blocks under begin.
 CODE_BLOCK_FILENAME = "<code block: "
+# The chapters' helper module (part 5), in the docs folder and so in the built site.
+TUTORIAL_MODULE = "tutorial.py"
 
 
 # --- 1. local mermaid ---------------------------------------------------------------------------
@@ -115,6 +121,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     script of the page has run: by then our copy is defined and the CDN is never asked.
     """
     register_code_block_sources()
+    use_tutorial_module(config)
     script = local_mermaid(repository_root(config))
     if script is None:
         log.info(
@@ -168,7 +175,9 @@ def to_notebook(markdown: str, title: str | None = None) -> str:
     notebook.cells.insert(0, new_markdown_cell(
         f"*This notebook was generated from the eagerflow tutorial page{where}. Run it with a "
         "Python that has the eagerflow packages installed, such as the repository's `.venv` "
-        "made by `make setup` (add Jupyter with `.venv/bin/pip install notebook`).*"
+        "made by `make setup` (add Jupyter with `.venv/bin/pip install notebook`), with the "
+        f"chapters' helpers `{TUTORIAL_MODULE}` in the same folder (download it from the page, "
+        "or take it from `site/docs/chapters/`).*"
     ))  # fmt: skip
     notebook.metadata = {
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
@@ -224,6 +233,10 @@ def download_note(page_uri: str) -> str:
         "    This page is also a Jupyter notebook, whose cells are its Python code blocks (the "
         "outputs shown here were made by running them when the site was built).\n\n"
         f'    [Download this chapter as a notebook]({name}){{ .md-button download="{name}" }}\n'
+        f"    [Download its helpers, {TUTORIAL_MODULE}]({TUTORIAL_MODULE})"
+        f'{{ .md-button download="{TUTORIAL_MODULE}" }}\n\n'
+        f"    Keep `{TUTORIAL_MODULE}` next to the notebook: its cells import `show`, `draw` and "
+        "`listing` from it.\n"
     )
 
 
@@ -312,3 +325,11 @@ def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -
     os.environ.pop(PAGE_DIR_VARIABLE, None)
     os.environ.pop(ONNXRUNTIME_WEB_VARIABLE, None)
     return html
+
+
+# --- 5. the chapters' helpers -----------------------------------------------------------------
+def use_tutorial_module(config: MkDocsConfig) -> None:
+    """Let the chapters' code ``import tutorial``: put its folder first on ``sys.path``."""
+    folder = str(Path(config.docs_dir, CHAPTERS))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)

@@ -133,3 +133,22 @@ def test_tape_inputs_are_numbered_in_order() -> None:
     lines = [line for line in tape.to_mermaid().splitlines() if "-->" not in line]
     assert re.findall(r"^  (in\d+)", "\n".join(lines), re.M) == ["in0", "in1", "in2", "in3"]
     assert float(tape.gradient(y, x)) == 8.0
+
+
+def test_jupyter_draws_graphs_and_tapes() -> None:
+    """``_repr_mimebundle_``: a mermaid fence as markdown (JupyterLab >= 4.1 draws it), and
+    the usual repr as plain text."""
+    graph = small_graph()
+    bundle = graph._repr_mimebundle_()
+    assert bundle == {
+        "text/markdown": f"```mermaid\n{graph.to_mermaid()}```\n",
+        "text/plain": repr(graph),
+    }
+    x = ef.constant(3.0)
+    with GradientTape() as tape:
+        tape.watch(x)
+        x * x
+    bundle = tape._repr_mimebundle_(include=None, exclude=None)  # as IPython calls it
+    assert bundle["text/markdown"] == f"```mermaid\n{tape.to_mermaid()}```\n"
+    assert "Mul" in bundle["text/markdown"]
+    assert bundle["text/plain"] == repr(tape)

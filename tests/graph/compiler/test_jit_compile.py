@@ -254,6 +254,9 @@ def test_the_program_draws_its_clusters_and_buffers(backend: str) -> None:
     assert "subgraph" not in program.to_mermaid(clusters=False)
     assert "x<br/><small>float32 (4, 3)</small>" in boxed
     assert "MatMul: float32 (1, 1) → b" in program.to_mermaid(buffers=True)
+    bundle = program._repr_mimebundle_()  # what Jupyter shows: the boxed picture
+    assert bundle["text/markdown"] == f"```mermaid\n{boxed}```\n"
+    assert bundle["text/plain"] == repr(program)
 
 
 def test_values_of_unknown_shape_run_as_interpreted(backend: str) -> None:

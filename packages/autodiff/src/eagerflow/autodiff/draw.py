@@ -146,4 +146,23 @@ def tape_diagram(tape: Any) -> tuple[list[Node], list[Edge]]:
     return nodes, edges
 
 
-__all__ = ["Edge", "Node", "describe", "safe_id", "tape_diagram", "to_dot", "to_mermaid"]
+def mermaid_bundle(drawable: Any) -> dict[str, str]:
+    """What Jupyter shows for an object with a ``to_mermaid()`` (its ``_repr_mimebundle_``): a
+    mermaid fence as ``text/markdown``, which JupyterLab 4.1 and later draw, and the object's
+    ``repr`` as ``text/plain`` for the front ends that show only text."""
+    return {
+        "text/markdown": f"```mermaid\n{drawable.to_mermaid()}```\n",
+        "text/plain": repr(drawable),
+    }
+
+
+__all__ = [
+    "Edge",
+    "Node",
+    "describe",
+    "mermaid_bundle",
+    "safe_id",
+    "tape_diagram",
+    "to_dot",
+    "to_mermaid",
+]

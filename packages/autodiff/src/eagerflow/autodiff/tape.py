@@ -495,6 +495,12 @@ class GradientTape:
 
         return to_mermaid(*tape_diagram(self))
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """Jupyter draws the tape's records (see ``mermaid_bundle``)."""
+        from eagerflow.autodiff.draw import mermaid_bundle
+
+        return mermaid_bundle(self)
+
     def to_dot(self) -> str:
         """What the tape recorded, as Graphviz DOT text."""
         from eagerflow.autodiff.draw import tape_diagram, to_dot

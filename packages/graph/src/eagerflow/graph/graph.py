@@ -315,6 +315,12 @@ class Graph:
 
         return to_mermaid(*graph_diagram(self, branches), direction=direction)
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """Jupyter draws the graph (see ``mermaid_bundle``)."""
+        from eagerflow.autodiff.draw import mermaid_bundle
+
+        return mermaid_bundle(self)
+
     def to_dot(self, branches: bool = False) -> str:
         """The graph as Graphviz DOT text (no Graphviz needed to make it)."""
         from eagerflow.autodiff.draw import to_dot

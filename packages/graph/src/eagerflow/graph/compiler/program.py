@@ -133,6 +133,12 @@ class Program:
                     source[v] = node_id
         return to_mermaid(nodes, edges, direction=direction)
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        """Jupyter draws the program (see ``mermaid_bundle``)."""
+        from eagerflow.autodiff.draw import mermaid_bundle
+
+        return mermaid_bundle(self)
+
 
 class CompiledPlan:
     """A Session ``Plan``, compiled per input signature; ``run`` takes the same feeds and
