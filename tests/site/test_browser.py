@@ -1,6 +1,8 @@
 """The built site in a real browser: every page loads cleanly and offline, navigation and
-search work, mermaid diagrams render and images load. Each page is loaded once per session;
-the tests then check different things about that one visit."""
+search work, mermaid diagrams render and images load, and the layout fits a 1280 px screen (no
+code or result block wider than its column, no diagram text smaller than 10 px, diagrams open
+full size on click). Each page is loaded once per session; the tests then check different
+things about that one visit."""
 
 from __future__ import annotations
 
@@ -49,6 +51,38 @@ DIAGRAM_STATE = """
     .filter(d => d.shadowRoot && d.shadowRoot.querySelector("svg")).length,
 })
 """
+# The code blocks (a listing or a printed result: markdown-exec shows both as <pre><code>)
+# in the article that are wider than their column, so that part of them hides behind a
+# scroll bar: [scrollWidth, clientWidth, first characters] each.
+OVERFLOWING_BLOCKS = """
+() => [...document.querySelectorAll("article pre, article pre > code")]
+  .filter(e => !e.closest(".mermaid") && e.scrollWidth > e.clientWidth + 1)
+  .map(e => [e.scrollWidth, e.clientWidth, e.textContent.trim().slice(0, 60)])
+"""
+# For each diagram in the page (or in `root`): the height in CSS pixels of its smallest text as
+# drawn (its font size times the scale the SVG is drawn at) and that text, or null without any.
+SMALLEST_DIAGRAM_TEXT = """
+root => [...(root || document).querySelectorAll("div.mermaid, .diagram-zoom__figure")]
+  .map(host => {
+    const svg = host.shadowRoot && host.shadowRoot.querySelector("svg");
+    let smallest = null;
+    for (const element of svg ? svg.querySelectorAll("*") : []) {
+      const text = [...element.childNodes]
+        .filter(n => n.nodeType === Node.TEXT_NODE).map(n => n.textContent).join("").trim();
+      if (!text) continue;
+      // a label is SVG <text>, or HTML inside a <foreignObject>: either way the SVG element's
+      // transformation to the screen says how much it was scaled
+      const graphic = element instanceof SVGGraphicsElement
+        ? element : element.closest("foreignObject");
+      const matrix = graphic && graphic.getScreenCTM();
+      if (!matrix) continue;
+      const px = parseFloat(getComputedStyle(element).fontSize) * Math.hypot(matrix.a, matrix.b);
+      if (smallest === null || px < smallest[0]) smallest = [px, text.slice(0, 40)];
+    }
+    return smallest;
+  })
+"""
+MIN_DIAGRAM_TEXT_PX = 10
 # Every image: made to load now (a lazy image below the fold would never load), then measured.
 IMAGES = """
 async () => {
@@ -76,6 +110,9 @@ class Visit:
     diagrams_expected: int = 0
     diagram_problem: str | None = None
     images: list[tuple[str, int]] = field(default_factory=list)
+    # at 1280 px: code blocks wider than their column, and each diagram's smallest text
+    overflowing: list[tuple[int, int, str]] = field(default_factory=list)
+    diagram_text: list[tuple[float, str] | None] = field(default_factory=list)
 
 
 def diagrams_in(html: str) -> int:
@@ -139,6 +176,14 @@ def visit(browser: Any, site_url: str, built_site: BuiltSite) -> Callable[[str],
                         f"{TIMEOUT_MS / 1000:.0f} s: {state}"
                     )
             result.images = [(src, width) for src, width in page.evaluate(IMAGES)]
+            result.overflowing = [
+                (int(scroll), int(client), str(text))
+                for scroll, client, text in page.evaluate(OVERFLOWING_BLOCKS)
+            ]
+            result.diagram_text = [
+                None if text is None else (float(text[0]), str(text[1]))
+                for text in page.evaluate(SMALLEST_DIAGRAM_TEXT)
+            ]
             if path.startswith("chapters/"):  # artifacts for a person to look at
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 name = path.strip("/").replace("/", "-")
@@ -180,6 +225,61 @@ def test_build_time_plots_load(visit: Callable[[str], Visit], path: str, expecte
     plots = [(src, width) for src, width in images if src.startswith("data:image/png")]
     assert len(plots) >= expected, f"/{path} shows {len(plots)} plot(s), not {expected}"
     assert all(width > 0 for _, width in plots), [width for _, width in plots]
+
+
+@pytest.mark.parametrize("path", page_paths())
+def test_no_code_block_is_wider_than_its_column(visit: Callable[[str], Visit], path: str) -> None:
+    # At 1280 px, every listing and every printed result (error messages above all) wraps
+    # instead of hiding its end behind a scroll bar (site/docs/stylesheets/extra.css).
+    wide = [
+        f"{scroll} px in {client} px: {text!r}" for scroll, client, text in visit(path).overflowing
+    ]
+    assert not wide, f"code blocks on /{path} wider than their column:\n" + "\n".join(wide)
+
+
+@pytest.mark.parametrize("path", page_paths())
+def test_diagram_text_is_readable(visit: Callable[[str], Visit], path: str) -> None:
+    # At 1280 px, no diagram is shrunk to fit its column until its labels are unreadable
+    # (javascripts/diagram-zoom.js; a wide graph is better drawn left to right).
+    result = visit(path)
+    small = [
+        f"diagram {index}: {text[0]:.1f} px ({text[1]!r})"
+        if text is not None
+        else f"diagram {index}: no text found"
+        for index, text in enumerate(result.diagram_text)
+        if text is None or text[0] < MIN_DIAGRAM_TEXT_PX
+    ]
+    assert not small, f"diagram text under {MIN_DIAGRAM_TEXT_PX} px high on /{path}: {small}"
+
+
+def test_a_diagram_opens_full_size_on_click(browser: Any, site_url: str) -> None:
+    # Chapter 11's classifier is the widest graph: shrunk in the page, full size on a click.
+    path = "chapters/11-models/"
+    result = Visit(path)
+    context, page = new_page(browser, result)
+    try:
+        page.goto(site_url + path, wait_until="load")
+        page.wait_for_function(DIAGRAMS_RENDERED, arg=1)
+        in_page = page.evaluate(SMALLEST_DIAGRAM_TEXT)[0]
+        diagram = page.locator("article div.mermaid").first
+        assert diagram.get_attribute("title"), "a diagram should say it can be enlarged"
+        diagram.click()
+        overlay = page.locator(".diagram-zoom")
+        overlay.wait_for()
+        zoomed = page.evaluate(SMALLEST_DIAGRAM_TEXT, overlay.element_handle())
+        assert zoomed and zoomed[0] is not None, "the overlay should show the diagram"
+        assert zoomed[0][0] > in_page[0] + 1, f"not larger: {zoomed[0]} vs {in_page} in the page"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "chapters-11-models-diagram-zoom.png"))
+        page.keyboard.press("Escape")
+        overlay.wait_for(state="detached")
+        diagram.click()  # and a click on the overlay closes it too
+        overlay.wait_for()
+        overlay.click()
+        overlay.wait_for(state="detached")
+    finally:
+        context.close()
+    assert not result.console_errors, result.console_errors
 
 
 def test_diagrams_are_drawn_with_the_local_mermaid(visit: Callable[[str], Visit]) -> None:
