@@ -29,7 +29,7 @@ import test_ch13
 import test_ch14
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape, Variable, register_gradient
+from eagerflow.autodiff import GradientTape, OpRecord, Variable, register_gradient
 from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.graph import Function, Graph, TensorSpec, cond, function, gradients, placeholder
 from eagerflow.graph import SymbolicTensor as SymbolicTensorType
@@ -1231,3 +1231,169 @@ def test_ch06_logging_context_rejects_a_bare_tensor_and_names_run_op() -> None:
     match = r"_LoggingContextReturningATensor.run_op returned a Tensor .* for MatMul"
     with pytest.raises(EagerflowError, match=match):
         test_ch06.test_logging_context_runs_ops_eagerly_and_logs_them(chapter)
+
+
+# --- chapter 3: a MiniTape of one's own -----------------------------------------------------------
+class _MiniTape:
+    """The chapter's MiniTape (its ``__init__`` and ``record``); subclasses get it wrong."""
+
+    def __init__(self, source):
+        self.records, self.tracked = [], {source}
+
+    def record(self, op, inputs, attrs, outputs):
+        if any(t in self.tracked for t in inputs):
+            self.records.append(OpRecord(op, inputs, attrs, outputs))
+            self.tracked.update(outputs)
+
+    def _apply(self, record, grad, grads, add=True):
+        for t, g in zip(record.inputs, GRADIENTS[record.op.name](record, grad), strict=True):
+            if g is not None:
+                grads[t] = grads[t] + g if add and t in grads else g
+
+
+class _MiniTapeInRecordOrder(_MiniTape):
+    def gradient(self, target, source):  # the chapter's walk: right only for records in order
+        grads = {target: ef.ones_like(target)}
+        for record in reversed(self.records):
+            if record.outputs[0] in grads:
+                self._apply(record, grads[record.outputs[0]], grads)
+        return grads.get(source)
+
+
+class _MiniTapeOverwriting(_MiniTape):
+    def gradient(self, target, source):  # the last use of a tensor wins: no accumulation
+        grads = {target: ef.ones_like(target)}
+        for record in reversed(self.records):
+            if record.outputs[0] in grads:
+                self._apply(record, grads[record.outputs[0]], grads, add=False)
+        return grads.get(source)
+
+
+class _MiniTapeOnePathAtATime(_MiniTape):
+    def gradient(self, target, source):  # right numbers, one rule call per path
+        made = {r.outputs[0]: r for r in self.records}
+        grads = {}
+
+        def push(t, grad):
+            grads[t] = grads[t] + grad if t in grads else grad
+            record = made.get(t)
+            if record is not None:
+                rule = GRADIENTS[record.op.name]
+                for i, g in zip(record.inputs, rule(record, grad), strict=True):
+                    if g is not None:
+                        push(i, g)
+
+        push(target, ef.ones_like(target))
+        return grads.get(source)
+
+
+class _MiniTapeCallingBackprop(_MiniTape):
+    def gradient(self, target, source):  # eagerflow's own walk does the work
+        from eagerflow.autodiff import tape
+
+        records = sorted(self.records, key=lambda r: r.outputs[0].__hash__())  # creation order
+        entries = [tape.pack(r.op, r.inputs, r.attrs, r.outputs) for r in records]
+        return tape.backprop(entries, [target], [ef.ones_like(target)], {source}).get(source)
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        ("test_mini_tape_does_not_rely_on_the_order_of_the_records", _MiniTapeInRecordOrder,
+         "records in reverse"),
+        ("test_mini_tape_on_hidden_programs_with_shuffled_records", _MiniTapeInRecordOrder,
+         "hidden program"),
+        ("test_mini_tape_adds_the_gradients_of_a_tensor_used_twice", _MiniTapeOverwriting,
+         "disagrees"),
+        ("test_mini_tape_on_hidden_programs_with_shuffled_records", _MiniTapeOnePathAtATime,
+         "a rule ran"),
+        ("test_mini_tape_on_hidden_programs_with_shuffled_records", _MiniTapeCallingBackprop,
+         "eagerflow's tape"),
+    ],
+    ids=["in_record_order", "in_record_order_hidden", "overwriting", "one_path_at_a_time",
+         "calling_backprop"],
+)  # fmt: skip
+def test_ch03_mini_tape_rejects(test, mistake, message, monkeypatch) -> None:
+    rejects(getattr(test_ch03, test), message, monkeypatch, MiniTape=mistake)
+
+
+# --- chapter 3: broadcasting gradients ------------------------------------------------------------
+def _unbroadcast_leading_axes_only(grad, shape):
+    lead = grad.ndim - len(shape)
+    return ef.reduce_sum(grad, axis=tuple(range(lead))) if lead else grad
+
+
+def _unbroadcast_in_numpy(grad, shape):
+    value = test_ch03.numpy_unbroadcast(grad.numpy(), shape)
+    return ef.constant(value, grad.dtype)  # right numbers, but a tape sees no op
+
+
+def _unbroadcast_without_keepdims(grad, shape):
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1)
+    return ef.reduce_sum(grad, axis=axes) if axes else grad  # the size-1 axes are dropped
+
+
+_VISIBLE = {(3, 1): [[6.0, 22.0, 38.0]], (4,): [60.0, 66.0, 72.0, 78.0]}
+
+
+def _unbroadcast_from_a_table(grad, shape):
+    return ef.constant(np.broadcast_to(_VISIBLE.get(shape, 0.0), shape))  # gamed
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        ("test_unbroadcast_sums_over_the_stretched_axes", _unbroadcast_leading_axes_only,
+         "expected that shape"),
+        ("test_unbroadcast_on_hidden_shapes_with_eagerflow_ops", _unbroadcast_in_numpy,
+         "no reduce_sum"),
+        ("test_unbroadcast_on_hidden_shapes_with_eagerflow_ops", _unbroadcast_without_keepdims,
+         "expected that shape"),
+        ("test_unbroadcast_on_hidden_shapes_with_eagerflow_ops", _unbroadcast_from_a_table,
+         "hidden"),
+    ],
+    ids=["leading_axes_only", "numpy", "without_keepdims", "lookup_table"],
+)  # fmt: skip
+def test_ch03_unbroadcast_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch03, test), message, unbroadcast=mistake)
+
+
+def _add_gradient_not_summed(op, grad):
+    return grad, grad
+
+
+def _mul_gradient_swapped(op, grad):
+    x, y = op.inputs
+    return (test_ch03.numpy_unbroadcast_tensor(grad * x, x.shape),
+            test_ch03.numpy_unbroadcast_tensor(grad * y, y.shape))  # fmt: skip
+
+
+def _mul_gradient_in_numpy(op, grad):
+    x, y = (t.numpy() for t in op.inputs)
+    g = grad.numpy()
+    dx, dy = (test_ch03.numpy_unbroadcast(g * y, x.shape),
+              test_ch03.numpy_unbroadcast(g * x, y.shape))  # fmt: skip
+    return ef.constant(dx), ef.constant(dy)  # right first derivatives; a tape sees constants
+
+
+def _real_add_gradient(op, grad):
+    return GRADIENTS["AddV2"](op, grad)
+
+
+@pytest.mark.parametrize(
+    ("test", "rules", "message"),
+    [
+        ("test_broadcasting_rules_match_the_real_ops_on_hidden_shapes",
+         {"add_gradient": _add_gradient_not_summed, "mul_gradient": GRADIENTS["Mul"]},
+         "should have shape"),
+        ("test_broadcasting_rules_match_the_real_ops_on_hidden_shapes",
+         {"add_gradient": _real_add_gradient, "mul_gradient": _mul_gradient_swapped},
+         "x \\* y"),
+        ("test_mul_gradient_has_a_second_derivative", {"mul_gradient": _mul_gradient_in_numpy},
+         "second derivative"),
+    ],
+    ids=["add_not_summed", "mul_swapped", "mul_in_numpy"],
+)  # fmt: skip
+def test_ch03_broadcasting_rules_reject(test, rules, message, monkeypatch) -> None:
+    rejects(getattr(test_ch03, test), message, monkeypatch, **rules)
