@@ -1397,3 +1397,109 @@ def _real_add_gradient(op, grad):
 )  # fmt: skip
 def test_ch03_broadcasting_rules_reject(test, rules, message, monkeypatch) -> None:
     rejects(getattr(test_ch03, test), message, monkeypatch, **rules)
+
+
+# --- chapter 6: a graph-building context ----------------------------------------------------------
+class _Symbol(ef.Tensor):
+    __slots__ = ("_shape", "index", "node")
+
+    def __init__(self, node, index, shape, dtype):
+        super().__init__(None, dtype)
+        self.node, self.index, self._shape = node, index, tuple(shape)
+
+    @property
+    def shape(self):
+        return self._shape
+
+
+class _MiniGraph:
+    """The given part of the chapter's MiniGraph, and a right ``run_op``."""
+
+    assign_returns_variable = False
+
+    def __init__(self):
+        self.nodes = []
+
+    def placeholder(self, shape, dtype):
+        node = SimpleNamespace(op=None, inputs=(), attrs={})
+        node.outputs = (_Symbol(node, 0, shape, dtype),)
+        self.nodes.append(node)
+        return node.outputs[0]
+
+    def _node(self, op, inputs, attrs, shapes, dtypes):
+        node = SimpleNamespace(op=op, inputs=tuple(inputs), attrs=attrs)
+        node.outputs = tuple(
+            _Symbol(node, i, s, d) for i, (s, d) in enumerate(zip(shapes, dtypes, strict=True))
+        )
+        self.nodes.append(node)
+        return node.outputs
+
+    def run_op(self, op, inputs, attrs, name):
+        shapes = op.shape_rule([t.shape for t in inputs], attrs)
+        return self._node(
+            op, inputs, attrs, shapes, op.dtype_rule([t.dtype for t in inputs], attrs)
+        )
+
+
+class _MiniGraphRunningKernelsOnZeros(_MiniGraph):
+    def run_op(self, op, inputs, attrs, name):  # the shapes by running the kernel: gamed
+        zeros = [np.zeros(t.shape, t.dtype.np) for t in inputs]
+        result = op.kernel(*zeros, **attrs)
+        results = result if op.multi_output else (result,)
+        dtypes = op.dtype_rule([t.dtype for t in inputs], attrs)
+        return self._node(op, inputs, attrs, [np.shape(r) for r in results], dtypes)
+
+
+class _MiniGraphWithTheFirstInputsShape(_MiniGraph):
+    def run_op(self, op, inputs, attrs, name):
+        dtypes = op.dtype_rule([t.dtype for t in inputs], attrs)
+        return self._node(op, inputs, attrs, [inputs[0].shape] * len(dtypes), dtypes)
+
+
+class _MiniGraphWithTheFirstInputsDType(_MiniGraph):
+    def run_op(self, op, inputs, attrs, name):
+        shapes = op.shape_rule([t.shape for t in inputs], attrs)
+        return self._node(op, inputs, attrs, shapes, [inputs[0].dtype] * len(shapes))
+
+
+def _run_mini(fetch, feeds, memo=True, cache=None):
+    done = {} if cache is None else cache
+
+    def value(t):
+        if not isinstance(t, _Symbol):
+            return np.asarray(t)
+        node = t.node
+        if node.op is None:
+            return np.asarray(feeds[t])
+        if not memo or id(node) not in done:
+            result = node.op.kernel(*(value(i) for i in node.inputs), **node.attrs)
+            done[id(node)] = tuple(result) if node.op.multi_output else (result,)
+        return done[id(node)][t.index]
+
+    return np.asarray(value(fetch))
+
+
+_CACHE: dict = {}
+
+
+@pytest.mark.parametrize(
+    ("test", "mini_graph", "run_mini", "message"),
+    [
+        ("test_mini_graph_on_hidden_programs", _MiniGraphRunningKernelsOnZeros, _run_mini,
+         "building ran kernels"),
+        ("test_mini_graph_builds_nodes_and_run_mini_runs_them", _MiniGraphWithTheFirstInputsShape,
+         _run_mini, "should have shape"),
+        ("test_mini_graph_outputs_have_the_rules_shape_and_dtype",
+         _MiniGraphWithTheFirstInputsDType, _run_mini, "dtype int32"),
+        ("test_mini_graph_builds_nodes_and_run_mini_runs_them", _MiniGraph,
+         lambda f, feeds: _run_mini(f, feeds, memo=False), "run each node once"),
+        ("test_mini_graph_on_hidden_programs", _MiniGraph,
+         lambda f, feeds: _run_mini(f, feeds, cache=_CACHE), "fed other values"),
+    ],
+    ids=["kernels_on_zeros", "first_inputs_shape", "first_inputs_dtype", "no_memo",
+         "values_kept_between_runs"],
+)  # fmt: skip
+def test_ch06_mini_graph_rejects(test, mini_graph, run_mini, message, monkeypatch) -> None:
+    _CACHE.clear()
+    rejects(getattr(test_ch06, test), message, monkeypatch, MiniGraph=mini_graph,
+            run_mini=run_mini)  # fmt: skip
