@@ -1,7 +1,7 @@
 """Chapter 6 exercises — run `.venv/bin/pytest -m ch06`.
 
 One op, two modes: a loss written once that runs eagerly and builds a graph, symbolic
-gradients (and gradients of gradients) with ``gradients()``, and an execution context of
+gradients (and gradients of gradients) with ``gradients()``, an execution context of
 your own plugged into the seam, and a tiny graph mode: a context that builds nodes from
 the ops' shape and dtype rules, and a function that runs them.
 
