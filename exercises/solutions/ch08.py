@@ -1,7 +1,8 @@
 """Chapter 8 exercises — run `.venv/bin/pytest -m ch08`.
 
 From eager to graph: the signature that decides when ``@function`` traces again, a
-training step traced once, two of the Session's graph optimizations written by hand
+``@function`` of your own built on it (a trace cache, a Graph, a Session), a training step
+traced once, two of the Session's graph optimizations written by hand
 (constant folding and common-subexpression elimination), and what AutoGraph does to an
 ``if`` on a tensor: once by hand with ``cond``, once as a small ``ast.NodeTransformer``.
 
@@ -20,7 +21,15 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Function, Graph, SymbolicTensor, cond, function
+from eagerflow.graph import (
+    Function,
+    Graph,
+    Session,
+    SymbolicTensor,
+    cond,
+    function,
+    placeholder,
+)
 from eagerflow.tensor import Tensor
 
 
@@ -70,6 +79,66 @@ def signature(*args: Any) -> tuple[Any, ...]:
         else:
             key.append(("value", type(arg), arg))
     return tuple(key)
+
+
+def mini_function(fn: Callable[..., Any]) -> Callable[..., Tensor]:
+    """★★★ ``@function`` in a few lines: trace into a Graph once per signature, run a Session.
+
+    Return a function ``call(*args)`` that computes ``fn(*args)`` as ``@function`` would:
+
+    1. it looks the ``signature`` of the arguments (yours, from above) up in a cache of its
+       own; on a miss it *traces*: it makes a ``Graph``, and inside ``graph.as_default()``
+       calls ``fn`` with a ``placeholder`` of the right dtype and shape for each tensor
+       argument (a NumPy array counts as a tensor) and the other arguments as they are.
+       The graph, the placeholders and ``fn``'s result go in the cache;
+    2. on every call, it runs the cached graph's result with a ``Session``, feeding each
+       placeholder the value of its argument, and returns the value as an eager tensor.
+
+    So ``fn`` runs (traces) once per new signature, never on a cache hit; the tests count
+    its calls on hidden sequences of calls, and compare the values with ``fn`` run eagerly.
+    ``fn`` returns one tensor.
+
+    Args:
+        fn: A function of tensors and plain Python values, written with eagerflow ops.
+
+    Returns:
+        The traced version of ``fn``.
+
+    Hint 1:
+        A dictionary from signatures to what tracing made: a graph, its placeholders (in the
+        order of the tensor arguments) and the symbolic result.
+
+    Hint 2:
+        ``placeholder(t.dtype, tuple(t.shape))`` inside ``with graph.as_default():`` for each
+        tensor argument; on each call ``Session(graph).run(result, feeds)`` with ``feeds`` a
+        dictionary from placeholder to ``np.asarray(arg)``.
+
+    Hint 3:
+        In ``call``: ``key = signature(*args)``; if it is not in the cache, trace: build
+        ``inputs`` (a placeholder or the argument itself), ``result = fn(*inputs)`` under
+        ``graph.as_default()``, and store ``(graph, placeholders, result)``; then feed the
+        tensor arguments, in order, and ``return ef.constant(session.run(result, feeds))``.
+    """
+    cache: dict[tuple[Any, ...], tuple[Graph, list[SymbolicTensor], Any]] = {}
+
+    def call(*args: Any) -> Tensor:
+        args = tuple(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        key = signature(*args)
+        if key not in cache:
+            graph = Graph()
+            with graph.as_default():
+                placeholders = [placeholder(t.dtype, tuple(t.shape)) for t in tensors]
+                fed = iter(placeholders)
+                inputs = [next(fed) if isinstance(a, Tensor) else a for a in args]
+                result = fn(*inputs)
+            cache[key] = (graph, placeholders, result)
+        graph, placeholders, result = cache[key]
+        feeds = {p: np.asarray(t) for p, t in zip(placeholders, tensors, strict=True)}
+        with Session(graph) as session:
+            return ef.constant(session.run(result, feeds))
+
+    return call
 
 
 def train_step_function(w: Variable, b: Variable, learning_rate: float) -> Function:

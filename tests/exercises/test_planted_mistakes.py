@@ -1503,3 +1503,61 @@ def test_ch06_mini_graph_rejects(test, mini_graph, run_mini, message, monkeypatc
     _CACHE.clear()
     rejects(getattr(test_ch06, test), message, monkeypatch, MiniGraph=mini_graph,
             run_mini=run_mini)  # fmt: skip
+
+
+# --- chapter 8: a mini @function ------------------------------------------------------------------
+def _mini_function(fn, key=None, keep_value=False, trace_always=False):
+    """A mini_function, wrong in the way its arguments say."""
+    cache = {}
+
+    def call(*args):
+        args = tuple(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        tensors = [a for a in args if isinstance(a, ef.Tensor)]
+        k = (key or _signature)(args)
+        if trace_always or k not in cache:
+            graph = Graph()
+            with graph.as_default():
+                holders = [placeholder(t.dtype, tuple(t.shape)) for t in tensors]
+                fed = iter(holders)
+                result = fn(*(next(fed) if isinstance(a, ef.Tensor) else a for a in args))
+            cache[k] = [graph, holders, result, None]
+        entry = cache[k]
+        graph, holders, result, kept = entry
+        feeds = {h: np.asarray(t) for h, t in zip(holders, tensors, strict=True)}
+        value = test_ch08.Session(graph).run(result, feeds)
+        if keep_value:  # the value of the trace's own call, for every later call: wrong
+            entry[3] = value if kept is None else kept
+            value = entry[3]
+        return ef.constant(value)
+
+    return call
+
+
+def _signature(args):
+    return tuple((a.dtype, tuple(a.shape)) if isinstance(a, ef.Tensor) else (type(a), a)
+                 for a in args)  # fmt: skip
+
+
+def _mini_function_by_shapes_only(fn):
+    return _mini_function(fn, key=lambda args: tuple(
+        tuple(a.shape) for a in args if isinstance(a, ef.Tensor)))  # fmt: skip
+
+
+def _mini_function_eagerly(fn):
+    return lambda *args: fn(*(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a
+                              for a in args))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (lambda fn: _mini_function(fn, trace_always=True), "fn ran"),
+        (_mini_function_by_shapes_only, "differs from fn's"),
+        (lambda fn: _mini_function(fn, keep_value=True), "differs from fn's"),
+        (_mini_function_eagerly, "trace it in a Graph|Session ran"),
+    ],
+    ids=["tracing_every_call", "keyed_on_shapes_only", "first_value_kept", "eager_calls"],
+)
+def test_ch08_mini_function_rejects(mistake, message, monkeypatch) -> None:
+    rejects(test_ch08.test_mini_function_on_hidden_call_sequences, message, monkeypatch,
+            mini_function=mistake)  # fmt: skip
