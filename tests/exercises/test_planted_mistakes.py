@@ -31,7 +31,16 @@ import test_ch14
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, OpRecord, Variable, register_gradient
 from eagerflow.autodiff.registry import GRADIENTS
-from eagerflow.graph import Function, Graph, TensorSpec, cond, function, gradients, placeholder
+from eagerflow.graph import (
+    Function,
+    Graph,
+    TensorSpec,
+    cond,
+    function,
+    gradients,
+    placeholder,
+    while_loop,
+)
 from eagerflow.graph import SymbolicTensor as SymbolicTensorType
 from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
@@ -1050,17 +1059,61 @@ def _first_non_finite_last(fn, *args):
     return found[-1] if found else None  # the last op with a NaN, not the first
 
 
+def _power_iteration(a, tol, steps=None, on_lambda=False):
+    v = ef.ones((a.shape[0], 1), ef.float64) / a.shape[0] ** 0.5
+    lam, n = ef.constant(0.0, ef.float64), 0
+    while True:
+        w = ef.matmul(a, v)
+        new_lam = ef.sqrt(ef.reduce_sum(w * w))
+        new = w / new_lam
+        n += 1
+        if on_lambda:  # the eigenvalue settles long before the vector: stops too early
+            change = abs(float(new_lam) - float(lam))
+        else:
+            change = float(ef.reduce_max(ef.abs(new - v)))
+        v, lam = new, new_lam
+        if (steps is None and change < tol) or n == steps:
+            return float(lam), n
+
+
+def _power_iteration_with_numpy(a, tol):
+    values = np.linalg.eigvalsh(a.numpy())
+    _, steps = test_ch02.numpy_power_iteration(a.numpy(), tol)
+    return float(values[-1]), steps  # right answers, no loop on tensors
+
+
 @pytest.mark.parametrize(
     ("test", "mistake", "message"),
     [
         ("test_count_ops_on_hidden_programs", {"count_ops": _count_ops_by_hand}, "hidden"),
+        (
+            "test_power_iteration_stops_when_converged_on_hidden_matrices",
+            {"power_iteration": lambda a, tol: _power_iteration(a, tol, steps=40)},
+            "expected about",
+        ),
+        (
+            "test_power_iteration_stops_when_converged_on_hidden_matrices",
+            {"power_iteration": lambda a, tol: _power_iteration(a, tol, on_lambda=True)},
+            "expected about",
+        ),
+        (
+            "test_power_iteration_stops_when_converged_on_hidden_matrices",
+            {"power_iteration": _power_iteration_with_numpy},
+            "MatMul ops ran",
+        ),
         (
             "test_first_non_finite_on_hidden_programs",
             {"first_non_finite": _first_non_finite_last},
             "expected 'Sqrt'",
         ),
     ],
-    ids=["count_ops_literal", "first_non_finite_keeps_the_last"],
+    ids=[
+        "count_ops_literal",
+        "power_iteration_fixed_steps",
+        "power_iteration_stopping_on_lambda",
+        "power_iteration_numpy",
+        "first_non_finite_keeps_the_last",
+    ],
 )
 def test_ch02_rejects(test, mistake, message) -> None:
     rejects(getattr(test_ch02, test), message, **mistake)
@@ -1148,36 +1201,85 @@ def _huber_without_the_half(x, delta=1.0):
     return cond(ef.abs(x) <= delta, lambda: 0.5 * x * x, lambda: delta * ef.abs(x))
 
 
-def _fibonacci_in_python(n):
-    seq, a, b = [], 0, 1  # a Python loop: no While node, and n must have a value
-    for _ in range(int(n)):
-        seq.append(a)
-        a, b = b, a + b
-    return ef.constant(seq, ef.int64)
+def _safe_reciprocal_with_where(x):
+    return ef.where(ef.equal(x, 0.0), ef.zeros_like(x), 1.0 / x)  # nan gradient at 0
+
+
+def _safe_reciprocal_returning_x_at_0(x):
+    return cond(ef.equal(x, 0.0), lambda: x, lambda: 1.0 / x)  # 0, but with slope 1
+
+
+def _newton_sqrt(a, tol, max_steps, cap=None, stop=None):
+    def keep_going(g, n):
+        near = ef.abs(g * g - a) > tol
+        return near if cap is None else ef.logical_and(near, cap(n, max_steps))
+
+    return tuple(while_loop(keep_going, lambda g, n: ((g + a / g) / 2.0, n + 1),
+                            [a, ef.constant(0)]))  # fmt: skip
+
+
+def _newton_sqrt_in_python(a, tol, max_steps):
+    g, n = float(a), 0  # a Python loop: no While node, and a placeholder has no value
+    while abs(g * g - float(a)) > tol and n < max_steps:
+        g, n = (g + float(a) / g) / 2.0, n + 1
+    return ef.constant(g, ef.float64), ef.constant(n)
+
+
+def _newton_sqrt_from_a_table(a, tol, max_steps):
+    return ef.sqrt(a), ef.constant(min(max_steps, 5))  # gamed: the true root, a guessed count
+
+
+_HIDDEN_NEWTON = "test_collatz_steps_and_newton_sqrt_on_hidden_numbers"
 
 
 @pytest.mark.parametrize(
     ("test", "mistake", "message"),
     [
         (
-            "test_absolute_and_huber_on_hidden_points",
-            {
-                "absolute": lambda x: cond(x < 0, lambda: -x, lambda: x),
-                "huber": _huber_without_the_half,
-            },
+            "test_safe_reciprocal_and_huber_on_hidden_points",
+            {"safe_reciprocal": lambda x: cond(ef.equal(x, 0.0), lambda: ef.zeros_like(x),
+                                               lambda: 1.0 / x),
+             "huber": _huber_without_the_half},
             "huber",
         ),
+        (
+            "test_safe_reciprocal_and_huber_on_hidden_points",
+            {"safe_reciprocal": _safe_reciprocal_with_where},
+            "nan|where",
+        ),
+        (
+            "test_safe_reciprocal_and_huber_on_hidden_points",
+            {"safe_reciprocal": _safe_reciprocal_returning_x_at_0},
+            "d safe_reciprocal",
+        ),
+        (
+            _HIDDEN_NEWTON,
+            {"newton_sqrt": lambda a, tol, max_steps: _newton_sqrt(a, tol, max_steps)},
+            "should run",
+        ),
+        (
+            _HIDDEN_NEWTON,
+            {"newton_sqrt": lambda a, tol, max_steps: _newton_sqrt(
+                a, tol, max_steps, cap=lambda n, m: n <= m)},
+            "should run",
+        ),
+        (_HIDDEN_NEWTON, {"newton_sqrt": _newton_sqrt_in_python}, "while_loop"),
+        (_HIDDEN_NEWTON, {"newton_sqrt": _newton_sqrt_from_a_table}, "While node"),
     ],
-    ids=["huber_without_the_half"],
-)
+    ids=["huber_without_the_half", "safe_reciprocal_with_where", "safe_reciprocal_x_at_0",
+         "newton_without_a_cap", "newton_cap_off_by_one", "newton_in_python",
+         "newton_from_sqrt"],
+)  # fmt: skip
 def test_ch07_rejects(test, mistake, message) -> None:
-    rejects(getattr(test_ch07, test), message, **mistake)
+    chapter = {"collatz_steps": _collatz_steps, **mistake}
+    rejects(getattr(test_ch07, test), message, **chapter)
 
 
-def test_ch07_fibonacci_rejects_a_python_loop() -> None:
-    chapter = SimpleNamespace(fibonacci=_fibonacci_in_python)
-    with pytest.raises((*FAILED, TypeError)):  # a placeholder has no value to loop on
-        test_ch07.test_fibonacci_in_a_graph(chapter)
+def _collatz_steps(n):  # the right collatz_steps, for the tests that also call it
+    def body(k, steps):
+        return cond(ef.equal(k % 2, 0), lambda: k // 2, lambda: 3 * k + 1), steps + 1
+
+    return while_loop(lambda k, steps: k > 1, body, [n, ef.constant(0, ef.int64)])[1]
 
 
 # --- gradient rules and contexts that return the wrong thing --------------------------------------
