@@ -1436,11 +1436,11 @@ def _unbroadcast_without_keepdims(grad, shape):
     return ef.reduce_sum(grad, axis=axes) if axes else grad  # the size-1 axes are dropped
 
 
-_VISIBLE = {(3, 1): [[6.0, 22.0, 38.0]], (4,): [60.0, 66.0, 72.0, 78.0]}
+_VISIBLE_UNBROADCASTS = {(3, 1): [[6.0, 22.0, 38.0]], (4,): [60.0, 66.0, 72.0, 78.0]}
 
 
 def _unbroadcast_from_a_table(grad, shape):
-    return ef.constant(np.broadcast_to(_VISIBLE.get(shape, 0.0), shape))  # gamed
+    return ef.constant(np.broadcast_to(_VISIBLE_UNBROADCASTS.get(shape, 0.0), shape))  # gamed
 
 
 @pytest.mark.parametrize(
