@@ -27,7 +27,7 @@ from eagerflow.autodiff import GradientTape, OpRecord, register_gradient
 from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import FLOATS
-from eagerflow.tensor.execution import execute
+from eagerflow.tensor.execution import execute, recording
 from eagerflow.tensor.registry import OPS, register_op
 from eagerflow.tensor.rules import same_dtype, same_shape_rule
 
@@ -304,5 +304,43 @@ def mul_gradient(op: OpRecord, grad: Tensor) -> tuple[Tensor, Tensor]:
     Hint 2:
         ``dx`` is ``unbroadcast(grad * y, x.shape)``; ``dy`` is the same with the roles
         swapped.
+    """
+    raise NotImplementedError
+
+
+def jvp(f: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """★★★ Stretch: forward mode. ``f(x)`` and its directional derivative ``J·v``, in one run.
+
+    A tape goes backwards, from the output; forward mode carries, next to every value, its
+    *tangent*: how it changes when ``x`` moves along ``v``. ``x``'s tangent is ``v``; an
+    op's output tangent follows from its inputs' (for ``a * b``: ``ta·b + a·tb``); the
+    tangent of ``f(x)`` is ``J·v``, the Jacobian times ``v``, with no Jacobian built.
+
+    Open-ended: design it as you like. One way is a recorder on the seam (``recording``,
+    chapter 2) that computes each output's tangent as the op runs, from JVP rules you write
+    for ``AddV2``, ``Sub``, ``Mul``, ``RealDiv``, ``Neg``, ``Square``, ``Exp``, ``Log`` and
+    ``Tanh`` (the tests use only these, on vectors and scalar constants). Run ``f`` once;
+    no ``GradientTape`` (the tests check both).
+
+    Args:
+        f: A function of a float64 vector, written with the ops above.
+        x: Where to differentiate, shape (n,).
+        v: The direction, shape (n,).
+
+    Returns:
+        ``(y, dy)``: ``f(x)`` and ``J·v``, of the same shape.
+
+    Hint 1:
+        The tangents can live in a dictionary keyed by tensor (tensors hash by identity):
+        ``{x: v}`` to start; a tensor that is not in it has tangent 0.
+
+    Hint 2:
+        A rule's own ops (``ta * b``, ...) go through the seam too, and your recorder hears
+        them while it is computing: ignore the ops it runs itself (a flag), or it recurses.
+
+    Hint 3:
+        A rule per op name, from the inputs, their tangents (zeros for the missing ones) and
+        the output: ``Mul``: ``ta * b + a * tb``; ``RealDiv``: ``(ta - out * tb) / b``;
+        ``Tanh``: ``ta * (1 - out * out)``; ``Exp``: ``ta * out``; ``Log``: ``ta / a``.
     """
     raise NotImplementedError

@@ -297,9 +297,9 @@ class RuleCalls:
             monkeypatch.setitem(GRADIENTS, name, counted)
 
 
-def refuse_tapes(monkeypatch):
+def refuse_tapes(monkeypatch, who="MiniTape.gradient", instead="walk the records yourself"):
     def refuse(*args, **kwargs):
-        raise AssertionError("MiniTape.gradient used eagerflow's tape: walk the records yourself")
+        raise AssertionError(f"{who} used eagerflow's tape: {instead}")
 
     monkeypatch.setattr(GradientTape, "gradient", refuse)
     monkeypatch.setattr(tape_module, "backprop", refuse)
@@ -510,3 +510,61 @@ def test_mul_gradient_has_a_second_derivative(chapter, monkeypatch):
 def numpy_unbroadcast_tensor(grad, shape):
     """``numpy_unbroadcast`` of a tensor, as a tensor (for the planted mistakes)."""
     return ef.constant(numpy_unbroadcast(grad.numpy(), shape), grad.dtype)
+
+
+# --- jvp (stretch) --------------------------------------------------------------------------------
+JVP_UNARY = [ef.tanh, ef.exp, ef.square, lambda t: -t, lambda t: ef.log(1.0 + t * t)]
+JVP_BINARY = [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - b,
+              lambda a, b: a / (2.0 + b * b)]  # fmt: skip
+
+
+def jvp_program(rng):
+    """A random program of the ops the exercise names, with fan-out and constants."""
+    steps = []
+    for i in range(int(rng.integers(4, 10))):
+        if rng.random() < 0.4:
+            steps.append((JVP_UNARY[rng.integers(len(JVP_UNARY))], (int(rng.integers(0, i + 1)),)))
+        else:
+            picks = (int(rng.integers(0, i + 1)), int(rng.integers(0, i + 1)))
+            steps.append((JVP_BINARY[rng.integers(len(JVP_BINARY))], picks))
+    scale = float(rng.uniform(0.5, 2.0))
+
+    def program(t):
+        values = [t]
+        for fn, picks in steps:
+            values.append(ef.tanh(fn(*(values[p] for p in picks))))  # tanh keeps values small
+        return values[-1] * scale + values[len(values) // 2]
+
+    return program
+
+
+def test_jvp_stretch_matches_the_jacobian_on_hidden_programs(chapter, monkeypatch):
+    rng = np.random.default_rng(393)
+    for i in range(6):
+        program = jvp_program(rng)
+        x = ef.constant(rng.uniform(-1, 1, 3))
+        v = ef.constant(rng.uniform(-1, 1, 3))
+        with GradientTape() as tape:
+            tape.watch(x)
+            y = program(x)
+        expected = tape.jacobian(y, x).numpy() @ v.numpy()
+        calls = []
+
+        def f(t, program=program, calls=calls):
+            calls.append(t)
+            return program(t)
+
+        with monkeypatch.context() as patch:
+            refuse_tapes(patch, "jvp", "carry tangents forward instead")
+            patch.setattr(GradientTape, "jacobian", GradientTape.gradient)  # refused too
+            got = chapter.jvp(f, x, v)
+        assert isinstance(got, tuple) and len(got) == 2, f"expected (y, dy), got {got!r}"
+        assert len(calls) == 1, (
+            f"jvp called f {len(calls)} times: run it once and carry the tangents along "
+            "(finite differences are not forward mode)"
+        )
+        np.testing.assert_allclose(got[0].numpy(), y.numpy(), rtol=1e-12, err_msg="y = f(x)")
+        np.testing.assert_allclose(
+            got[1].numpy(), expected, rtol=1e-9, atol=1e-12,
+            err_msg=f"hidden program {i}: J·v, the Jacobian times v",
+        )  # fmt: skip

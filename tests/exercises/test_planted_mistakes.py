@@ -1663,3 +1663,66 @@ def _mini_function_eagerly(fn):
 def test_ch08_mini_function_rejects(mistake, message, monkeypatch) -> None:
     rejects(test_ch08.test_mini_function_on_hidden_call_sequences, message, monkeypatch,
             mini_function=mistake)  # fmt: skip
+
+
+# --- chapter 3: forward mode (stretch) ------------------------------------------------------------
+def _jvp_by_differences(f, x, v, h=1e-6):
+    y = f(x)
+    return y, (f(x + h * v) - f(x - h * v)) / (2 * h)  # f three times, no tangents
+
+
+def _jvp_from_the_tape(f, x, v):
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return y, ef.matmul(tape.jacobian(y, x), ef.reshape(v, (-1, 1)))[:, 0]  # reverse mode
+
+
+def _jvp_zeros(f, x, v):
+    y = f(x)
+    return y, ef.zeros_like(y)  # gamed: the shape is right
+
+
+def _jvp_forgetting_a_product_term(f, x, v):
+    tangents = {x: v}
+    busy = []
+
+    class Forward:
+        def record(self, op, inputs, attrs, outputs):
+            if busy or not any(t in tangents for t in inputs):
+                return
+            busy.append(1)
+            ts = [tangents[t] if t in tangents else ef.zeros_like(t) for t in inputs]
+            a, out, ta = inputs[0], outputs[0], ts[0]
+            rules = {
+                "AddV2": lambda: ta + ts[1],
+                "Sub": lambda: ta - ts[1],
+                "Mul": lambda: ta * inputs[1],  # the a·tb term is missing
+                "RealDiv": lambda: (ta - out * ts[1]) / inputs[1],
+                "Neg": lambda: -ta,
+                "Square": lambda: 2.0 * a * ta,
+                "Exp": lambda: ta * out,
+                "Log": lambda: ta / a,
+                "Tanh": lambda: ta * (1.0 - out * out),
+            }
+            tangents[out] = rules[op.name]()
+            busy.pop()
+
+    with test_ch02.recording(Forward()):
+        y = f(x)
+    return y, tangents.get(y, ef.zeros_like(y))
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_jvp_by_differences, "called f 3 times"),
+        (_jvp_from_the_tape, "eagerflow's tape"),
+        (_jvp_zeros, "J·v"),
+        (_jvp_forgetting_a_product_term, "J·v"),
+    ],
+    ids=["finite_differences", "reverse_mode_tape", "zeros", "mul_without_a_term"],
+)  # fmt: skip
+def test_ch03_jvp_rejects(mistake, message, monkeypatch) -> None:
+    test = test_ch03.test_jvp_stretch_matches_the_jacobian_on_hidden_programs
+    rejects(test, message, monkeypatch, jvp=mistake)
