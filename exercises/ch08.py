@@ -392,3 +392,39 @@ def convert_ifs(f: Callable[..., Any]) -> Callable[..., Any]:
     namespace = {**f.__globals__, "ag_if": ag_if}
     exec(compile(tree, inspect.getsourcefile(f) or "<converted>", "exec"), namespace)
     return namespace[f.__name__]  # type: ignore[no-any-return]
+
+
+def relaxing_function(fn: Callable[..., Any]) -> Callable[..., Tensor]:
+    """★★★ Stretch: a ``mini_function`` that stops retracing for every new length.
+
+    ``mini_function`` traces again for each new shape: a loop over sentences of 40
+    different lengths traces 40 graphs. TensorFlow's ``reduce_retracing=True`` relaxes
+    instead: a second shape for the same argument gives a trace whose placeholder has
+    ``None`` where the shapes differ, and that graph serves every later shape it fits.
+
+    Write it with these rules (the tests predict trace counts from them):
+
+    - calls whose tensors have the same dtypes and ranks, and the same other arguments,
+      share one entry: ``("tensor", dtype, rank)`` in the key instead of the shape;
+    - an entry's first trace uses the exact shapes;
+    - a call whose shapes do not fit the entry's trace (a known dimension differs) traces
+      again, replacing it, with each dimension that differs (or was already None) set to
+      None. A later call that fits reuses that graph.
+
+    So shapes (2,), (2,), (3,), (5,) trace twice: for (2,), then for (None,).
+
+    Args:
+        fn: A function of tensors and Python values, written with eagerflow ops.
+
+    Returns:
+        The traced version of ``fn``, which returns an eager tensor like ``mini_function``.
+
+    Hint 1:
+        Start from your ``mini_function``: only the key, and the test for "does this trace
+        fit", change. Keep each entry's placeholder shapes with its graph.
+
+    Hint 2:
+        A shape fits a placeholder's when every dimension is equal or the placeholder's is
+        None; the relaxed shape keeps a dimension only where the two agree.
+    """
+    raise NotImplementedError

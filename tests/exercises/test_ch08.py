@@ -587,3 +587,73 @@ def test_if_to_ag_if_still_runs_eagerly(chapter, fn, extra, xs, ifs):
         log: list[str] = []
         run(new, ef.constant(1.0), True, log)
         assert log == ["called"], f"the if with a call in it must still run:\n{source}"
+
+
+# --- relaxing_function (stretch) ------------------------------------------------------------------
+def predicted_traces(calls):
+    """The placeholder shapes of each trace the exercise's rules make, in order."""
+    entries, traces = {}, []
+    for args in calls:
+        tensors = [ef.convert_to_tensor(a) for a in args if isinstance(a, ef.Tensor | np.ndarray)]
+        key = tuple(
+            ("tensor", ef.convert_to_tensor(a).dtype, np.ndim(a))
+            if isinstance(a, ef.Tensor | np.ndarray) else ("value", type(a), a)
+            for a in args
+        )  # fmt: skip
+        shapes = [tuple(t.shape) for t in tensors]
+        old = entries.get(key)
+        if old is not None:
+            pairs = [(o, s) for po, ps in zip(old, shapes, strict=True)
+                     for o, s in zip(po, ps, strict=True)]  # fmt: skip
+            fits = all(o is None or o == s for o, s in pairs)
+            if fits:
+                continue
+            shapes = [tuple(o if o == s else None for o, s in zip(po, ps, strict=True))
+                      for po, ps in zip(old, shapes, strict=True)]  # fmt: skip
+        entries[key] = shapes
+        traces.append(shapes)
+    return traces
+
+
+def check_relaxing(chapter, monkeypatch, fn, calls, what):
+    traced = Traced(fn)
+    mine = chapter.relaxing_function(traced)
+    runs = SessionRuns(monkeypatch)
+    for i, args in enumerate(calls):
+        got = mine(*args)
+        expected = fn(*(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args))
+        np.testing.assert_allclose(
+            np.asarray(got), expected.numpy(), rtol=1e-6,
+            err_msg=f"{what}, call {i}: the value differs from fn's",
+        )  # fmt: skip
+    assert runs.count == len(calls), f"{what}: run a Session on every call"
+    expected = predicted_traces(calls)
+    got = [[tuple(t.shape) for t in args if isinstance(t, SymbolicTensor)] for args in traced.calls]
+    assert got == expected, (
+        f"{what}: expected {len(expected)} traces with placeholder shapes {expected}, "
+        f"got {len(got)}: {got}"
+    )
+
+
+def test_relaxing_function_stretch_relaxes_a_changing_length(chapter, monkeypatch):
+    calls = [(ef.constant(np.ones(n)), 2.0) for n in (2, 2, 3, 5, 2)]
+    calls.append((ef.constant(np.ones(4)), 3.0))  # a new Python value: its own entry
+    check_relaxing(chapter, monkeypatch, lambda x, k: ef.reduce_sum(x) * k, calls, "lengths")
+
+
+def test_relaxing_function_stretch_on_hidden_call_sequences(chapter, monkeypatch):
+    rng = np.random.default_rng(818)
+    for round_ in range(3):
+        calls = []
+        for _ in range(int(rng.integers(8, 14))):
+            rows = int(rng.integers(1, 4))
+            cols = [3, int(rng.integers(2, 5))][round_ % 2]
+            x = rng.uniform(-1, 1, (rows, cols)).astype([np.float32, np.float64][rng.integers(2)])
+            calls.append(
+                (x if rng.random() < 0.3 else ef.constant(x), ["sum", "max"][rng.integers(2)])
+            )
+
+        def fn(x, how):
+            return ef.reduce_sum(x * x, axis=1) if how == "sum" else ef.reduce_max(x, axis=1)
+
+        check_relaxing(chapter, monkeypatch, fn, calls, f"hidden sequence {round_}")

@@ -1726,3 +1726,54 @@ def _jvp_forgetting_a_product_term(f, x, v):
 def test_ch03_jvp_rejects(mistake, message, monkeypatch) -> None:
     test = test_ch03.test_jvp_stretch_matches_the_jacobian_on_hidden_programs
     rejects(test, message, monkeypatch, jvp=mistake)
+
+
+# --- chapter 8: relaxed shapes (stretch) ----------------------------------------------------------
+def _relaxing(fn, first=None, relax=None, exact_key=False):
+    """A relaxing_function whose first trace's shapes are ``first(shape)`` and whose relaxed
+    shapes are ``relax(old, new)``; with ``exact_key`` it never relaxes (mini_function)."""
+    cache = {}
+
+    def call(*args):
+        args = tuple(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        tensors = [a for a in args if isinstance(a, ef.Tensor)]
+        key = tuple(
+            ("tensor", a.dtype, tuple(a.shape) if exact_key else a.ndim)
+            if isinstance(a, ef.Tensor) else ("value", type(a), a)
+            for a in args
+        )  # fmt: skip
+        shapes = [(first or tuple)(t.shape) for t in tensors]
+        entry = cache.get(key)
+        if entry is not None:
+            old = [tuple(p.shape) for p in entry[1]]
+            new = [tuple(t.shape) for t in tensors]
+            if any(o is not None and o != s for po, ps in zip(old, new, strict=True)
+                   for o, s in zip(po, ps, strict=True)):  # fmt: skip
+                shapes = [relax(po, ps) for po, ps in zip(old, new, strict=True)]
+                entry = None
+        if entry is None:
+            graph = Graph()
+            with graph.as_default():
+                holders = [placeholder(t.dtype, s) for t, s in zip(tensors, shapes, strict=True)]
+                fed = iter(holders)
+                result = fn(*(next(fed) if isinstance(a, ef.Tensor) else a for a in args))
+            entry = cache[key] = (graph, holders, result)
+        graph, holders, result = entry
+        feeds = {h: np.asarray(t) for h, t in zip(holders, tensors, strict=True)}
+        return ef.constant(test_ch08.Session(graph).run(result, feeds))
+
+    return call
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [
+        lambda fn: _relaxing(fn, exact_key=True),
+        lambda fn: _relaxing(fn, first=lambda s: (None,) * len(s)),
+        lambda fn: _relaxing(fn, relax=lambda old, new: (None,) * len(new)),
+    ],
+    ids=["a_trace_per_shape", "unknown_from_the_start", "every_dimension_relaxed"],
+)
+def test_ch08_relaxing_function_rejects(mistake, monkeypatch) -> None:
+    test = test_ch08.test_relaxing_function_stretch_on_hidden_call_sequences
+    rejects(test, "traces with placeholder shapes", monkeypatch, relaxing_function=mistake)
