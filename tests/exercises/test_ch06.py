@@ -355,3 +355,37 @@ def test_mini_graph_on_hidden_programs(chapter, monkeypatch):
             np.asarray(got), program(*(ef.constant(v) for v in other)).numpy(),
             rtol=1e-5, atol=1e-6, err_msg=f"hidden program {i}, fed other values",
         )  # fmt: skip
+
+
+# --- mini_gradients (stretch) ---------------------------------------------------------------------
+def test_mini_gradients_stretch_on_hidden_programs(chapter, monkeypatch):
+    rng = np.random.default_rng(616)
+    for i in range(6):
+        program, values = hidden_program(rng)
+        tensors = [ef.constant(v) for v in values]
+        with GradientTape() as tape:
+            tape.watch(tensors[0])
+            y = program(*tensors)
+        expected = tape.gradient(y, tensors[0]).numpy()
+        g, xs, y_symbol, _ = build_mini(chapter, program, [(t.shape, t.dtype) for t in tensors])
+        before = len(g.nodes)
+        with monkeypatch.context() as patch:
+            kernels = Kernels(patch)
+
+            def refuse(*args, **kwargs):
+                raise AssertionError("mini_gradients used a GradientTape: build nodes instead")
+
+            patch.setattr(GradientTape, "gradient", refuse)
+            dx = chapter.mini_gradients(g, y_symbol, xs[0])
+            assert kernels.total() == 0, (
+                f"hidden program {i}: mini_gradients ran kernels {dict(kernels.calls)}: call "
+                "the rules with the MiniGraph as the context, so that they add nodes"
+            )
+        assert dx is not None and not isinstance(dx, SymbolicTensor) and len(g.nodes) > before, (
+            f"hidden program {i}: expected the symbol of a new node of the MiniGraph, got {dx!r}"
+        )
+        got = chapter.run_mini(dx, {x: t.numpy() for x, t in zip(xs, tensors, strict=True)})
+        np.testing.assert_allclose(
+            np.asarray(got), expected, rtol=1e-5, atol=1e-6,
+            err_msg=f"hidden program {i}: the gradient of sum(y) by x, run with run_mini",
+        )  # fmt: skip

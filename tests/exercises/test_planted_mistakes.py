@@ -1777,3 +1777,40 @@ def _relaxing(fn, first=None, relax=None, exact_key=False):
 def test_ch08_relaxing_function_rejects(mistake, monkeypatch) -> None:
     test = test_ch08.test_relaxing_function_stretch_on_hidden_call_sequences
     rejects(test, "traces with placeholder shapes", monkeypatch, relaxing_function=mistake)
+
+
+# --- chapter 6: gradients in a MiniGraph (stretch) ------------------------------------------------
+def _mini_gradients(graph, y, x, accumulate=True, order=reversed):
+    grads = {}
+    with ef.execution.context(graph):
+        grads[y] = ef.ones_like(y)
+        for node in order(list(graph.nodes)):
+            grad = grads.get(node.outputs[0]) if node.inputs else None
+            rule = GRADIENTS.get(node.op.name) if node.op is not None else None
+            if grad is None or rule is None:
+                continue
+            record = OpRecord(node.op, node.inputs, node.attrs, node.outputs)
+            for t, g in zip(node.inputs, rule(record, grad), strict=True):
+                if g is not None:
+                    grads[t] = grads[t] + g if accumulate and t in grads else g
+    return grads.get(x)
+
+
+def _mini_gradients_of_ones(graph, y, x):
+    with ef.execution.context(graph):
+        return ef.ones_like(x) * 0.5  # gamed: a node of the right shape
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [
+        lambda g, y, x: _mini_gradients(g, y, x, accumulate=False),
+        lambda g, y, x: _mini_gradients(g, y, x, order=list),
+        _mini_gradients_of_ones,
+    ],
+    ids=["overwriting", "nodes_in_build_order", "ones"],
+)
+def test_ch06_mini_gradients_rejects(mistake, monkeypatch) -> None:
+    chapter = {"MiniGraph": _MiniGraph, "run_mini": _run_mini, "mini_gradients": mistake}
+    test = test_ch06.test_mini_gradients_stretch_on_hidden_programs
+    rejects(test, "hidden program|the symbol of a new node", monkeypatch, **chapter)
