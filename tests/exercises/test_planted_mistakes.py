@@ -1814,3 +1814,54 @@ def test_ch06_mini_gradients_rejects(mistake, monkeypatch) -> None:
     chapter = {"MiniGraph": _MiniGraph, "run_mini": _run_mini, "mini_gradients": mistake}
     test = test_ch06.test_mini_gradients_stretch_on_hidden_programs
     rejects(test, "hidden program|the symbol of a new node", monkeypatch, **chapter)
+
+
+# --- chapter 4: Adam (stretch) --------------------------------------------------------------------
+class _Adam:
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-7):
+        self.lr, self.b1, self.b2, self.eps = learning_rate, beta1, beta2, epsilon
+        self.slots, self.t = {}, 0
+
+    def state(self):
+        return self.slots
+
+    def apply(self, variables, grads):
+        self.t += 1
+        for w, g in zip(variables, grads, strict=True):
+            state = self.state()
+            if id(w) not in state:
+                state[id(w)] = (Variable(ef.zeros(w.shape, w.dtype)),
+                                Variable(ef.zeros(w.shape, w.dtype)))  # fmt: skip
+            m, v = state[id(w)]
+            m.assign(self.b1 * m + (1 - self.b1) * g)
+            v.assign(self.b2 * v + (1 - self.b2) * g * g)
+            w.assign_sub(self.update(m, v))
+
+    def update(self, m, v):
+        m_hat, v_hat = m / (1 - self.b1**self.t), v / (1 - self.b2**self.t)
+        return self.lr * m_hat / (ef.sqrt(v_hat) + self.eps)
+
+
+class _AdamWithoutBiasCorrection(_Adam):
+    def update(self, m, v):
+        return self.lr * m / (ef.sqrt(v) + self.eps)
+
+
+class _AdamWithEpsilonUnderTheRoot(_Adam):
+    def update(self, m, v):
+        m_hat, v_hat = m / (1 - self.b1**self.t), v / (1 - self.b2**self.t)
+        return self.lr * m_hat / ef.sqrt(v_hat + self.eps)
+
+
+class _AdamAsSgd(_Adam):
+    def update(self, m, v):
+        return self.lr * m  # gamed: a step in the right direction
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [_AdamWithoutBiasCorrection, _AdamWithEpsilonUnderTheRoot, _AdamAsSgd],
+    ids=["without_bias_correction", "epsilon_under_the_root", "momentum_only"],
+)
+def test_ch04_adam_rejects(mistake) -> None:
+    rejects(test_ch04.test_adam_stretch_on_hidden_gradients, "after step", Adam=mistake)
