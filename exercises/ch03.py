@@ -3,7 +3,8 @@
 Automatic differentiation with a tape: a gradient rule for a new op, a second derivative
 from nested tapes, a Jacobian built row by row with a persistent tape, the numerical gradient
 that `check_gradients` compares tapes against; then the machinery itself: a MiniTape's
-backward walk in topological order, and the gradients of broadcasting ``+`` and ``*``.
+backward walk in topological order, the gradients of broadcasting ``+`` and ``*``, and
+(a stretch) forward mode.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch03`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer

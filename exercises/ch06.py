@@ -3,7 +3,7 @@
 One op, two modes: a loss written once that runs eagerly and builds a graph, symbolic
 gradients (and gradients of gradients) with ``gradients()``, an execution context of
 your own plugged into the seam, and a tiny graph mode: a context that builds nodes from
-the ops' shape and dtype rules, and a function that runs them.
+the ops' shape and dtype rules, a function that runs them, and (a stretch) its gradients.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch06`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer

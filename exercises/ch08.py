@@ -4,7 +4,8 @@ From eager to graph: the signature that decides when ``@function`` traces again,
 ``@function`` of your own built on it (a trace cache, a Graph, a Session), a training step
 traced once, two of the Session's graph optimizations written by hand
 (constant folding and common-subexpression elimination), and what AutoGraph does to an
-``if`` on a tensor: once by hand with ``cond``, once as a small ``ast.NodeTransformer``.
+``if`` on a tensor: once by hand with ``cond``, once as a small ``ast.NodeTransformer``;
+and (a stretch) a ``@function`` that relaxes shapes instead of tracing each one.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch08`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
