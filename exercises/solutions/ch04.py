@@ -1,7 +1,8 @@
 """Chapter 4 exercises — run `.venv/bin/pytest -m ch04`.
 
 Variables and training by hand: one gradient-descent step with ``assign_sub``, what a
-read-before-assign means, momentum kept in variables of its own, a whole training loop, and (a stretch) Adam.
+read-before-assign means, momentum kept in variables of its own, a whole training loop,
+and (a stretch) Adam.
 
 Reference solutions: the same functions as `exercises/ch04.py`, solved.
 """
