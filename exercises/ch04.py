@@ -1,7 +1,8 @@
 """Chapter 4 exercises — run `.venv/bin/pytest -m ch04`.
 
 Variables and training by hand: one gradient-descent step with ``assign_sub``, what a
-read-before-assign means, momentum kept in variables of its own, and a whole training loop.
+read-before-assign means, momentum kept in variables of its own, a whole training loop,
+and (a stretch) Adam.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch04`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -139,3 +140,51 @@ def fit_quadratic(
         return ``float`` of each.
     """
     raise NotImplementedError
+
+
+class Adam:
+    """★★★ Stretch: the Adam optimizer, its state kept in variables of its own.
+
+    Adam keeps, per variable ``w``, a running mean ``m`` of the gradients and one ``v`` of
+    their squares, and counts its steps ``t`` (from 1). For a gradient ``g``:
+
+        m ← β₁·m + (1 − β₁)·g;   v ← β₂·v + (1 − β₂)·g²
+        m̂ = m / (1 − β₁ᵗ);       v̂ = v / (1 − β₂ᵗ)
+        w ← w − learning_rate · m̂ / (√v̂ + ε)
+
+    Open-ended: keep the state as you like (``m`` and ``v`` in variables made on the first
+    step, as momentum's velocities were, is the chapter's way). The tests call ``apply`` on
+    hidden gradients, with two optimizers at once, and compare every variable after every
+    step with the formulas above.
+    """
+
+    def __init__(
+        self,
+        learning_rate: float = 0.001,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-7,
+    ) -> None:
+        """Keep the hyperparameters; no state until the first step."""
+        self.learning_rate, self.beta1, self.beta2 = learning_rate, beta1, beta2
+        self.epsilon = epsilon
+        self.slots: dict[Variable, tuple[Variable, Variable]] = {}  # yours to use, or not
+        self.steps = 0
+
+    def apply(self, variables: Sequence[Variable], grads: Sequence[Tensor]) -> None:
+        """One Adam step for each variable and its gradient, in place.
+
+        Args:
+            variables: The variables to update (the same ones at every step).
+            grads: One gradient per variable.
+
+        Hint 1:
+            ``m`` and ``v`` are made once per variable (zeros of its shape and dtype) and
+            updated in place at every step, as ``momentum_step``'s velocities were. ``t``
+            counts the calls of ``apply``.
+
+        Hint 2:
+            ``v.assign(beta2 * v + (1 - beta2) * g * g)``; the bias corrections are plain
+            Python numbers, ``1 - beta1 ** t``; ``ef.sqrt`` for the root.
+        """
+        raise NotImplementedError

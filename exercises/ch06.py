@@ -1,8 +1,9 @@
 """Chapter 6 exercises — run `.venv/bin/pytest -m ch06`.
 
 One op, two modes: a loss written once that runs eagerly and builds a graph, symbolic
-gradients (and gradients of gradients) with ``gradients()``, and an execution context of
-your own plugged into the seam.
+gradients (and gradients of gradients) with ``gradients()``, an execution context of
+your own plugged into the seam, and a tiny graph mode: a context that builds nodes from
+the ops' shape and dtype rules, a function that runs them, and (a stretch) its gradients.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch06`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -17,13 +18,17 @@ hints: read Hint 1 first, and the next only if you need it; the last is nearly t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 import eagerflow.tensor as ef
+from eagerflow.autodiff import OpRecord
+from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.graph import Graph, SymbolicTensor, gradients, placeholder
-from eagerflow.tensor import Tensor
+from eagerflow.tensor import Tensor, execution
+from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.registry import Attrs, OpDef
 
 
@@ -185,3 +190,176 @@ class LoggingContext:
             ``tuple(Tensor(a, d) for a, d in zip(arrays, dtypes))``.
         """
         raise NotImplementedError
+
+
+# --- given: the pieces of a tiny graph ------------------------------------------------------------
+@dataclass(eq=False)
+class Node:
+    """One node of a ``MiniGraph``: an op applied to inputs, or a placeholder (``op`` None).
+
+    ``inputs`` are the tensors it reads: symbols of earlier nodes, or eager tensors (a
+    constant such as the ``1.0`` of ``x + 1.0``).
+    """
+
+    op: OpDef | None
+    inputs: tuple[Tensor, ...]
+    attrs: Attrs
+    outputs: tuple[Symbol, ...] = ()
+
+
+class Symbol(Tensor):
+    """An output of a ``Node``: a static shape and dtype, and no value (like SymbolicTensor).
+
+    It is a ``Tensor``, so ``a + b`` and ``ef.matmul(a, b)`` accept it and send it to the
+    seam, which hands it to the current context.
+    """
+
+    __slots__ = ("_shape", "index", "node")
+
+    def __init__(self, node: Node, index: int, shape: tuple[int, ...], dtype: DType) -> None:
+        """Output ``index`` of ``node``, of this ``shape`` and ``dtype``."""
+        super().__init__(None, dtype)  # type: ignore[arg-type]  # no value: that is the point
+        self.node = node
+        self.index = index
+        self._shape = tuple(shape)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The static shape."""
+        return self._shape
+
+    def __repr__(self) -> str:
+        return f"<Symbol shape={self._shape} dtype={self.dtype.name}>"
+
+
+class MiniGraph:
+    """★★★ A context that builds a graph: ``run_op`` makes a node, and no kernel runs.
+
+    A ``Graph`` is a context like ``LoggingContext``, whose ``run_op`` does not compute: it
+    adds a node and returns outputs that have a shape and a dtype but no value. Write that
+    ``run_op`` for this tiny graph of ``Node``s and ``Symbol``s:
+
+        g = MiniGraph()
+        x = g.placeholder((2, 3), ef.float32)
+        with execution.context(g):
+            y = ef.reduce_sum(ef.tanh(x) * 2.0, axis=1)
+        y  # <Symbol shape=(2,) dtype=float32>; len(g.nodes) == 4
+
+    The shape and dtype of the outputs come from the op's static rules, the same ones
+    chapter 1's ``infer_output`` asked: a mismatch (a ``matmul`` of (2, 3) by (2, 3)) is
+    an error while building, before anything runs. ``run_mini`` (next) computes the values.
+
+    Attributes:
+        nodes: The nodes, in the order they were made.
+    """
+
+    assign_returns_variable = False  # (part of the Context protocol; no variables here)
+
+    def __init__(self) -> None:
+        """An empty graph."""
+        self.nodes: list[Node] = []
+
+    def create_variable(self, variable: Any) -> Any:
+        """No variables in a MiniGraph."""
+        raise TypeError("a MiniGraph has no variables")
+
+    def placeholder(self, shape: tuple[int, ...], dtype: DType) -> Symbol:
+        """A node with no op: its one output is fed a value by ``run_mini``."""
+        node = Node(None, (), {})
+        node.outputs = (Symbol(node, 0, shape, dtype),)
+        self.nodes.append(node)
+        return node.outputs[0]
+
+    def run_op(
+        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
+    ) -> tuple[Symbol, ...]:
+        """Add a ``Node`` for ``op`` and return its outputs, as ``Symbol``s; run no kernel.
+
+        Args:
+            op: The op's registry row: ``op.shape_rule``, ``op.dtype_rule``.
+            inputs: Symbols of this graph, or eager tensors.
+            attrs: The op's attributes (keep them on the node: the kernel needs them).
+            name: A node name; this graph does not use names.
+
+        Returns:
+            A tuple of ``Symbol``s, one per output of the op.
+
+        Hint 1:
+            Each rule takes a list with one entry per input (shapes, or dtypes) and the
+            attributes, and returns a list with one entry per output.
+
+        Hint 2:
+            Make the ``Node`` first, then its outputs (each symbol points back to its node
+            and knows its index), set ``node.outputs`` and append the node to ``self.nodes``.
+
+        Hint 3:
+            ``shapes = op.shape_rule([t.shape for t in inputs], attrs)``, ``dtypes`` the
+            same with ``op.dtype_rule`` and ``t.dtype``; ``node = Node(op, tuple(inputs),
+            attrs)``; ``node.outputs = tuple(Symbol(node, i, s, d) for i, (s, d) in
+            enumerate(zip(shapes, dtypes)))``.
+        """
+        raise NotImplementedError
+
+
+def run_mini(fetch: Tensor, feeds: dict[Symbol, Any]) -> np.ndarray:
+    """★★ The value of ``fetch``, a symbol of a ``MiniGraph``: a Session in a few lines.
+
+    Work back from ``fetch``: a placeholder's symbol takes its value from ``feeds``, an
+    eager tensor is its own value, and any other symbol is an output of its node's kernel,
+    run on the values of the node's inputs. Run each node's kernel at most once per call,
+    even when several nodes read its outputs (the tests count).
+
+    Args:
+        fetch: A ``Symbol`` (or an eager tensor).
+        feeds: A value (a NumPy array or number) for each placeholder the fetch needs.
+
+    Returns:
+        The value, as a NumPy array.
+
+    Hint 1:
+        A recursive function ``value(t)`` and a dictionary of the nodes already computed.
+
+    Hint 2:
+        ``op.kernel(*arrays, **attrs)`` returns one array, or a tuple of arrays when
+        ``op.multi_output``; ``symbol.index`` picks one.
+
+    Hint 3:
+        In ``value(t)``: ``np.asarray(t)`` for an eager tensor; ``np.asarray(feeds[t])`` for a
+        placeholder's symbol; otherwise, once per node, ``result = node.op.kernel(*(value(i)
+        for i in node.inputs), **node.attrs)``, kept as a tuple; return ``done[node][t.index]``.
+    """
+    raise NotImplementedError
+
+
+def mini_gradients(graph: MiniGraph, y: Tensor, x: Tensor) -> Tensor | None:
+    """★★★ Stretch: symbolic gradients in your ``MiniGraph``, from the same rules as tapes.
+
+    ``gradients()`` in a real Graph walks the graph's nodes backwards and calls the same
+    gradient rules as a tape; because the rules are written with eagerflow ops, calling them
+    while the graph is the current context *adds nodes*, and the gradient is a symbol like
+    any other, computed when the graph runs. Do that for your ``MiniGraph``: return the
+    symbol of dy/dx, and let ``run_mini`` compute it. Building the gradient runs no kernel
+    (the tests check), and no tape.
+
+    Open-ended: handle what the tests need, the ops of ``run_mini``'s tests (each with one
+    output; a node without inputs, a constant made while building, needs no gradient), and
+    a ``y`` of any shape (its gradient starts as ones).
+
+    Args:
+        graph: The MiniGraph ``y`` was built in.
+        y: A symbol of ``graph``.
+        x: A placeholder of ``graph``.
+
+    Returns:
+        The symbol of the gradient of ``sum(y)`` with respect to ``x`` (None with no path).
+
+    Hint 1:
+        ``graph.nodes`` is already in an order where a node comes after the nodes it reads:
+        walk a copy of it backwards (the walk adds nodes to it).
+
+    Hint 2:
+        A rule takes an ``OpRecord(node.op, node.inputs, node.attrs, node.outputs)`` and the
+        gradient of the output; sum the gradients of a tensor used twice, as a tape does.
+        Make the ones and call the rules inside ``with execution.context(graph):``.
+    """
+    raise NotImplementedError

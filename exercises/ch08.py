@@ -1,9 +1,11 @@
 """Chapter 8 exercises — run `.venv/bin/pytest -m ch08`.
 
 From eager to graph: the signature that decides when ``@function`` traces again, a
-training step traced once, two of the Session's graph optimizations written by hand
+``@function`` of your own built on it (a trace cache, a Graph, a Session), a training step
+traced once, two of the Session's graph optimizations written by hand
 (constant folding and common-subexpression elimination), and what AutoGraph does to an
-``if`` on a tensor: once by hand with ``cond``, once as a small ``ast.NodeTransformer``.
+``if`` on a tensor: once by hand with ``cond``, once as a small ``ast.NodeTransformer``;
+and (a stretch) a ``@function`` that relaxes shapes instead of tracing each one.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch08`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -27,7 +29,16 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Function, Graph, SymbolicTensor, autograph, cond, function
+from eagerflow.graph import (
+    Function,
+    Graph,
+    Session,
+    SymbolicTensor,
+    autograph,
+    cond,
+    function,
+    placeholder,
+)
 from eagerflow.tensor import Tensor
 
 
@@ -67,6 +78,47 @@ def signature(*args: Any) -> tuple[Any, ...]:
         ``("tensor", t.dtype, tuple(t.shape))`` or ``("value", type(arg), arg)``, all in a
         tuple. Compare with ``_signature_of`` in
         ``packages/graph/src/eagerflow/graph/function.py``.
+    """
+    raise NotImplementedError
+
+
+def mini_function(fn: Callable[..., Any]) -> Callable[..., Tensor]:
+    """★★★ ``@function`` in a few lines: trace into a Graph once per signature, run a Session.
+
+    Return a function ``call(*args)`` that computes ``fn(*args)`` as ``@function`` would:
+
+    1. it looks the ``signature`` of the arguments (yours, from above) up in a cache of its
+       own; on a miss it *traces*: it makes a ``Graph``, and inside ``graph.as_default()``
+       calls ``fn`` with a ``placeholder`` of the right dtype and shape for each tensor
+       argument (a NumPy array counts as a tensor) and the other arguments as they are.
+       The graph, the placeholders and ``fn``'s result go in the cache;
+    2. on every call, it runs the cached graph's result with a ``Session``, feeding each
+       placeholder the value of its argument, and returns the value as an eager tensor.
+
+    So ``fn`` runs (traces) once per new signature, never on a cache hit; the tests count
+    its calls on hidden sequences of calls, and compare the values with ``fn`` run eagerly.
+    ``fn`` returns one tensor.
+
+    Args:
+        fn: A function of tensors and plain Python values, written with eagerflow ops.
+
+    Returns:
+        The traced version of ``fn``.
+
+    Hint 1:
+        A dictionary from signatures to what tracing made: a graph, its placeholders (in the
+        order of the tensor arguments) and the symbolic result.
+
+    Hint 2:
+        ``placeholder(t.dtype, tuple(t.shape))`` inside ``with graph.as_default():`` for each
+        tensor argument; on each call ``Session(graph).run(result, feeds)`` with ``feeds`` a
+        dictionary from placeholder to ``np.asarray(arg)``.
+
+    Hint 3:
+        In ``call``: ``key = signature(*args)``; if it is not in the cache, trace: build
+        ``inputs`` (a placeholder or the argument itself), ``result = fn(*inputs)`` under
+        ``graph.as_default()``, and store ``(graph, placeholders, result)``; then feed the
+        tensor arguments, in order, and ``return ef.constant(session.run(result, feeds))``.
     """
     raise NotImplementedError
 
@@ -341,3 +393,39 @@ def convert_ifs(f: Callable[..., Any]) -> Callable[..., Any]:
     namespace = {**f.__globals__, "ag_if": ag_if}
     exec(compile(tree, inspect.getsourcefile(f) or "<converted>", "exec"), namespace)
     return namespace[f.__name__]  # type: ignore[no-any-return]
+
+
+def relaxing_function(fn: Callable[..., Any]) -> Callable[..., Tensor]:
+    """★★★ Stretch: a ``mini_function`` that stops retracing for every new length.
+
+    ``mini_function`` traces again for each new shape: a loop over sentences of 40
+    different lengths traces 40 graphs. TensorFlow's ``reduce_retracing=True`` relaxes
+    instead: a second shape for the same argument gives a trace whose placeholder has
+    ``None`` where the shapes differ, and that graph serves every later shape it fits.
+
+    Write it with these rules (the tests predict trace counts from them):
+
+    - calls whose tensors have the same dtypes and ranks, and the same other arguments,
+      share one entry: ``("tensor", dtype, rank)`` in the key instead of the shape;
+    - an entry's first trace uses the exact shapes;
+    - a call whose shapes do not fit the entry's trace (a known dimension differs) traces
+      again, replacing it, with each dimension that differs (or was already None) set to
+      None. A later call that fits reuses that graph.
+
+    So shapes (2,), (2,), (3,), (5,) trace twice: for (2,), then for (None,).
+
+    Args:
+        fn: A function of tensors and Python values, written with eagerflow ops.
+
+    Returns:
+        The traced version of ``fn``, which returns an eager tensor like ``mini_function``.
+
+    Hint 1:
+        Start from your ``mini_function``: only the key, and the test for "does this trace
+        fit", change. Keep each entry's placeholder shapes with its graph.
+
+    Hint 2:
+        A shape fits a placeholder's when every dimension is equal or the placeholder's is
+        None; the relaxed shape keeps a dimension only where the two agree.
+    """
+    raise NotImplementedError

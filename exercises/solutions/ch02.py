@@ -1,7 +1,7 @@
 """Chapter 2 exercises — run `.venv/bin/pytest -m ch02`.
 
 Eager execution: recorders on the execution seam (an op counter, a tracer, a NaN finder)
-and Python control flow deciding on tensor values.
+and a Python loop that stops on a tensor's value (power iteration).
 
 Reference solutions: the same functions as `exercises/ch02.py`, solved.
 """
@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+import eagerflow.tensor as ef
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import describe
 from eagerflow.tensor.execution import recording
@@ -149,34 +150,49 @@ def first_non_finite(fn: Callable[..., Any], *args: Any) -> str | None:
     return finder.first
 
 
-def collatz_steps(n: Tensor) -> int:
-    """★ How many Collatz steps take the integer tensor ``n`` down to 1.
+def power_iteration(a: Tensor, tol: float = 1e-6) -> tuple[float, int]:
+    """★ The largest eigenvalue of a matrix, by a loop that stops once it has converged.
 
-    One step maps n to n / 2 when n is even and to 3n + 1 when it is odd; from 6 the path is
-    6, 3, 10, 5, 16, 8, 4, 2, 1: 8 steps. Do the arithmetic with tensor ops (``%``, ``//``,
-    ``*``, ``+`` on tensors) and decide with plain Python ``while`` and ``if`` on their
-    values: in eager mode a comparison's result is already there to branch on.
+    Start from the unit vector ``v = ones(n) / √n`` (float64). One step is
+
+        w = a @ v;  λ = ‖w‖ (the Euclidean norm);  v_new = w / λ
+
+    and the loop stops after the first step where ``max |v_new − v| < tol``. How many steps
+    that takes depends on the matrix: the loop cannot know in advance, it must look at a
+    value it has just computed. Do each step with tensor ops and decide with a plain Python
+    ``while`` on the tensor's value: in eager mode it is already there.
 
     Args:
-        n: A scalar int32 tensor, at least 1.
+        a: A symmetric (n, n) float64 tensor whose largest eigenvalue is positive and larger
+            than every other in absolute value.
+        tol: When to stop.
 
     Returns:
-        The number of steps, as a Python int (0 for n = 1).
+        ``(λ, steps)``: the last ``λ`` as a Python float, and the number of steps run.
 
     Hint 1:
-        In eager mode a comparison's result is already a value: Python's ``while`` and ``if``
-        can decide on it.
+        In eager mode a tensor's value is already there: ``float(t)`` reads a scalar one, and
+        a Python ``while`` can decide on it.
 
     Hint 2:
-        ``bool(t)`` reads a one-element bool tensor and ``int(t)`` an integer one. Keep ``n`` a
-        tensor, so the arithmetic runs as ops.
+        ``ef.matmul`` wants matrices: keep ``v`` of shape (n, 1). ``ef.sqrt``,
+        ``ef.reduce_sum``, ``ef.reduce_max`` and ``ef.abs`` give the norm and the change.
 
     Hint 3:
-        ``while int(n) != 1:`` then ``n = n // 2 if bool(n % 2 == 0) else 3 * n + 1``, counting
-        the steps.
+        ``v = ef.ones((n, 1), ef.float64) / n ** 0.5``; loop: ``w = ef.matmul(a, v)``,
+        ``lam = ef.sqrt(ef.reduce_sum(w * w))``, ``new = w / lam``, ``steps += 1``,
+        ``change = float(ef.reduce_max(ef.abs(new - v)))``, ``v = new``, and stop when
+        ``change < tol``.
     """
+    n = a.shape[0]
+    v = ef.ones((n, 1), ef.float64) / n**0.5
     steps = 0
-    while int(n) != 1:
-        n = n // 2 if bool(n % 2 == 0) else 3 * n + 1
+    while True:
+        w = ef.matmul(a, v)
+        lam = ef.sqrt(ef.reduce_sum(w * w))
+        new = w / lam
         steps += 1
-    return steps
+        change = float(ef.reduce_max(ef.abs(new - v)))
+        v = new
+        if change < tol:
+            return float(lam), steps

@@ -1,8 +1,10 @@
 """Chapter 3 exercises — run `.venv/bin/pytest -m ch03`.
 
 Automatic differentiation with a tape: a gradient rule for a new op, a second derivative
-from nested tapes, a Jacobian built row by row with a persistent tape, and the numerical
-gradient that `check_gradients` compares tapes against.
+from nested tapes, a Jacobian built row by row with a persistent tape, the numerical gradient
+that `check_gradients` compares tapes against; then the machinery itself: a MiniTape's
+backward walk in topological order, the gradients of broadcasting ``+`` and ``*``, and
+(a stretch) forward mode.
 
 Reference solutions: the same functions as `exercises/ch03.py`, solved.
 """
@@ -19,7 +21,7 @@ from eagerflow.autodiff import GradientTape, OpRecord, register_gradient
 from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import FLOATS
-from eagerflow.tensor.execution import execute
+from eagerflow.tensor.execution import execute, recording
 from eagerflow.tensor.registry import OPS, register_op
 from eagerflow.tensor.rules import same_dtype, same_shape_rule
 
@@ -180,3 +182,243 @@ def numerical_gradient(
         e[j] = eps
         grad[j] = (float(f(ef.constant(x + e))) - float(f(ef.constant(x - e)))) / (2 * eps)
     return grad
+
+
+class MiniTape:
+    """★★★ A tape of your own: record the ops, then walk back from the target in order.
+
+    The chapter's ``MiniTape`` walks ``reversed(self.records)``. That works only because the
+    records are in the order the ops ran. Write a ``gradient`` that does not rely on it:
+    ``self.records`` may be in any order (the tests shuffle it), and the walk must still
+    reach each record only after every record that used its output, so that a tensor used
+    twice (``x * x + x``) gets the sum of all its gradients before its own rule runs. Call
+    each rule at most once per record, with that sum.
+
+    ``__init__`` and ``record`` are given (they are the chapter's); every recorded op has
+    one output. Use the rules in ``GRADIENTS`` on the records: not a ``GradientTape``.
+
+    Attributes:
+        records: ``OpRecord``s of the ops that read a tracked tensor, in no promised order.
+        tracked: The source and every tensor computed from it.
+    """
+
+    def __init__(self, source: Tensor) -> None:
+        """Track ``source``; no records yet."""
+        self.records: list[OpRecord] = []
+        self.tracked: set[Tensor] = {source}  # tensors hash by identity
+
+    def record(
+        self, op: Any, inputs: tuple[Tensor, ...], attrs: Any, outputs: tuple[Tensor, ...]
+    ) -> None:
+        """Called by the seam after every op: keep the ops that read a tracked tensor."""
+        if any(t in self.tracked for t in inputs):
+            self.records.append(OpRecord(op, inputs, attrs, outputs))
+            self.tracked.update(outputs)
+
+    def gradient(self, target: Tensor, source: Tensor) -> Tensor | None:
+        """d target / d source (of the sum of ``target``'s elements), or None with no path.
+
+        Args:
+            target: A tensor computed from the source while this tape recorded.
+            source: The tensor the tape was made with.
+
+        Returns:
+            A tensor shaped like ``source``, or None when ``target`` does not depend on it.
+
+        Hint 1:
+            A record's rule may run only once the gradient of its output is complete: after
+            the rules of all the records that read that output. That is a topological order,
+            and the records' inputs and outputs say who depends on whom.
+
+        Hint 2:
+            Map each output to the record that made it. A depth-first walk from ``target``
+            through the records' inputs, appending a record after its inputs' producers,
+            lists producers before users; walk that list backwards.
+
+        Hint 3:
+            ``made = {r.outputs[0]: r for r in self.records}``; ``visit(t)`` returns at once
+            if ``t`` has no producer or its record was seen, else visits the record's inputs
+            and appends the record to ``order``. Then, as in the chapter, for each record of
+            ``reversed(order)``: ``grads[t] = grads[t] + g if t in grads else g``.
+        """
+        made = {record.outputs[0]: record for record in self.records}
+        order: list[OpRecord] = []
+        seen: set[int] = set()
+
+        def visit(t: Tensor) -> None:
+            record = made.get(t)
+            if record is None or id(record) in seen:
+                return
+            seen.add(id(record))
+            for i in record.inputs:
+                visit(i)
+            order.append(record)  # after the records that made its inputs
+
+        visit(target)
+        grads: dict[Tensor, Tensor] = {target: ef.ones_like(target)}
+        for record in reversed(order):  # users before producers
+            grad = grads.get(record.outputs[0])
+            if grad is None:
+                continue
+            rule = GRADIENTS[record.op.name]
+            assert rule is not None, f"{record.op.name} is not differentiable"
+            for t, g in zip(record.inputs, rule(record, grad), strict=True):
+                if g is not None:
+                    grads[t] = grads[t] + g if t in grads else g
+        return grads.get(source)
+
+
+def unbroadcast(grad: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """★★ Sum a gradient down to the shape of an input that broadcasting stretched.
+
+    When ``x`` of shape (3, 1) is added to ``y`` of shape (2, 3, 4), the result has shape
+    (2, 3, 4): each ``x[i, 0]`` was used 2·4 times, so its gradient is the sum of those 8
+    entries of ``grad``. Sum over the leading axes ``x`` lacks, and over the axes where
+    ``x`` has size 1 and ``grad`` does not; the result must have exactly ``shape``.
+    (That is ``sum_to_shape`` of ``math_grad.py``; write your own, with eagerflow ops, so
+    that a tape can differentiate a rule that uses it.)
+
+    Args:
+        grad: The gradient of the broadcast result.
+        shape: The shape of the input, which broadcasts to ``grad.shape``.
+
+    Returns:
+        A tensor of shape ``shape`` (``grad`` itself if the shapes are equal).
+
+    Hint 1:
+        Broadcasting lines shapes up from the right. ``grad`` has ``len(grad.shape) -
+        len(shape)`` extra axes in front, and some of the others were stretched from 1.
+
+    Hint 2:
+        ``ef.reduce_sum(grad, axis=..., keepdims=True)`` over the stretched axes keeps them as
+        size 1; a sum without ``keepdims`` over the extra leading axes drops them.
+
+    Hint 3:
+        ``lead = grad.ndim - len(shape)``; the stretched axes are ``lead + i`` for each ``i``
+        with ``shape[i] == 1 != grad.shape[lead + i]``; sum over those with ``keepdims=True``,
+        then over ``range(lead)``.
+    """
+    if tuple(grad.shape) == tuple(shape):
+        return grad
+    lead = grad.ndim - len(shape)
+    stretched = tuple(lead + i for i, d in enumerate(shape) if d == 1 and grad.shape[lead + i] != 1)
+    if stretched:
+        grad = ef.reduce_sum(grad, axis=stretched, keepdims=True)
+    if lead:
+        grad = ef.reduce_sum(grad, axis=tuple(range(lead)))
+    return grad
+
+
+def add_gradient(op: OpRecord, grad: Tensor) -> tuple[Tensor, Tensor]:
+    """★ The gradient rule of an addition ``x + y`` whose inputs may broadcast.
+
+    Each input gets the gradient of the result, summed down to its own shape. The tests
+    register this rule for a copy of ``AddV2`` and compare a tape's gradients with the real
+    op's, on shapes that broadcast.
+
+    Args:
+        op: The record: ``op.inputs`` is ``(x, y)``.
+        grad: The gradient of ``x + y``, of the broadcast shape.
+
+    Returns:
+        ``(dx, dy)``, shaped like ``x`` and ``y``.
+
+    Hint 1:
+        d(x + y)/dx is 1 everywhere: before broadcasting, ``dx`` would simply be ``grad``.
+
+    Hint 2:
+        ``unbroadcast`` each copy of ``grad`` to its input's shape.
+    """
+    x, y = op.inputs
+    return unbroadcast(grad, x.shape), unbroadcast(grad, y.shape)
+
+
+def mul_gradient(op: OpRecord, grad: Tensor) -> tuple[Tensor, Tensor]:
+    """★★ The gradient rule of a product ``x * y`` whose inputs may broadcast.
+
+    d(x·y) = y·dx + x·dy, elementwise at the broadcast shape, then summed down to each
+    input's shape. Write it with eagerflow ops (``*`` on tensors): the tests also check a
+    second derivative through it.
+
+    Args:
+        op: The record: ``op.inputs`` is ``(x, y)``.
+        grad: The gradient of ``x * y``, of the broadcast shape.
+
+    Returns:
+        ``(dx, dy)``, shaped like ``x`` and ``y``.
+
+    Hint 1:
+        Multiply first, at the broadcast shape; sum down afterwards.
+
+    Hint 2:
+        ``dx`` is ``unbroadcast(grad * y, x.shape)``; ``dy`` is the same with the roles
+        swapped.
+    """
+    x, y = op.inputs
+    return unbroadcast(grad * y, x.shape), unbroadcast(grad * x, y.shape)
+
+
+def jvp(f: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """★★★ Stretch: forward mode. ``f(x)`` and its directional derivative ``J·v``, in one run.
+
+    A tape goes backwards, from the output; forward mode carries, next to every value, its
+    *tangent*: how it changes when ``x`` moves along ``v``. ``x``'s tangent is ``v``; an
+    op's output tangent follows from its inputs' (for ``a * b``: ``ta·b + a·tb``); the
+    tangent of ``f(x)`` is ``J·v``, the Jacobian times ``v``, with no Jacobian built.
+
+    Open-ended: design it as you like. One way is a recorder on the seam (``recording``,
+    chapter 2) that computes each output's tangent as the op runs, from JVP rules you write
+    for ``AddV2``, ``Sub``, ``Mul``, ``RealDiv``, ``Neg``, ``Square``, ``Exp``, ``Log`` and
+    ``Tanh`` (the tests use only these, on vectors and scalar constants). Run ``f`` once;
+    no ``GradientTape`` (the tests check both).
+
+    Args:
+        f: A function of a float64 vector, written with the ops above.
+        x: Where to differentiate, shape (n,).
+        v: The direction, shape (n,).
+
+    Returns:
+        ``(y, dy)``: ``f(x)`` and ``J·v``, of the same shape.
+
+    Hint 1:
+        The tangents can live in a dictionary keyed by tensor (tensors hash by identity):
+        ``{x: v}`` to start; a tensor that is not in it has tangent 0.
+
+    Hint 2:
+        A rule's own ops (``ta * b``, ...) go through the seam too, and your recorder hears
+        them while it is computing: ignore the ops it runs itself (a flag), or it recurses.
+
+    Hint 3:
+        A rule per op name, from the inputs, their tangents (zeros for the missing ones) and
+        the output: ``Mul``: ``ta * b + a * tb``; ``RealDiv``: ``(ta - out * tb) / b``;
+        ``Tanh``: ``ta * (1 - out * out)``; ``Exp``: ``ta * out``; ``Log``: ``ta / a``.
+    """
+    rules: dict[str, Callable[..., Tensor]] = {
+        "AddV2": lambda a, b, ta, tb, out: ta + tb,
+        "Sub": lambda a, b, ta, tb, out: ta - tb,
+        "Mul": lambda a, b, ta, tb, out: ta * b + a * tb,
+        "RealDiv": lambda a, b, ta, tb, out: (ta - out * tb) / b,
+        "Neg": lambda a, ta, out: -ta,
+        "Square": lambda a, ta, out: 2.0 * a * ta,
+        "Exp": lambda a, ta, out: ta * out,
+        "Log": lambda a, ta, out: ta / a,
+        "Tanh": lambda a, ta, out: ta * (1.0 - out * out),
+    }
+    tangents: dict[Tensor, Tensor] = {x: v}
+
+    class Forward:
+        busy = False
+
+        def record(self, op: Any, inputs: Any, attrs: Any, outputs: Any) -> None:
+            if self.busy or not any(t in tangents for t in inputs):
+                return
+            self.busy = True  # the rule's own ops are not part of f
+            try:
+                ts = [tangents[t] if t in tangents else ef.zeros_like(t) for t in inputs]
+                tangents[outputs[0]] = rules[op.name](*inputs, *ts, outputs[0])
+            finally:
+                self.busy = False
+
+    with recording(Forward()):
+        y = f(x)
+    return y, tangents.get(y, ef.zeros_like(y))

@@ -1,8 +1,9 @@
 """Chapter 7 exercises — run `.venv/bin/pytest -m ch07`.
 
 Control flow: Python ``if`` and ``while`` rewritten with ``cond`` and ``while_loop`` so the
-same function runs eagerly and builds a graph, gradients through a branch, and a loop
-whose variable changes shape.
+same function runs eagerly and builds a graph, gradients through a branch (one that stays
+finite where the other branch is not), and a loop whose state is a pair, with a cap on its
+number of steps.
 
 Reference solutions: the same functions as `exercises/ch07.py`, solved.
 """
@@ -16,28 +17,30 @@ from eagerflow.graph import cond, while_loop
 from eagerflow.tensor import Tensor
 
 
-def absolute(x: Tensor) -> Tensor:
-    """★ |x| of a scalar, with ``cond`` instead of an ``if``, for both modes.
+def safe_reciprocal(x: Tensor) -> Tensor:
+    """★ ``1 / x``, and 0 at ``x = 0``, with ``cond``: a gradient that stays finite at 0.
 
-    In Python you would write ``return -x if x < 0 else x``. That works eagerly, but in a
-    graph ``x < 0`` has no value yet, so the ``if`` cannot choose. Write it with ``cond``:
-    eagerly it is a plain ``if``; in a graph it builds an ``If`` node, and the Session
-    picks the branch at run time. (``ef.abs`` would do the job, but that is not the point.)
+    ``ef.where(x == 0, 0.0, 1 / x)`` has the right values, but it computes ``1 / x`` at 0
+    too, and its gradient there is ``0 · (−1/x²) = 0 · −inf = nan``. ``cond`` runs (eagerly)
+    or takes the gradient of (in a graph) only the branch it picks, so the gradient at 0
+    is the zero branch's: 0. The tests differentiate your function with a GradientTape and
+    with ``gradients()`` in a graph, at 0 too.
 
     Args:
-        x: A scalar tensor (eager or symbolic).
+        x: A float scalar tensor (eager or symbolic).
 
     Returns:
-        A scalar tensor: ``-x`` if ``x < 0``, else ``x``.
+        A scalar tensor: ``1 / x``, or 0 where ``x`` is 0.
 
     Hint 1:
-        In a graph, ``x < 0`` has no value while you build: the choice must become a node.
+        In a graph, ``x == 0`` has no value while you build: the choice must become a node,
+        and each branch a function of no arguments.
 
     Hint 2:
-        ``cond(pred, true_fn, false_fn)`` takes each branch as a function of no arguments, such
-        as ``lambda: -x``.
+        ``cond(ef.equal(x, 0.0), lambda: ..., lambda: 1.0 / x)``; the zero branch can be
+        ``ef.zeros_like(x)``.
     """
-    return cond(x < 0, lambda: -x, lambda: x)
+    return cond(ef.equal(x, 0.0), lambda: ef.zeros_like(x), lambda: 1.0 / x)
 
 
 def huber(x: Tensor, delta: float = 1.0) -> Tensor:
@@ -121,40 +124,41 @@ def collatz_steps(n: Tensor) -> Tensor:
     return steps
 
 
-def fibonacci(n: Tensor) -> Tensor:
-    """★★★ The first ``n`` Fibonacci numbers 0, 1, 1, 2, 3, 5, … as an ``int64`` vector.
+def newton_sqrt(a: Tensor, tol: float, max_steps: int) -> tuple[Tensor, Tensor]:
+    """★★★ √a by Newton's method, in a ``while_loop`` whose state is a pair: stop on
+    convergence, or after ``max_steps`` steps, whichever comes first.
 
-    Grow the vector in a ``while_loop``: start from an empty vector and append one number
-    per iteration. Its shape changes from one iteration to the next, ``(0,)``, ``(1,)``,
-    ``(2,)``…, which a graph must be told: ``while_loop`` checks that the body returns each
-    loop variable with the shape it came in with, unless ``shape_invariants`` says which
-    dimensions may change (``None``).
+    Start from ``g = a``; one step is ``g = (g + a / g) / 2``. Keep stepping while
+    ``|g·g − a| > tol`` *and* fewer than ``max_steps`` steps have run. A loop that may
+    not converge (a bad start, a ``tol`` below rounding) needs such a cap; ``while_loop``
+    has none of its own, so the step count is a second loop variable, which the condition
+    reads and the body increments. Return both.
 
     Args:
-        n: An ``int32`` scalar tensor, at least 0.
+        a: A positive float64 scalar tensor (eager, or a placeholder in a graph).
+        tol: The tolerance on ``|g·g − a|``.
+        max_steps: The most steps to run (a Python int, at least 0).
 
     Returns:
-        An ``int64`` tensor of shape ``(n,)`` (``(None,)`` in a graph).
+        ``(g, steps)``: the last ``g``, and the number of steps run, an ``int32`` scalar
+        tensor.
 
     Hint 1:
-        Three loop variables: the next two numbers, and the vector so far, which grows by one
-        number per iteration.
+        Two loop variables, ``g`` and the step count (start it as ``ef.constant(0)``); the
+        condition and the body take both, and the body returns both.
 
     Hint 2:
-        A loop variable that changes shape must be declared: ``shape_invariants``, with ``None``
-        for the dimension that grows. Loop while the vector is shorter than n.
+        Both halves of the condition are bool tensors: combine them with
+        ``ef.logical_and`` (Python's ``and`` would ask for the value of a symbolic tensor).
 
     Hint 3:
-        Start from ``0``, ``1`` (int64) and ``ef.zeros((0,), ef.int64)``; the body returns
-        ``b``, ``a + b`` and ``ef.concat([seq, ef.reshape(a, (1,))], axis=0)``; the condition is
-        ``ef.size(seq) < n``; ``shape_invariants=[(), (), (None,)]``.
+        ``while_loop(lambda g, n: ef.logical_and(ef.abs(g * g - a) > tol, n < max_steps),
+        lambda g, n: ((g + a / g) / 2.0, n + 1), [a, ef.constant(0)])``, then return the
+        two results as a tuple.
     """
-
-    def body(a: Any, b: Any, seq: Any) -> tuple[Any, Any, Any]:
-        return b, a + b, ef.concat([seq, ef.reshape(a, (1,))], axis=0)
-
-    start = [ef.constant(0, ef.int64), ef.constant(1, ef.int64), ef.zeros((0,), ef.int64)]
-    _, _, seq = while_loop(
-        lambda a, b, seq: ef.size(seq) < n, body, start, shape_invariants=[(), (), (None,)]
+    g, steps = while_loop(
+        lambda g, n: ef.logical_and(ef.abs(g * g - a) > tol, n < max_steps),
+        lambda g, n: ((g + a / g) / 2.0, n + 1),
+        [a, ef.constant(0)],
     )
-    return seq
+    return g, steps

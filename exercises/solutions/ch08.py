@@ -1,9 +1,11 @@
 """Chapter 8 exercises — run `.venv/bin/pytest -m ch08`.
 
 From eager to graph: the signature that decides when ``@function`` traces again, a
-training step traced once, two of the Session's graph optimizations written by hand
+``@function`` of your own built on it (a trace cache, a Graph, a Session), a training step
+traced once, two of the Session's graph optimizations written by hand
 (constant folding and common-subexpression elimination), and what AutoGraph does to an
-``if`` on a tensor: once by hand with ``cond``, once as a small ``ast.NodeTransformer``.
+``if`` on a tensor: once by hand with ``cond``, once as a small ``ast.NodeTransformer``;
+and (a stretch) a ``@function`` that relaxes shapes instead of tracing each one.
 
 Reference solutions: the same functions as `exercises/ch08.py`, solved.
 """
@@ -20,7 +22,15 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Function, Graph, SymbolicTensor, cond, function
+from eagerflow.graph import (
+    Function,
+    Graph,
+    Session,
+    SymbolicTensor,
+    cond,
+    function,
+    placeholder,
+)
 from eagerflow.tensor import Tensor
 
 
@@ -70,6 +80,66 @@ def signature(*args: Any) -> tuple[Any, ...]:
         else:
             key.append(("value", type(arg), arg))
     return tuple(key)
+
+
+def mini_function(fn: Callable[..., Any]) -> Callable[..., Tensor]:
+    """★★★ ``@function`` in a few lines: trace into a Graph once per signature, run a Session.
+
+    Return a function ``call(*args)`` that computes ``fn(*args)`` as ``@function`` would:
+
+    1. it looks the ``signature`` of the arguments (yours, from above) up in a cache of its
+       own; on a miss it *traces*: it makes a ``Graph``, and inside ``graph.as_default()``
+       calls ``fn`` with a ``placeholder`` of the right dtype and shape for each tensor
+       argument (a NumPy array counts as a tensor) and the other arguments as they are.
+       The graph, the placeholders and ``fn``'s result go in the cache;
+    2. on every call, it runs the cached graph's result with a ``Session``, feeding each
+       placeholder the value of its argument, and returns the value as an eager tensor.
+
+    So ``fn`` runs (traces) once per new signature, never on a cache hit; the tests count
+    its calls on hidden sequences of calls, and compare the values with ``fn`` run eagerly.
+    ``fn`` returns one tensor.
+
+    Args:
+        fn: A function of tensors and plain Python values, written with eagerflow ops.
+
+    Returns:
+        The traced version of ``fn``.
+
+    Hint 1:
+        A dictionary from signatures to what tracing made: a graph, its placeholders (in the
+        order of the tensor arguments) and the symbolic result.
+
+    Hint 2:
+        ``placeholder(t.dtype, tuple(t.shape))`` inside ``with graph.as_default():`` for each
+        tensor argument; on each call ``Session(graph).run(result, feeds)`` with ``feeds`` a
+        dictionary from placeholder to ``np.asarray(arg)``.
+
+    Hint 3:
+        In ``call``: ``key = signature(*args)``; if it is not in the cache, trace: build
+        ``inputs`` (a placeholder or the argument itself), ``result = fn(*inputs)`` under
+        ``graph.as_default()``, and store ``(graph, placeholders, result)``; then feed the
+        tensor arguments, in order, and ``return ef.constant(session.run(result, feeds))``.
+    """
+    cache: dict[tuple[Any, ...], tuple[Graph, list[SymbolicTensor], Any]] = {}
+
+    def call(*args: Any) -> Tensor:
+        args = tuple(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        key = signature(*args)
+        if key not in cache:
+            graph = Graph()
+            with graph.as_default():
+                placeholders = [placeholder(t.dtype, tuple(t.shape)) for t in tensors]
+                fed = iter(placeholders)
+                inputs = [next(fed) if isinstance(a, Tensor) else a for a in args]
+                result = fn(*inputs)
+            cache[key] = (graph, placeholders, result)
+        graph, placeholders, result = cache[key]
+        feeds = {p: np.asarray(t) for p, t in zip(placeholders, tensors, strict=True)}
+        with Session(graph) as session:
+            return ef.constant(session.run(result, feeds))
+
+    return call
 
 
 def train_step_function(w: Variable, b: Variable, learning_rate: float) -> Function:
@@ -423,3 +493,76 @@ def convert_ifs(f: Callable[..., Any]) -> Callable[..., Any]:
     namespace = {**f.__globals__, "ag_if": ag_if}
     exec(compile(tree, inspect.getsourcefile(f) or "<converted>", "exec"), namespace)
     return namespace[f.__name__]  # type: ignore[no-any-return]
+
+
+def relaxing_function(fn: Callable[..., Any]) -> Callable[..., Tensor]:
+    """★★★ Stretch: a ``mini_function`` that stops retracing for every new length.
+
+    ``mini_function`` traces again for each new shape: a loop over sentences of 40
+    different lengths traces 40 graphs. TensorFlow's ``reduce_retracing=True`` relaxes
+    instead: a second shape for the same argument gives a trace whose placeholder has
+    ``None`` where the shapes differ, and that graph serves every later shape it fits.
+
+    Write it with these rules (the tests predict trace counts from them):
+
+    - calls whose tensors have the same dtypes and ranks, and the same other arguments,
+      share one entry: ``("tensor", dtype, rank)`` in the key instead of the shape;
+    - an entry's first trace uses the exact shapes;
+    - a call whose shapes do not fit the entry's trace (a known dimension differs) traces
+      again, replacing it, with each dimension that differs (or was already None) set to
+      None. A later call that fits reuses that graph.
+
+    So shapes (2,), (2,), (3,), (5,) trace twice: for (2,), then for (None,).
+
+    Args:
+        fn: A function of tensors and Python values, written with eagerflow ops.
+
+    Returns:
+        The traced version of ``fn``, which returns an eager tensor like ``mini_function``.
+
+    Hint 1:
+        Start from your ``mini_function``: only the key, and the test for "does this trace
+        fit", change. Keep each entry's placeholder shapes with its graph.
+
+    Hint 2:
+        A shape fits a placeholder's when every dimension is equal or the placeholder's is
+        None; the relaxed shape keeps a dimension only where the two agree.
+    """
+    cache: dict[tuple[Any, ...], tuple[Graph, list[SymbolicTensor], Any]] = {}
+
+    def call(*args: Any) -> Tensor:
+        args = tuple(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        key = tuple(
+            ("tensor", a.dtype, a.ndim) if isinstance(a, Tensor) else ("value", type(a), a)
+            for a in args
+        )
+        shapes = [tuple(t.shape) for t in tensors]
+        entry = cache.get(key)
+        if entry is not None:
+            old = [tuple(p.shape) for p in entry[1]]
+            fits = all(
+                all(o is None or o == s for o, s in zip(po, ps, strict=True))
+                for po, ps in zip(old, shapes, strict=True)
+            )
+            if not fits:
+                shapes = [
+                    tuple(o if o == s else None for o, s in zip(po, ps, strict=True))
+                    for po, ps in zip(old, shapes, strict=True)
+                ]
+                entry = None
+        if entry is None:
+            graph = Graph()
+            with graph.as_default():
+                placeholders = [
+                    placeholder(t.dtype, s) for t, s in zip(tensors, shapes, strict=True)
+                ]
+                fed = iter(placeholders)
+                result = fn(*(next(fed) if isinstance(a, Tensor) else a for a in args))
+            entry = cache[key] = (graph, placeholders, result)
+        graph, placeholders, result = entry
+        feeds = {p: np.asarray(t) for p, t in zip(placeholders, tensors, strict=True)}
+        with Session(graph) as session:
+            return ef.constant(session.run(result, feeds))
+
+    return call

@@ -164,31 +164,63 @@ def test_first_non_finite_on_hidden_programs(chapter):
         assert got is None, f"the same program without the sqrt: expected None, got {got!r}"
 
 
-@pytest.mark.parametrize(("n", "expected"), [(1, 0), (2, 1), (6, 8), (7, 16), (27, 111)])
-def test_collatz_steps(chapter, n, expected):
+def numpy_power_iteration(a, tol):
+    """The exercise's loop in NumPy: (λ, steps)."""
+    v = np.ones((a.shape[0], 1)) / a.shape[0] ** 0.5
+    steps = 0
+    while True:
+        w = a @ v
+        lam = np.sqrt(np.sum(w * w))
+        new = w / lam
+        steps += 1
+        change = np.max(np.abs(new - v))
+        v = new
+        if change < tol:
+            return float(lam), steps
+
+
+def symmetric(rng, n, ratio):
+    """A symmetric (n, n) matrix with eigenvalues 3 > 3·ratio ≥ the others' sizes."""
+    q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    rest = rng.uniform(-1, 1, n - 1) * 3 * ratio
+    return (q * np.concatenate([[3.0], rest])) @ q.T
+
+
+def check_power_iteration(chapter, a, tol, what):
     spy = Spy()
     with recording(spy):
-        got = chapter.collatz_steps(ef.constant(n))
-    assert got == expected, f"collatz_steps({n}): expected {expected}, got {got!r}"
-    assert isinstance(got, int), f"return a Python int, got {type(got).__name__}"
-    arithmetic = sum(name in ("FloorMod", "FloorDiv", "Mul", "AddV2") for name in spy.names)
-    assert arithmetic >= expected, (
-        f"collatz_steps({n}) took {expected} steps but ran only {arithmetic} arithmetic ops "
-        "through the seam: do the arithmetic on the tensor (n % 2, n // 2, 3 * n + 1)"
+        got = chapter.power_iteration(ef.constant(a), tol)
+    assert isinstance(got, tuple) and len(got) == 2, f"{what}: expected (λ, steps), got {got!r}"
+    lam, steps = got
+    expected_lam, expected_steps = numpy_power_iteration(a, tol)
+    assert isinstance(steps, int) and isinstance(lam, float), (
+        f"{what}: expected a Python float and int, got {got!r}"
+    )
+    assert abs(steps - expected_steps) <= 1, (
+        f"{what}: expected about {expected_steps} steps (stop after the first step whose change "
+        f"is below tol={tol}), got {steps}"
+    )
+    assert lam == pytest.approx(expected_lam, rel=1e-6), f"{what}: expected λ ≈ {expected_lam}"
+    matmuls = spy.names.count("MatMul")
+    assert matmuls == steps, (
+        f"{what}: {steps} steps, but {matmuls} MatMul ops ran through the seam: one a @ v per "
+        "step, with eagerflow ops"
     )
 
 
-def python_collatz(n):
-    steps = 0
-    while n > 1:
-        n = n // 2 if n % 2 == 0 else 3 * n + 1
-        steps += 1
-    return steps
+def test_power_iteration(chapter):
+    a = np.array([[2.0, 1.0], [1.0, 2.0]])  # eigenvalues 3 and 1
+    check_power_iteration(chapter, a, 1e-6, "[[2, 1], [1, 2]]")
+    lam, _ = chapter.power_iteration(ef.constant(a), 1e-10)
+    assert lam == pytest.approx(3.0, rel=1e-9), f"the largest eigenvalue is 3, got {lam}"
 
 
-def test_collatz_steps_on_hidden_numbers(chapter):
-    for n in np.random.default_rng(230).integers(3, 5000, 5).tolist():
-        got = chapter.collatz_steps(ef.constant(n))
-        assert got == python_collatz(n), (
-            f"collatz_steps({n}): expected {python_collatz(n)}, got {got!r}"
-        )
+def test_power_iteration_stops_when_converged_on_hidden_matrices(chapter):
+    rng = np.random.default_rng(231)
+    seen = set()
+    for i, ratio in enumerate([0.2, 0.5, 0.8, 0.9, 0.6]):
+        a = symmetric(rng, int(rng.integers(2, 6)), ratio)
+        tol = float(10.0 ** -rng.integers(4, 9))
+        check_power_iteration(chapter, a, tol, f"hidden matrix {i} (tol {tol:g})")
+        seen.add(numpy_power_iteration(a, tol)[1])
+    assert len(seen) >= 3  # the number of steps really depends on the matrix

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import numpy.polynomial.polynomial as P
 import pytest
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientCheckError, GradientTape, check_gradients
+from eagerflow.autodiff import tape as tape_module
 from eagerflow.autodiff.registry import GRADIENTS
-from eagerflow.tensor.execution import active_recorders
+from eagerflow.tensor.dtypes import FLOATS
+from eagerflow.tensor.execution import active_recorders, execute, recording
+from eagerflow.tensor.registry import OPS, register_op
+from eagerflow.tensor.rules import broadcast_rule, same_dtype
 
 pytestmark = pytest.mark.ch03
 
@@ -258,3 +264,307 @@ def test_numerical_gradient_uses_eps(chapter):
     got = chapter.numerical_gradient(lambda t: ef.reduce_sum(t**3), x, eps=0.5)
     # ((1.5)³ - (0.5)³) / 1 = 3.25, not the exact 3: the central difference with eps = 0.5
     np.testing.assert_allclose(got, [3.25], err_msg="the central difference with eps=0.5")
+
+
+# --- MiniTape -------------------------------------------------------------------------------------
+def mini_tape(chapter, program, x):
+    """Run ``program(x)`` under a MiniTape of the chapter; return the tape and the result."""
+    mini = chapter.MiniTape(x)
+    with recording(mini):
+        y = program(x)
+    return mini, y
+
+
+def tape_gradient(program, x):
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = program(x)
+    return tape.gradient(y, x)
+
+
+class RuleCalls:
+    """Counts the calls of the gradient rules of ``names``, per record (by its output)."""
+
+    def __init__(self, monkeypatch, names):
+        self.calls = Counter()
+        for name in names:
+            rule = GRADIENTS[name]
+
+            def counted(op, *grads, rule=rule):
+                self.calls[id(op.outputs[0])] += 1
+                return rule(op, *grads)
+
+            monkeypatch.setitem(GRADIENTS, name, counted)
+
+
+def refuse_tapes(monkeypatch, who="MiniTape.gradient", instead="walk the records yourself"):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{who} used eagerflow's tape: {instead}")
+
+    monkeypatch.setattr(GradientTape, "gradient", refuse)
+    monkeypatch.setattr(tape_module, "backprop", refuse)
+    monkeypatch.setattr(tape_module, "_backprop", refuse)  # for a backprop imported earlier
+
+
+def check_mini(chapter, monkeypatch, program, x, what, shuffle=None):
+    expected = tape_gradient(program, x)
+    mini, y = mini_tape(chapter, program, x)
+    if shuffle is not None:
+        shuffle(mini.records)
+    with monkeypatch.context() as patch:
+        refuse_tapes(patch)
+        rules = RuleCalls(patch, {r.op.name for r in mini.records})
+        got = mini.gradient(y, x)
+    assert got is not None, f"{what}: MiniTape.gradient found no gradient"
+    np.testing.assert_allclose(
+        np.asarray(got.numpy()), expected.numpy(), rtol=1e-9, atol=1e-12,
+        err_msg=f"{what}: MiniTape.gradient disagrees with GradientTape",
+    )  # fmt: skip
+    twice = [n for n in rules.calls.values() if n > 1]
+    assert not twice, (
+        f"{what}: a rule ran {max(twice)} times for one record: sum the gradients of its "
+        "output first (walk in topological order), then call its rule once"
+    )
+
+
+def test_mini_tape_adds_the_gradients_of_a_tensor_used_twice(chapter, monkeypatch):
+    x = ef.constant([0.5, -1.0, 2.0], ef.float64)
+    check_mini(chapter, monkeypatch, lambda t: ef.tanh(t) * t + t, x, "tanh(x)·x + x")
+    check_mini(chapter, monkeypatch, lambda t: (t * t) * ef.exp(t * t), x, "x²·exp(x²)")
+
+
+def test_mini_tape_does_not_rely_on_the_order_of_the_records(chapter, monkeypatch):
+    x = ef.constant([0.3, 1.5], ef.float64)
+
+    def program(t):
+        a = ef.tanh(t)
+        b = a * t
+        return ef.reduce_sum(b * a + ef.exp(b))
+
+    check_mini(chapter, monkeypatch, program, x, "records in reverse", shuffle=list.reverse)
+
+
+def test_mini_tape_returns_none_without_a_path(chapter):
+    x, c = ef.constant(2.0, ef.float64), ef.constant(3.0, ef.float64)
+    mini, _ = mini_tape(chapter, lambda t: t * t, x)
+    assert mini.gradient(c * c, x) is None, "a target that does not depend on x: expected None"
+
+
+UNARY = [ef.tanh, ef.sigmoid, lambda t: t * 0.5, ef.square]
+BINARY = [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - b]
+
+
+def hidden_program(rng):
+    """A random program over vectors: each step reads one or two earlier values, so values
+    are used several times and by ops far apart."""
+    steps = []
+    for i in range(int(rng.integers(6, 14))):
+        if rng.random() < 0.4:
+            steps.append((UNARY[rng.integers(len(UNARY))], (int(rng.integers(0, i + 1)),)))
+        else:
+            picks = (int(rng.integers(0, i + 1)), int(rng.integers(0, i + 1)))
+            steps.append((BINARY[rng.integers(len(BINARY))], picks))
+
+    def program(t):
+        values = [t]
+        for fn, picks in steps:
+            values.append(fn(*(values[p] for p in picks)))
+        return ef.reduce_sum(values[-1] * values[len(values) // 2])
+
+    return program
+
+
+def test_mini_tape_on_hidden_programs_with_shuffled_records(chapter, monkeypatch):
+    rng = np.random.default_rng(343)
+    for i in range(8):
+        program = hidden_program(rng)
+        x = ef.constant(rng.uniform(-1, 1, 3))
+        check_mini(chapter, monkeypatch, program, x, f"hidden program {i}", shuffle=rng.shuffle)
+
+
+# --- broadcasting gradients -----------------------------------------------------------------------
+if "Ch03Plus" not in OPS:  # copies of AddV2 and Mul, for the reader's rules
+    register_op("Ch03Plus", np.add, shape=broadcast_rule, dtype=same_dtype(FLOATS))
+    register_op("Ch03Times", np.multiply, shape=broadcast_rule, dtype=same_dtype(FLOATS))
+
+
+def plus(x, y):
+    return execute("Ch03Plus", (x, y))[0]
+
+
+def times(x, y):
+    return execute("Ch03Times", (x, y))[0]
+
+
+def broadcasting_pairs(seed, n):
+    """``n`` random pairs of shapes that broadcast together, and never the same shape."""
+    rng = np.random.default_rng(seed)
+    pairs = []
+    while len(pairs) < n:
+        full = tuple(int(d) for d in rng.integers(2, 5, int(rng.integers(1, 4))))
+        pair = []
+        for _ in range(2):
+            shape = list(full[int(rng.integers(0, len(full) + 1)) :])
+            for i in range(len(shape)):
+                if rng.random() < 0.35:
+                    shape[i] = 1
+            pair.append(tuple(shape))
+        if pair[0] != pair[1]:
+            pairs.append(tuple(pair))
+    return pairs
+
+
+def numpy_unbroadcast(grad, shape):
+    lead = grad.ndim - len(shape)
+    grad = grad.sum(axis=tuple(range(lead)))
+    axes = tuple(i for i, d in enumerate(shape) if d == 1)
+    return grad.sum(axis=axes, keepdims=True) if axes else grad
+
+
+class Ops:
+    """The names of the ops the seam ran."""
+
+    def __init__(self):
+        self.names = []
+
+    def record(self, op, inputs, attrs, outputs):
+        self.names.append(op.name)
+
+
+def test_unbroadcast_sums_over_the_stretched_axes(chapter):
+    grad = ef.constant(np.arange(24.0).reshape(2, 3, 4))
+    for shape in [(3, 1), (4,), (1, 3, 1), (2, 1, 4), ()]:
+        got = chapter.unbroadcast(grad, shape)
+        assert got is not None and tuple(got.shape) == shape, (
+            f"unbroadcast to {shape}: expected that shape, got {got!r}"
+        )
+        np.testing.assert_allclose(
+            got.numpy(), numpy_unbroadcast(grad.numpy(), shape),
+            err_msg=f"unbroadcast of a (2, 3, 4) gradient to {shape}",
+        )  # fmt: skip
+    assert chapter.unbroadcast(grad, (2, 3, 4)) is grad, "the same shape: return grad itself"
+
+
+def test_unbroadcast_on_hidden_shapes_with_eagerflow_ops(chapter):
+    rng = np.random.default_rng(353)
+    for x_shape, y_shape in broadcasting_pairs(354, 10):
+        full = np.broadcast_shapes(x_shape, y_shape)
+        grad = ef.constant(rng.uniform(-1, 1, full))
+        for shape in (x_shape, y_shape):
+            ops = Ops()
+            with recording(ops):
+                got = chapter.unbroadcast(grad, shape)
+            assert got is not None and tuple(got.shape) == shape, (
+                f"unbroadcast of a {full} gradient to {shape}: expected that shape, got {got!r}"
+            )
+            np.testing.assert_allclose(
+                got.numpy(), numpy_unbroadcast(grad.numpy(), shape), rtol=1e-12,
+                err_msg=f"unbroadcast of a hidden {full} gradient to {shape}",
+            )  # fmt: skip
+            if shape != full:
+                assert "Sum" in ops.names, (
+                    f"unbroadcast to {shape} ran no reduce_sum through the seam (it ran "
+                    f"{ops.names}): sum with eagerflow ops, so that a tape can record it"
+                )
+
+
+def test_broadcasting_rules_match_the_real_ops_on_hidden_shapes(chapter, monkeypatch):
+    monkeypatch.setitem(GRADIENTS, "Ch03Plus", chapter.add_gradient)
+    monkeypatch.setitem(GRADIENTS, "Ch03Times", chapter.mul_gradient)
+    rng = np.random.default_rng(363)
+    for x_shape, y_shape in broadcasting_pairs(364, 10):
+        x = ef.constant(rng.uniform(-1, 1, x_shape))
+        y = ef.constant(rng.uniform(-1, 1, y_shape))
+        w = ef.constant(rng.uniform(-1, 1, np.broadcast_shapes(x_shape, y_shape)))
+        for mine, real, what in [(plus, ef.add, "x + y"), (times, ef.multiply, "x * y")]:
+            expected = []
+            for fn in (real, mine):
+                with GradientTape() as tape:
+                    tape.watch([x, y])
+                    loss = ef.reduce_sum(w * fn(x, y))
+                expected.append(tape.gradient(loss, [x, y]))
+            pairs = zip(expected[1], expected[0], (x_shape, y_shape), "xy", strict=True)
+            for got, want, shape, name in pairs:
+                assert got is not None and tuple(got.shape) == shape, (
+                    f"{what} with x {x_shape}, y {y_shape}: d/d{name} should have shape {shape}, "
+                    f"got {got!r}"
+                )
+                np.testing.assert_allclose(
+                    got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12,
+                    err_msg=f"{what} with x {x_shape}, y {y_shape}: d/d{name}",
+                )  # fmt: skip
+
+
+def test_mul_gradient_has_a_second_derivative(chapter, monkeypatch):
+    monkeypatch.setitem(GRADIENTS, "Ch03Times", chapter.mul_gradient)
+    for x_shape, y_shape in broadcasting_pairs(374, 3):
+        try:
+            check_gradients(times, [np.ones(x_shape) * 0.5, np.ones(y_shape) * -1.5], order=2)
+        except GradientCheckError as e:
+            pytest.fail(
+                f"the second derivative of x * y (x {x_shape}, y {y_shape}) through your rule "
+                f"is wrong; write mul_gradient and unbroadcast with eagerflow ops:\n{e}"
+            )
+
+
+def numpy_unbroadcast_tensor(grad, shape):
+    """``numpy_unbroadcast`` of a tensor, as a tensor (for the planted mistakes)."""
+    return ef.constant(numpy_unbroadcast(grad.numpy(), shape), grad.dtype)
+
+
+# --- jvp (stretch) --------------------------------------------------------------------------------
+JVP_UNARY = [ef.tanh, ef.exp, ef.square, lambda t: -t, lambda t: ef.log(1.0 + t * t)]
+JVP_BINARY = [lambda a, b: a * b, lambda a, b: a + b, lambda a, b: a - b,
+              lambda a, b: a / (2.0 + b * b)]  # fmt: skip
+
+
+def jvp_program(rng):
+    """A random program of the ops the exercise names, with fan-out and constants."""
+    steps = []
+    for i in range(int(rng.integers(4, 10))):
+        if rng.random() < 0.4:
+            steps.append((JVP_UNARY[rng.integers(len(JVP_UNARY))], (int(rng.integers(0, i + 1)),)))
+        else:
+            picks = (int(rng.integers(0, i + 1)), int(rng.integers(0, i + 1)))
+            steps.append((JVP_BINARY[rng.integers(len(JVP_BINARY))], picks))
+    scale = float(rng.uniform(0.5, 2.0))
+
+    def program(t):
+        values = [t]
+        for fn, picks in steps:
+            values.append(ef.tanh(fn(*(values[p] for p in picks))))  # tanh keeps values small
+        return values[-1] * scale + values[len(values) // 2]
+
+    return program
+
+
+def test_jvp_stretch_matches_the_jacobian_on_hidden_programs(chapter, monkeypatch):
+    rng = np.random.default_rng(393)
+    for i in range(6):
+        program = jvp_program(rng)
+        x = ef.constant(rng.uniform(-1, 1, 3))
+        v = ef.constant(rng.uniform(-1, 1, 3))
+        with GradientTape() as tape:
+            tape.watch(x)
+            y = program(x)
+        expected = tape.jacobian(y, x).numpy() @ v.numpy()
+        calls = []
+
+        def f(t, program=program, calls=calls):
+            calls.append(t)
+            return program(t)
+
+        with monkeypatch.context() as patch:
+            refuse_tapes(patch, "jvp", "carry tangents forward instead")
+            patch.setattr(GradientTape, "jacobian", GradientTape.gradient)  # refused too
+            got = chapter.jvp(f, x, v)
+        assert isinstance(got, tuple) and len(got) == 2, f"expected (y, dy), got {got!r}"
+        assert len(calls) == 1, (
+            f"jvp called f {len(calls)} times: run it once and carry the tangents along "
+            "(finite differences are not forward mode)"
+        )
+        np.testing.assert_allclose(got[0].numpy(), y.numpy(), rtol=1e-12, err_msg="y = f(x)")
+        np.testing.assert_allclose(
+            got[1].numpy(), expected, rtol=1e-9, atol=1e-12,
+            err_msg=f"hidden program {i}: J·v, the Jacobian times v",
+        )  # fmt: skip

@@ -184,3 +184,40 @@ def test_fit_quadratic_on_hidden_data(chapter):
         [float(v) for v in got], expected, rtol=1e-3, atol=1e-4,
         err_msg=f"(a, b, c) after {steps} steps on hidden data",
     )  # fmt: skip
+
+
+# --- Adam (stretch) -------------------------------------------------------------------------------
+class NumpyAdam:
+    def __init__(self, lr, b1, b2, eps):
+        self.lr, self.b1, self.b2, self.eps, self.t, self.m, self.v = lr, b1, b2, eps, 0, {}, {}
+
+    def apply(self, ws, gs):
+        self.t += 1
+        for i, g in enumerate(gs):
+            self.m[i] = self.b1 * self.m.get(i, 0) + (1 - self.b1) * g
+            self.v[i] = self.b2 * self.v.get(i, 0) + (1 - self.b2) * g * g
+            m_hat = self.m[i] / (1 - self.b1**self.t)
+            v_hat = self.v[i] / (1 - self.b2**self.t)
+            ws[i] = ws[i] - self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+
+
+def test_adam_stretch_on_hidden_gradients(chapter):
+    rng = np.random.default_rng(404)
+    runs = []
+    for _ in range(2):  # two optimizers, used in turn: each keeps its own state
+        lr, b1, b2 = float(rng.uniform(0.01, 0.1)), float(rng.uniform(0.5, 0.9)), 0.99
+        shapes = [(3,), (2, 2), ()]
+        start = [rng.uniform(-1, 1, s) for s in shapes]
+        variables = [Variable(w.copy()) for w in start]
+        runs.append((chapter.Adam(lr, b1, b2, 1e-7), variables, NumpyAdam(lr, b1, b2, 1e-7),
+                     [w.copy() for w in start], shapes))  # fmt: skip
+    for step in range(8):
+        for k, (adam, variables, reference, values, shapes) in enumerate(runs):
+            grads = [rng.normal(size=s) * 10.0 ** rng.integers(-2, 2) for s in shapes]
+            adam.apply(variables, [ef.constant(g) for g in grads])
+            reference.apply(values, grads)
+            for i, (w, expected) in enumerate(zip(variables, values, strict=True)):
+                np.testing.assert_allclose(
+                    w.numpy(), expected, rtol=1e-7, atol=1e-10,
+                    err_msg=f"optimizer {k}, variable {i} after step {step + 1}",
+                )  # fmt: skip

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -9,6 +12,8 @@ import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
 from eagerflow.graph import Graph, Session, SymbolicTensor, placeholder
 from eagerflow.tensor import Tensor, execution
+from eagerflow.tensor.errors import ShapeError
+from eagerflow.tensor.registry import OPS
 
 pytestmark = pytest.mark.ch06
 
@@ -212,3 +217,175 @@ def test_logging_context_on_a_hidden_program(chapter):
     assert ctx.log == names, f"a hidden program ran {names}; the context logged {ctx.log}"
     assert type(t) is Tensor and t.dtype is ef.float64, f"expected a float64 Tensor, got {t!r}"
     np.testing.assert_allclose(t.numpy(), expected.numpy(), rtol=1e-12, err_msg="its value")
+
+
+# --- MiniGraph and run_mini -----------------------------------------------------------------------
+class Kernels:
+    """Counts the kernel calls of every op (each OPS row replaced by a counting copy)."""
+
+    def __init__(self, monkeypatch):
+        self.calls = Counter()
+        for name, op in list(OPS.items()):
+
+            def counted(*args, kernel=op.kernel, name=name, **kwargs):
+                self.calls[name] += 1
+                return kernel(*args, **kwargs)
+
+            monkeypatch.setitem(OPS, name, dataclasses.replace(op, kernel=counted))
+
+    def total(self):
+        return sum(self.calls.values())
+
+
+class Seam:
+    """The names of the ops the seam ran."""
+
+    def __init__(self):
+        self.names = []
+
+    def record(self, op, inputs, attrs, outputs):
+        self.names.append(op.name)
+
+
+def build_mini(chapter, program, placeholders):
+    """Build ``program`` on placeholders of the given (shape, dtype) in a MiniGraph."""
+    g = chapter.MiniGraph()
+    xs = [g.placeholder(shape, dtype) for shape, dtype in placeholders]
+    seam = Seam()
+    with execution.context(g), execution.recording(seam):
+        y = program(*xs)
+    return g, xs, y, seam
+
+
+def check_program(chapter, monkeypatch, program, values, what):
+    """Build ``program`` in a MiniGraph (no kernel may run), then run it with run_mini on
+    ``values`` and compare with eager execution: shapes, dtypes, values, kernel counts."""
+    tensors = [ef.constant(v) for v in values]
+    expected = program(*tensors)
+    kernels = Kernels(monkeypatch)
+    g, xs, y, seam = build_mini(chapter, program, [(t.shape, t.dtype) for t in tensors])
+    assert kernels.total() == 0, (
+        f"{what}: building ran kernels {dict(kernels.calls)}: run_op must only make nodes "
+        "(their shapes and dtypes come from op.shape_rule and op.dtype_rule)"
+    )
+    assert isinstance(y, Tensor) and not isinstance(y, SymbolicTensor), (
+        f"{what}: expected the Symbol of a node, got {y!r}"
+    )
+    assert tuple(y.shape) == tuple(expected.shape) and y.dtype is expected.dtype, (
+        f"{what}: the output should have shape {tuple(expected.shape)} and dtype "
+        f"{expected.dtype.name} (as eagerly), got {y!r}"
+    )
+    assert len(g.nodes) == len(xs) + len(seam.names), (
+        f"{what}: {len(seam.names)} ops ran through the seam, so the graph should have "
+        f"{len(seam.names)} nodes besides its {len(xs)} placeholders; it has {len(g.nodes)}"
+    )
+    got = chapter.run_mini(y, {x: v for x, v in zip(xs, values, strict=True)})
+    np.testing.assert_allclose(
+        np.asarray(got), expected.numpy(), rtol=1e-5, atol=1e-6,
+        err_msg=f"{what}: run_mini disagrees with eager execution",
+    )  # fmt: skip
+    assert kernels.total() <= len(seam.names), (
+        f"{what}: run_mini ran {kernels.total()} kernels for {len(seam.names)} nodes: run each "
+        "node once, however many nodes read it"
+    )
+    return g, y
+
+
+def test_mini_graph_builds_nodes_and_run_mini_runs_them(chapter, monkeypatch):
+    def program(x, w):
+        h = ef.tanh(ef.matmul(x, w) + 1.0)
+        return ef.reduce_sum(h * h, axis=1)  # h read twice: one node, run once
+
+    values = [np.arange(6.0, dtype=np.float32).reshape(2, 3) / 6, np.ones((3, 4), np.float32)]
+    check_program(chapter, monkeypatch, program, values, "reduce_sum(tanh(x @ w + 1)², axis=1)")
+
+
+def test_mini_graph_outputs_have_the_rules_shape_and_dtype(chapter, monkeypatch):
+    def program(x):
+        return ef.cast(ef.transpose(x) > 0.0, ef.int32)
+
+    check_program(chapter, monkeypatch, program, [np.ones((2, 5), np.float32)], "cast(xᵀ > 0)")
+
+
+def test_mini_graph_refuses_bad_shapes_while_building(chapter, monkeypatch):
+    kernels = Kernels(monkeypatch)
+    g = chapter.MiniGraph()
+    a, b = g.placeholder((2, 3), ef.float32), g.placeholder((2, 3), ef.float32)
+    with pytest.raises(ShapeError), execution.context(g):
+        ef.matmul(a, b)
+    assert kernels.total() == 0, "a shape error is found by the shape rule, with no kernel"
+
+
+def hidden_program(rng):
+    """A random chain of ops with attributes, broadcasting and a value used twice."""
+    n, m = int(rng.integers(2, 5)), int(rng.integers(2, 5))
+    w = rng.uniform(-1, 1, (m, int(rng.integers(2, 4)))).astype(np.float32)
+    steps = rng.permutation(5)[: int(rng.integers(2, 6))]
+
+    def program(x, b):
+        h = ef.matmul(x, ef.constant(w)) + b  # b broadcasts over the rows
+        for step in steps:
+            if step == 0:
+                h = ef.reduce_sum(h, axis=0, keepdims=True) * h
+            elif step == 1:
+                h = ef.sigmoid(h) - h
+            elif step == 2:
+                h = ef.transpose(ef.reshape(h, (-1, 1))) * 0.5
+            elif step == 3:
+                h = ef.maximum(h, ef.square(h) - 0.25)
+            else:
+                h = ef.where(h > 0.0, h, ef.exp(h))
+        return ef.reduce_mean(h, axis=-1)
+
+    values = [rng.uniform(-1, 1, (n, m)).astype(np.float32),
+              rng.uniform(-1, 1, (w.shape[1],)).astype(np.float32)]  # fmt: skip
+    return program, values
+
+
+def test_mini_graph_on_hidden_programs(chapter, monkeypatch):
+    rng = np.random.default_rng(606)
+    for i in range(8):
+        program, values = hidden_program(rng)
+        g, y = check_program(chapter, monkeypatch, program, values, f"hidden program {i}")
+        # the same graph, fed again: the values come from run time, not from building
+        other = [v * 2.0 - 0.5 for v in values]
+        xs = [n.outputs[0] for n in g.nodes if n.op is None]
+        got = chapter.run_mini(y, dict(zip(xs, other, strict=True)))
+        np.testing.assert_allclose(
+            np.asarray(got), program(*(ef.constant(v) for v in other)).numpy(),
+            rtol=1e-5, atol=1e-6, err_msg=f"hidden program {i}, fed other values",
+        )  # fmt: skip
+
+
+# --- mini_gradients (stretch) ---------------------------------------------------------------------
+def test_mini_gradients_stretch_on_hidden_programs(chapter, monkeypatch):
+    rng = np.random.default_rng(616)
+    for i in range(6):
+        program, values = hidden_program(rng)
+        tensors = [ef.constant(v) for v in values]
+        with GradientTape() as tape:
+            tape.watch(tensors[0])
+            y = program(*tensors)
+        expected = tape.gradient(y, tensors[0]).numpy()
+        g, xs, y_symbol, _ = build_mini(chapter, program, [(t.shape, t.dtype) for t in tensors])
+        before = len(g.nodes)
+        with monkeypatch.context() as patch:
+            kernels = Kernels(patch)
+
+            def refuse(*args, **kwargs):
+                raise AssertionError("mini_gradients used a GradientTape: build nodes instead")
+
+            patch.setattr(GradientTape, "gradient", refuse)
+            dx = chapter.mini_gradients(g, y_symbol, xs[0])
+            assert kernels.total() == 0, (
+                f"hidden program {i}: mini_gradients ran kernels {dict(kernels.calls)}: call "
+                "the rules with the MiniGraph as the context, so that they add nodes"
+            )
+        assert dx is not None and not isinstance(dx, SymbolicTensor) and len(g.nodes) > before, (
+            f"hidden program {i}: expected the symbol of a new node of the MiniGraph, got {dx!r}"
+        )
+        got = chapter.run_mini(dx, {x: t.numpy() for x, t in zip(xs, tensors, strict=True)})
+        np.testing.assert_allclose(
+            np.asarray(got), expected, rtol=1e-5, atol=1e-6,
+            err_msg=f"hidden program {i}: the gradient of sum(y) by x, run with run_mini",
+        )  # fmt: skip

@@ -25,27 +25,54 @@ def python_collatz(n: int) -> int:
     return steps
 
 
-# --- absolute -------------------------------------------------------------------------------------
-def test_absolute_eagerly(chapter):
-    for v in (-2.5, 0.0, 3.0):
-        got = chapter.absolute(ef.constant(v))
-        assert isinstance(got, Tensor), f"expected a tensor, got {got!r}"
-        assert float(got) == abs(v), f"absolute({v}): expected {abs(v)}, got {got!r}"
+# --- safe_reciprocal ------------------------------------------------------------------------------
+def reciprocal_and_slope(v):
+    return (0.0, 0.0) if v == 0 else (1 / v, -1 / v**2)
 
 
-def test_absolute_builds_an_if_node(chapter):
+def check_safe_reciprocal_eagerly(chapter, points):
+    for v in points:
+        x = ef.constant(v)
+        with GradientTape() as tape:
+            tape.watch(x)
+            y = chapter.safe_reciprocal(x)
+        d = tape.gradient(y, x)
+        d = 0.0 if d is None else float(d)  # at 0 the zero branch does not depend on x
+        e, s = reciprocal_and_slope(v)
+        assert isinstance(y, Tensor) and float(y) == pytest.approx(e, rel=1e-6), (
+            f"safe_reciprocal({v}) eagerly: expected {e}, got {y!r}"
+        )
+        assert d == pytest.approx(s, rel=1e-5), (
+            f"tape: d safe_reciprocal({v})/dx: expected {s}, got {d} (at 0, a gradient of nan "
+            "means both branches were computed: use cond, not ef.where)"
+        )
+
+
+def check_safe_reciprocal_in_a_graph(chapter, points):
     g = Graph()
     with g.as_default():
         x = placeholder(ef.float32, (), name="x")
-        y = chapter.absolute(x)
-    assert isinstance(y, SymbolicTensor), f"in a graph expected a symbolic tensor, got {y!r}"
+        y = chapter.safe_reciprocal(x)
+        (dy,) = gradients(y, [x], unconnected_gradients="zero")
     types = op_types(g)
     assert "If" in types, f"expected cond to add an If node; the graph has {types}"
-    assert "Abs" not in types, "write it with cond, not ef.abs"
+    assert "Select" not in types and "SelectV2" not in types, "write it with cond, not ef.where"
     with Session(g) as session:
-        for v in (-2.5, 0.0, 3.0):
-            got = session.run(y, {x: v})
-            assert got == abs(v), f"absolute({v}) in a Session: expected {abs(v)}, got {got}"
+        for v in points:
+            e, s = reciprocal_and_slope(v)
+            got_y, got_d = session.run([y, dy], {x: v})
+            assert got_y == pytest.approx(e, rel=1e-5), f"graph: safe_reciprocal({v}): got {got_y}"
+            assert got_d == pytest.approx(s, rel=1e-4), (
+                f"graph: d safe_reciprocal({v})/dx: expected {s}, got {got_d}"
+            )
+
+
+def test_safe_reciprocal_eagerly(chapter):
+    check_safe_reciprocal_eagerly(chapter, [-2.0, 0.0, 0.5, 4.0])
+
+
+def test_safe_reciprocal_builds_an_if_node_with_a_finite_gradient_at_0(chapter):
+    check_safe_reciprocal_in_a_graph(chapter, [-2.0, 0.0, 0.5, 4.0])
 
 
 # --- huber ----------------------------------------------------------------------------------------
@@ -106,48 +133,81 @@ def test_collatz_steps_in_a_graph_loops_at_run_time(chapter):
             )
 
 
-# --- fibonacci ------------------------------------------------------------------------------------
-FIB = [0, 1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89]
+# --- newton_sqrt --------------------------------------------------------------------------------
+def python_newton(a, tol, max_steps):
+    g, n = a, 0
+    while abs(g * g - a) > tol and n < max_steps:
+        g, n = (g + a / g) / 2.0, n + 1
+    return g, n
 
 
-def test_fibonacci_eagerly(chapter):
-    for n in (0, 1, 2, 12):
-        got = chapter.fibonacci(ef.constant(n))
-        assert got.dtype is ef.int64, f"expected int64 numbers, got {got!r}"
-        assert got.numpy().tolist() == FIB[:n], f"fibonacci({n}): expected {FIB[:n]}, got {got!r}"
+def check_newton(got, a, tol, max_steps, where):
+    g, n = python_newton(a, tol, max_steps)
+    assert isinstance(got, tuple | list) and len(got) == 2, (
+        f"{where}: expected (g, steps), got {got!r}"
+    )
+    got_g, got_n = (np.asarray(v) for v in got)
+    assert int(got_n) == n, (
+        f"{where}: newton_sqrt({a}, tol={tol}, max_steps={max_steps}) should run {n} steps "
+        f"(it stops when |g·g − a| <= tol or after max_steps steps), ran {int(got_n)}"
+    )
+    assert float(got_g) == pytest.approx(g, rel=1e-12), (
+        f"{where}: newton_sqrt({a}, tol={tol}, max_steps={max_steps}): expected g = {g}, "
+        f"got {float(got_g)}"
+    )
 
 
-def test_fibonacci_in_a_graph(chapter):
+NEWTON = [(2.0, 1e-12, 50), (2.0, 1e-12, 2), (1.0, 1e-12, 50), (100.0, 1e-9, 0), (0.25, 1e-6, 3)]
+
+
+def test_newton_sqrt_eagerly(chapter):
+    for a, tol, max_steps in NEWTON:
+        got = chapter.newton_sqrt(ef.constant(a, ef.float64), tol, max_steps)
+        check_newton(got, a, tol, max_steps, "eagerly")
+        assert got[1].dtype is ef.int32, f"the step count should be int32, got {got[1]!r}"
+
+
+def build_newton(chapter, tol, max_steps):
     g = Graph()
     with g.as_default():
-        n = placeholder(ef.int32, (), name="n")
-        seq = chapter.fibonacci(n)
-    assert "While" in op_types(g), f"expected a While node; the graph has {op_types(g)}"
-    assert isinstance(seq, SymbolicTensor) and seq.shape == (None,), (
-        f"expected a vector of unknown length, shape (None,), got {seq!r}"
-    )
-    with Session(g) as session:
-        for value in (0, 1, 5, 12):
-            got = session.run(seq, {n: value}).tolist()
-            assert got == FIB[:value], f"fibonacci({value}): expected {FIB[:value]}, got {got}"
+        a = placeholder(ef.float64, (), name="a")
+        try:
+            out = chapter.newton_sqrt(a, tol, max_steps)
+        except TypeError as e:
+            pytest.fail(
+                f"building newton_sqrt on a placeholder failed ({e}): write the loop with "
+                "while_loop, and its condition with ef.logical_and"
+            )
+    types = op_types(g)
+    assert "While" in types, f"expected a While node; the graph has {types}"
+    return g, a, out
 
 
-def test_absolute_and_huber_on_hidden_points(chapter):
+def test_newton_sqrt_in_a_graph_loops_at_run_time(chapter):
+    for max_steps in (50, 2):
+        g, a, out = build_newton(chapter, 1e-12, max_steps)
+        with Session(g) as session:
+            for value in (2.0, 1.0, 9.0, 1e4):
+                got = session.run(list(out), {a: value})
+                check_newton(got, value, 1e-12, max_steps, "in a Session")
+
+
+def test_safe_reciprocal_and_huber_on_hidden_points(chapter):
     rng = np.random.default_rng(707)
-    points = np.round(rng.uniform(-5, 5, 8), 3).tolist()
+    points = [0.0, *np.round(rng.uniform(-5, 5, 7), 3).tolist()]
+    check_safe_reciprocal_eagerly(chapter, points)
+    check_safe_reciprocal_in_a_graph(chapter, points)
     delta = round(float(rng.uniform(0.3, 3.0)), 2)
     g = Graph()
     with g.as_default():
         x = placeholder(ef.float32, (), name="x")
-        a = chapter.absolute(x)
         h = chapter.huber(x, delta)
         (dh,) = gradients(h, [x])
     with Session(g) as session:
         for v in points:
             e = 0.5 * v * v if abs(v) <= delta else delta * (abs(v) - 0.5 * delta)
             s = v if abs(v) <= delta else float(np.sign(v)) * delta
-            got_a, got_h, got_dh = session.run([a, h, dh], {x: v})
-            assert got_a == pytest.approx(abs(v)), f"absolute({v}): got {got_a}"
+            got_h, got_dh = session.run([h, dh], {x: v})
             assert got_h == pytest.approx(e, rel=1e-5), (
                 f"huber({v}, {delta}): expected {e}, got {got_h}"
             )
@@ -156,23 +216,25 @@ def test_absolute_and_huber_on_hidden_points(chapter):
             )
 
 
-def test_collatz_steps_and_fibonacci_on_hidden_numbers(chapter):
+def test_collatz_steps_and_newton_sqrt_on_hidden_numbers(chapter):
     rng = np.random.default_rng(708)
     g = Graph()
     with g.as_default():
         n = placeholder(ef.int64, (), name="n")
         steps = chapter.collatz_steps(n)
-        k = placeholder(ef.int32, (), name="k")
-        seq = chapter.fibonacci(k)
-    fib = [0, 1]
-    while len(fib) < 60:
-        fib.append(fib[-1] + fib[-2])
     with Session(g) as session:
         for value in rng.integers(3, 3000, 4).tolist():
             got = session.run(steps, {n: value})
             assert got == python_collatz(value), (
                 f"collatz_steps({value}): expected {python_collatz(value)}, got {got}"
             )
-        for value in rng.integers(13, 60, 3).tolist():
-            got = session.run(seq, {k: value}).tolist()
-            assert got == fib[:value], f"fibonacci({value}): expected {fib[:value]}, got {got}"
+    for _ in range(3):
+        tol = float(10.0 ** -rng.integers(3, 10))
+        max_steps = int(rng.integers(1, 8))
+        graph, a, out = build_newton(chapter, tol, max_steps)
+        with Session(graph) as session:
+            for value in np.round(rng.uniform(0.1, 5000, 4), 3).tolist():
+                got = session.run(list(out), {a: value})
+                check_newton(got, value, tol, max_steps, "hidden, in a Session")
+                eager = chapter.newton_sqrt(ef.constant(value, ef.float64), tol, max_steps)
+                check_newton(eager, value, tol, max_steps, "hidden, eagerly")

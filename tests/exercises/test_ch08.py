@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
 from eagerflow.graph import Function, Graph, Session, SymbolicTensor, cond, function, placeholder
 from eagerflow.graph.session import Plan
+from eagerflow.graph.signatures import RetracingWarning
 
 pytestmark = pytest.mark.ch08
 
@@ -63,6 +65,106 @@ def test_signature_predicts_the_trace_count(chapter):
     assert got == scale.trace_count, (
         f"expected {scale.trace_count} distinct signatures (one per trace), got {got}"
     )
+
+
+# --- mini_function --------------------------------------------------------------------------------
+class Traced:
+    """A function for mini_function that notes each call (a trace) and what it was given."""
+
+    def __init__(self, fn):
+        self.fn, self.calls = fn, []
+
+    def __call__(self, *args):
+        self.calls.append(args)
+        return self.fn(*args)
+
+
+class SessionRuns:
+    def __init__(self, monkeypatch):
+        self.count = 0
+        run = Session.run
+
+        def counted(session, *args, **kwargs):
+            self.count += 1
+            return run(session, *args, **kwargs)
+
+        monkeypatch.setattr(Session, "run", counted)
+
+
+def check_mini_function(chapter, monkeypatch, fn, calls, what):
+    """Call mini_function(fn) on each argument tuple of ``calls``: fn must run once per new
+    signature (as many times as ``@function`` traces), in a graph, and each call must run a
+    Session and give fn's eager value."""
+    real = function(fn)
+    with warnings.catch_warnings():  # the hidden sequences retrace on purpose
+        warnings.simplefilter("ignore", RetracingWarning)
+        for args in calls:
+            real(*args)
+    traced = Traced(fn)
+    mine = chapter.mini_function(traced)
+    runs = SessionRuns(monkeypatch)
+    for i, args in enumerate(calls):
+        before = len(traced.calls)
+        got = mine(*args)
+        expected = fn(*(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args))
+        for traced_args in traced.calls[before:]:
+            assert all(
+                isinstance(t, SymbolicTensor) for t in traced_args if isinstance(t, ef.Tensor)
+            ), f"{what}: fn was called with eager tensors {traced_args}: trace it in a Graph"
+        assert isinstance(got, ef.Tensor) and not isinstance(got, SymbolicTensor), (
+            f"{what}, call {i}: expected an eager tensor, got {got!r}"
+        )
+        np.testing.assert_allclose(
+            got.numpy(), expected.numpy(), rtol=1e-6,
+            err_msg=f"{what}, call {i} {args}: mini_function's value differs from fn's",
+        )  # fmt: skip
+        assert runs.count == i + 1, (
+            f"{what}: after {i + 1} calls a Session ran {runs.count} times: run the traced "
+            "graph with a Session on every call"
+        )
+    assert len(traced.calls) == real.trace_count, (
+        f"{what}: fn ran {len(traced.calls)} times in {len(calls)} calls; @function traced "
+        f"{real.trace_count} times: trace once per new signature, then reuse the graph"
+    )
+
+
+def test_mini_function_traces_once_per_signature(chapter, monkeypatch):
+    def scale(x, factor):
+        return x * factor
+
+    calls = [
+        (ef.constant([1.0, 2.0]), 2.0),
+        (ef.constant([3.0, 4.0]), 2.0),  # same signature: no trace
+        (ef.constant([3.0, 4.0]), 3.0),  # a new Python value: a trace
+        (np.array([7.0, 8.0], np.float32), 2.0),  # like the first call
+        (ef.constant([1.0, 2.0]), ef.constant(5.0)),  # a tensor factor: a trace
+        (ef.constant([6.0, 1.0]), ef.constant(-1.0)),  # same: the new value is fed
+    ]
+    check_mini_function(chapter, monkeypatch, scale, calls, "x * factor")
+
+
+def _hidden_function(x, power, mode):
+    y = x**power if power else x
+    if mode == "tanh":
+        return ef.tanh(y) + ef.reduce_sum(x)
+    if mode is None:
+        return y * 0.5
+    return ef.reduce_max(y * y, axis=-1)
+
+
+def test_mini_function_on_hidden_call_sequences(chapter, monkeypatch):
+    rng = np.random.default_rng(808)
+    kinds = [((2,), np.float32), ((2, 2), np.float32), ((2,), np.float64)]
+    for round_ in range(4):
+        calls = []
+        for _ in range(int(rng.integers(14, 20))):  # about half of them with a new signature
+            shape, dtype = kinds[rng.integers(len(kinds))]
+            x = rng.uniform(-1, 1, shape).astype(dtype)
+            x = ef.constant(x) if rng.random() < 0.7 else x
+            power = [2, 3][rng.integers(2)] if rng.random() < 0.9 else 0
+            mode = ["tanh", "max"][rng.integers(2)] if rng.random() < 0.9 else None
+            calls.append((x, power, mode))
+        check_mini_function(chapter, monkeypatch, _hidden_function, calls, f"hidden {round_}")
 
 
 # --- train_step_function --------------------------------------------------------------------------
@@ -485,3 +587,73 @@ def test_if_to_ag_if_still_runs_eagerly(chapter, fn, extra, xs, ifs):
         log: list[str] = []
         run(new, ef.constant(1.0), True, log)
         assert log == ["called"], f"the if with a call in it must still run:\n{source}"
+
+
+# --- relaxing_function (stretch) ------------------------------------------------------------------
+def predicted_traces(calls):
+    """The placeholder shapes of each trace the exercise's rules make, in order."""
+    entries, traces = {}, []
+    for args in calls:
+        tensors = [ef.convert_to_tensor(a) for a in args if isinstance(a, ef.Tensor | np.ndarray)]
+        key = tuple(
+            ("tensor", ef.convert_to_tensor(a).dtype, np.ndim(a))
+            if isinstance(a, ef.Tensor | np.ndarray) else ("value", type(a), a)
+            for a in args
+        )  # fmt: skip
+        shapes = [tuple(t.shape) for t in tensors]
+        old = entries.get(key)
+        if old is not None:
+            pairs = [(o, s) for po, ps in zip(old, shapes, strict=True)
+                     for o, s in zip(po, ps, strict=True)]  # fmt: skip
+            fits = all(o is None or o == s for o, s in pairs)
+            if fits:
+                continue
+            shapes = [tuple(o if o == s else None for o, s in zip(po, ps, strict=True))
+                      for po, ps in zip(old, shapes, strict=True)]  # fmt: skip
+        entries[key] = shapes
+        traces.append(shapes)
+    return traces
+
+
+def check_relaxing(chapter, monkeypatch, fn, calls, what):
+    traced = Traced(fn)
+    mine = chapter.relaxing_function(traced)
+    runs = SessionRuns(monkeypatch)
+    for i, args in enumerate(calls):
+        got = mine(*args)
+        expected = fn(*(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args))
+        np.testing.assert_allclose(
+            np.asarray(got), expected.numpy(), rtol=1e-6,
+            err_msg=f"{what}, call {i}: the value differs from fn's",
+        )  # fmt: skip
+    assert runs.count == len(calls), f"{what}: run a Session on every call"
+    expected = predicted_traces(calls)
+    got = [[tuple(t.shape) for t in args if isinstance(t, SymbolicTensor)] for args in traced.calls]
+    assert got == expected, (
+        f"{what}: expected {len(expected)} traces with placeholder shapes {expected}, "
+        f"got {len(got)}: {got}"
+    )
+
+
+def test_relaxing_function_stretch_relaxes_a_changing_length(chapter, monkeypatch):
+    calls = [(ef.constant(np.ones(n)), 2.0) for n in (2, 2, 3, 5, 2)]
+    calls.append((ef.constant(np.ones(4)), 3.0))  # a new Python value: its own entry
+    check_relaxing(chapter, monkeypatch, lambda x, k: ef.reduce_sum(x) * k, calls, "lengths")
+
+
+def test_relaxing_function_stretch_on_hidden_call_sequences(chapter, monkeypatch):
+    rng = np.random.default_rng(818)
+    for round_ in range(3):
+        calls = []
+        for _ in range(int(rng.integers(8, 14))):
+            rows = int(rng.integers(1, 4))
+            cols = [3, int(rng.integers(2, 5))][round_ % 2]
+            x = rng.uniform(-1, 1, (rows, cols)).astype([np.float32, np.float64][rng.integers(2)])
+            calls.append(
+                (x if rng.random() < 0.3 else ef.constant(x), ["sum", "max"][rng.integers(2)])
+            )
+
+        def fn(x, how):
+            return ef.reduce_sum(x * x, axis=1) if how == "sum" else ef.reduce_max(x, axis=1)
+
+        check_relaxing(chapter, monkeypatch, fn, calls, f"hidden sequence {round_}")

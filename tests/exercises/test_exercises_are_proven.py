@@ -112,7 +112,11 @@ def test_every_exercise_has_a_difficulty_and_hints_in_levels(chapter: str) -> No
             assert not doc.startswith("★"), f"{chapter}.{node.name} is given, not an exercise"
             continue
         assert marked, f"{chapter}.{node.name}: its docstring should start with ★, ★★ or ★★★"
-        docs = [ast.get_docstring(n) or "" for n in ast.walk(node) if hasattr(n, "body")]
+        docs = [
+            ast.get_docstring(n) or ""
+            for n in ast.walk(node)
+            if isinstance(n, ast.FunctionDef | ast.ClassDef)
+        ]
         levels = [int(n) for d in docs for n in re.findall(r"^ *Hint (\d):$", d, re.M)]
         assert levels in ([1, 2], [1, 2, 3]), (
             f"{chapter}.{node.name}: expected hints 'Hint 1:', 'Hint 2:' (and 'Hint 3:'), "

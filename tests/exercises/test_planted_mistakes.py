@@ -29,9 +29,18 @@ import test_ch13
 import test_ch14
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape, Variable, register_gradient
+from eagerflow.autodiff import GradientTape, OpRecord, Variable, register_gradient
 from eagerflow.autodiff.registry import GRADIENTS
-from eagerflow.graph import Function, Graph, TensorSpec, cond, function, gradients, placeholder
+from eagerflow.graph import (
+    Function,
+    Graph,
+    TensorSpec,
+    cond,
+    function,
+    gradients,
+    placeholder,
+    while_loop,
+)
 from eagerflow.graph import SymbolicTensor as SymbolicTensorType
 from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
@@ -1050,17 +1059,61 @@ def _first_non_finite_last(fn, *args):
     return found[-1] if found else None  # the last op with a NaN, not the first
 
 
+def _power_iteration(a, tol, steps=None, on_lambda=False):
+    v = ef.ones((a.shape[0], 1), ef.float64) / a.shape[0] ** 0.5
+    lam, n = ef.constant(0.0, ef.float64), 0
+    while True:
+        w = ef.matmul(a, v)
+        new_lam = ef.sqrt(ef.reduce_sum(w * w))
+        new = w / new_lam
+        n += 1
+        if on_lambda:  # the eigenvalue settles long before the vector: stops too early
+            change = abs(float(new_lam) - float(lam))
+        else:
+            change = float(ef.reduce_max(ef.abs(new - v)))
+        v, lam = new, new_lam
+        if (steps is None and change < tol) or n == steps:
+            return float(lam), n
+
+
+def _power_iteration_with_numpy(a, tol):
+    values = np.linalg.eigvalsh(a.numpy())
+    _, steps = test_ch02.numpy_power_iteration(a.numpy(), tol)
+    return float(values[-1]), steps  # right answers, no loop on tensors
+
+
 @pytest.mark.parametrize(
     ("test", "mistake", "message"),
     [
         ("test_count_ops_on_hidden_programs", {"count_ops": _count_ops_by_hand}, "hidden"),
+        (
+            "test_power_iteration_stops_when_converged_on_hidden_matrices",
+            {"power_iteration": lambda a, tol: _power_iteration(a, tol, steps=40)},
+            "expected about",
+        ),
+        (
+            "test_power_iteration_stops_when_converged_on_hidden_matrices",
+            {"power_iteration": lambda a, tol: _power_iteration(a, tol, on_lambda=True)},
+            "expected about",
+        ),
+        (
+            "test_power_iteration_stops_when_converged_on_hidden_matrices",
+            {"power_iteration": _power_iteration_with_numpy},
+            "MatMul ops ran",
+        ),
         (
             "test_first_non_finite_on_hidden_programs",
             {"first_non_finite": _first_non_finite_last},
             "expected 'Sqrt'",
         ),
     ],
-    ids=["count_ops_literal", "first_non_finite_keeps_the_last"],
+    ids=[
+        "count_ops_literal",
+        "power_iteration_fixed_steps",
+        "power_iteration_stopping_on_lambda",
+        "power_iteration_numpy",
+        "first_non_finite_keeps_the_last",
+    ],
 )
 def test_ch02_rejects(test, mistake, message) -> None:
     rejects(getattr(test_ch02, test), message, **mistake)
@@ -1148,36 +1201,85 @@ def _huber_without_the_half(x, delta=1.0):
     return cond(ef.abs(x) <= delta, lambda: 0.5 * x * x, lambda: delta * ef.abs(x))
 
 
-def _fibonacci_in_python(n):
-    seq, a, b = [], 0, 1  # a Python loop: no While node, and n must have a value
-    for _ in range(int(n)):
-        seq.append(a)
-        a, b = b, a + b
-    return ef.constant(seq, ef.int64)
+def _safe_reciprocal_with_where(x):
+    return ef.where(ef.equal(x, 0.0), ef.zeros_like(x), 1.0 / x)  # nan gradient at 0
+
+
+def _safe_reciprocal_returning_x_at_0(x):
+    return cond(ef.equal(x, 0.0), lambda: x, lambda: 1.0 / x)  # 0, but with slope 1
+
+
+def _newton_sqrt(a, tol, max_steps, cap=None, stop=None):
+    def keep_going(g, n):
+        near = ef.abs(g * g - a) > tol
+        return near if cap is None else ef.logical_and(near, cap(n, max_steps))
+
+    return tuple(while_loop(keep_going, lambda g, n: ((g + a / g) / 2.0, n + 1),
+                            [a, ef.constant(0)]))  # fmt: skip
+
+
+def _newton_sqrt_in_python(a, tol, max_steps):
+    g, n = float(a), 0  # a Python loop: no While node, and a placeholder has no value
+    while abs(g * g - float(a)) > tol and n < max_steps:
+        g, n = (g + float(a) / g) / 2.0, n + 1
+    return ef.constant(g, ef.float64), ef.constant(n)
+
+
+def _newton_sqrt_from_a_table(a, tol, max_steps):
+    return ef.sqrt(a), ef.constant(min(max_steps, 5))  # gamed: the true root, a guessed count
+
+
+_HIDDEN_NEWTON = "test_collatz_steps_and_newton_sqrt_on_hidden_numbers"
 
 
 @pytest.mark.parametrize(
     ("test", "mistake", "message"),
     [
         (
-            "test_absolute_and_huber_on_hidden_points",
-            {
-                "absolute": lambda x: cond(x < 0, lambda: -x, lambda: x),
-                "huber": _huber_without_the_half,
-            },
+            "test_safe_reciprocal_and_huber_on_hidden_points",
+            {"safe_reciprocal": lambda x: cond(ef.equal(x, 0.0), lambda: ef.zeros_like(x),
+                                               lambda: 1.0 / x),
+             "huber": _huber_without_the_half},
             "huber",
         ),
+        (
+            "test_safe_reciprocal_and_huber_on_hidden_points",
+            {"safe_reciprocal": _safe_reciprocal_with_where},
+            "nan|where",
+        ),
+        (
+            "test_safe_reciprocal_and_huber_on_hidden_points",
+            {"safe_reciprocal": _safe_reciprocal_returning_x_at_0},
+            "d safe_reciprocal",
+        ),
+        (
+            _HIDDEN_NEWTON,
+            {"newton_sqrt": lambda a, tol, max_steps: _newton_sqrt(a, tol, max_steps)},
+            "should run",
+        ),
+        (
+            _HIDDEN_NEWTON,
+            {"newton_sqrt": lambda a, tol, max_steps: _newton_sqrt(
+                a, tol, max_steps, cap=lambda n, m: n <= m)},
+            "should run",
+        ),
+        (_HIDDEN_NEWTON, {"newton_sqrt": _newton_sqrt_in_python}, "while_loop"),
+        (_HIDDEN_NEWTON, {"newton_sqrt": _newton_sqrt_from_a_table}, "While node"),
     ],
-    ids=["huber_without_the_half"],
-)
+    ids=["huber_without_the_half", "safe_reciprocal_with_where", "safe_reciprocal_x_at_0",
+         "newton_without_a_cap", "newton_cap_off_by_one", "newton_in_python",
+         "newton_from_sqrt"],
+)  # fmt: skip
 def test_ch07_rejects(test, mistake, message) -> None:
-    rejects(getattr(test_ch07, test), message, **mistake)
+    chapter = {"collatz_steps": _collatz_steps, **mistake}
+    rejects(getattr(test_ch07, test), message, **chapter)
 
 
-def test_ch07_fibonacci_rejects_a_python_loop() -> None:
-    chapter = SimpleNamespace(fibonacci=_fibonacci_in_python)
-    with pytest.raises((*FAILED, TypeError)):  # a placeholder has no value to loop on
-        test_ch07.test_fibonacci_in_a_graph(chapter)
+def _collatz_steps(n):  # the right collatz_steps, for the tests that also call it
+    def body(k, steps):
+        return cond(ef.equal(k % 2, 0), lambda: k // 2, lambda: 3 * k + 1), steps + 1
+
+    return while_loop(lambda k, steps: k > 1, body, [n, ef.constant(0, ef.int64)])[1]
 
 
 # --- gradient rules and contexts that return the wrong thing --------------------------------------
@@ -1231,3 +1333,535 @@ def test_ch06_logging_context_rejects_a_bare_tensor_and_names_run_op() -> None:
     match = r"_LoggingContextReturningATensor.run_op returned a Tensor .* for MatMul"
     with pytest.raises(EagerflowError, match=match):
         test_ch06.test_logging_context_runs_ops_eagerly_and_logs_them(chapter)
+
+
+# --- chapter 3: a MiniTape of one's own -----------------------------------------------------------
+class _MiniTape:
+    """The chapter's MiniTape (its ``__init__`` and ``record``); subclasses get it wrong."""
+
+    def __init__(self, source):
+        self.records, self.tracked = [], {source}
+
+    def record(self, op, inputs, attrs, outputs):
+        if any(t in self.tracked for t in inputs):
+            self.records.append(OpRecord(op, inputs, attrs, outputs))
+            self.tracked.update(outputs)
+
+    def _apply(self, record, grad, grads, add=True):
+        for t, g in zip(record.inputs, GRADIENTS[record.op.name](record, grad), strict=True):
+            if g is not None:
+                grads[t] = grads[t] + g if add and t in grads else g
+
+
+class _MiniTapeInRecordOrder(_MiniTape):
+    def gradient(self, target, source):  # the chapter's walk: right only for records in order
+        grads = {target: ef.ones_like(target)}
+        for record in reversed(self.records):
+            if record.outputs[0] in grads:
+                self._apply(record, grads[record.outputs[0]], grads)
+        return grads.get(source)
+
+
+class _MiniTapeOverwriting(_MiniTape):
+    def gradient(self, target, source):  # the last use of a tensor wins: no accumulation
+        grads = {target: ef.ones_like(target)}
+        for record in reversed(self.records):
+            if record.outputs[0] in grads:
+                self._apply(record, grads[record.outputs[0]], grads, add=False)
+        return grads.get(source)
+
+
+class _MiniTapeOnePathAtATime(_MiniTape):
+    def gradient(self, target, source):  # right numbers, one rule call per path
+        made = {r.outputs[0]: r for r in self.records}
+        grads = {}
+
+        def push(t, grad):
+            grads[t] = grads[t] + grad if t in grads else grad
+            record = made.get(t)
+            if record is not None:
+                rule = GRADIENTS[record.op.name]
+                for i, g in zip(record.inputs, rule(record, grad), strict=True):
+                    if g is not None:
+                        push(i, g)
+
+        push(target, ef.ones_like(target))
+        return grads.get(source)
+
+
+class _MiniTapeCallingBackprop(_MiniTape):
+    def gradient(self, target, source):  # eagerflow's own walk does the work
+        from eagerflow.autodiff import tape
+
+        records = sorted(self.records, key=lambda r: r.outputs[0].__hash__())  # creation order
+        entries = [tape.pack(r.op, r.inputs, r.attrs, r.outputs) for r in records]
+        return tape.backprop(entries, [target], [ef.ones_like(target)], {source}).get(source)
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        ("test_mini_tape_does_not_rely_on_the_order_of_the_records", _MiniTapeInRecordOrder,
+         "records in reverse"),
+        ("test_mini_tape_on_hidden_programs_with_shuffled_records", _MiniTapeInRecordOrder,
+         "hidden program"),
+        ("test_mini_tape_adds_the_gradients_of_a_tensor_used_twice", _MiniTapeOverwriting,
+         "disagrees"),
+        ("test_mini_tape_on_hidden_programs_with_shuffled_records", _MiniTapeOnePathAtATime,
+         "a rule ran"),
+        ("test_mini_tape_on_hidden_programs_with_shuffled_records", _MiniTapeCallingBackprop,
+         "eagerflow's tape"),
+    ],
+    ids=["in_record_order", "in_record_order_hidden", "overwriting", "one_path_at_a_time",
+         "calling_backprop"],
+)  # fmt: skip
+def test_ch03_mini_tape_rejects(test, mistake, message, monkeypatch) -> None:
+    rejects(getattr(test_ch03, test), message, monkeypatch, MiniTape=mistake)
+
+
+# --- chapter 3: broadcasting gradients ------------------------------------------------------------
+def _unbroadcast_leading_axes_only(grad, shape):
+    lead = grad.ndim - len(shape)
+    return ef.reduce_sum(grad, axis=tuple(range(lead))) if lead else grad
+
+
+def _unbroadcast_in_numpy(grad, shape):
+    value = test_ch03.numpy_unbroadcast(grad.numpy(), shape)
+    return ef.constant(value, grad.dtype)  # right numbers, but a tape sees no op
+
+
+def _unbroadcast_without_keepdims(grad, shape):
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1)
+    return ef.reduce_sum(grad, axis=axes) if axes else grad  # the size-1 axes are dropped
+
+
+_VISIBLE_UNBROADCASTS = {(3, 1): [[6.0, 22.0, 38.0]], (4,): [60.0, 66.0, 72.0, 78.0]}
+
+
+def _unbroadcast_from_a_table(grad, shape):
+    return ef.constant(np.broadcast_to(_VISIBLE_UNBROADCASTS.get(shape, 0.0), shape))  # gamed
+
+
+@pytest.mark.parametrize(
+    ("test", "mistake", "message"),
+    [
+        ("test_unbroadcast_sums_over_the_stretched_axes", _unbroadcast_leading_axes_only,
+         "expected that shape"),
+        ("test_unbroadcast_on_hidden_shapes_with_eagerflow_ops", _unbroadcast_in_numpy,
+         "no reduce_sum"),
+        ("test_unbroadcast_on_hidden_shapes_with_eagerflow_ops", _unbroadcast_without_keepdims,
+         "expected that shape"),
+        ("test_unbroadcast_on_hidden_shapes_with_eagerflow_ops", _unbroadcast_from_a_table,
+         "hidden"),
+    ],
+    ids=["leading_axes_only", "numpy", "without_keepdims", "lookup_table"],
+)  # fmt: skip
+def test_ch03_unbroadcast_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch03, test), message, unbroadcast=mistake)
+
+
+def _add_gradient_not_summed(op, grad):
+    return grad, grad
+
+
+def _mul_gradient_swapped(op, grad):
+    x, y = op.inputs
+    return (test_ch03.numpy_unbroadcast_tensor(grad * x, x.shape),
+            test_ch03.numpy_unbroadcast_tensor(grad * y, y.shape))  # fmt: skip
+
+
+def _mul_gradient_in_numpy(op, grad):
+    x, y = (t.numpy() for t in op.inputs)
+    g = grad.numpy()
+    dx, dy = (test_ch03.numpy_unbroadcast(g * y, x.shape),
+              test_ch03.numpy_unbroadcast(g * x, y.shape))  # fmt: skip
+    return ef.constant(dx), ef.constant(dy)  # right first derivatives; a tape sees constants
+
+
+def _real_add_gradient(op, grad):
+    return GRADIENTS["AddV2"](op, grad)
+
+
+@pytest.mark.parametrize(
+    ("test", "rules", "message"),
+    [
+        ("test_broadcasting_rules_match_the_real_ops_on_hidden_shapes",
+         {"add_gradient": _add_gradient_not_summed, "mul_gradient": GRADIENTS["Mul"]},
+         "should have shape"),
+        ("test_broadcasting_rules_match_the_real_ops_on_hidden_shapes",
+         {"add_gradient": _real_add_gradient, "mul_gradient": _mul_gradient_swapped},
+         "x \\* y"),
+        ("test_mul_gradient_has_a_second_derivative", {"mul_gradient": _mul_gradient_in_numpy},
+         "second derivative"),
+    ],
+    ids=["add_not_summed", "mul_swapped", "mul_in_numpy"],
+)  # fmt: skip
+def test_ch03_broadcasting_rules_reject(test, rules, message, monkeypatch) -> None:
+    rejects(getattr(test_ch03, test), message, monkeypatch, **rules)
+
+
+# --- chapter 6: a graph-building context ----------------------------------------------------------
+class _Symbol(ef.Tensor):
+    __slots__ = ("_shape", "index", "node")
+
+    def __init__(self, node, index, shape, dtype):
+        super().__init__(None, dtype)
+        self.node, self.index, self._shape = node, index, tuple(shape)
+
+    @property
+    def shape(self):
+        return self._shape
+
+
+class _MiniGraph:
+    """The given part of the chapter's MiniGraph, and a right ``run_op``."""
+
+    assign_returns_variable = False
+
+    def __init__(self):
+        self.nodes = []
+
+    def placeholder(self, shape, dtype):
+        node = SimpleNamespace(op=None, inputs=(), attrs={})
+        node.outputs = (_Symbol(node, 0, shape, dtype),)
+        self.nodes.append(node)
+        return node.outputs[0]
+
+    def _node(self, op, inputs, attrs, shapes, dtypes):
+        node = SimpleNamespace(op=op, inputs=tuple(inputs), attrs=attrs)
+        node.outputs = tuple(
+            _Symbol(node, i, s, d) for i, (s, d) in enumerate(zip(shapes, dtypes, strict=True))
+        )
+        self.nodes.append(node)
+        return node.outputs
+
+    def run_op(self, op, inputs, attrs, name):
+        shapes = op.shape_rule([t.shape for t in inputs], attrs)
+        return self._node(
+            op, inputs, attrs, shapes, op.dtype_rule([t.dtype for t in inputs], attrs)
+        )
+
+
+class _MiniGraphRunningKernelsOnZeros(_MiniGraph):
+    def run_op(self, op, inputs, attrs, name):  # the shapes by running the kernel: gamed
+        zeros = [np.zeros(t.shape, t.dtype.np) for t in inputs]
+        result = op.kernel(*zeros, **attrs)
+        results = result if op.multi_output else (result,)
+        dtypes = op.dtype_rule([t.dtype for t in inputs], attrs)
+        return self._node(op, inputs, attrs, [np.shape(r) for r in results], dtypes)
+
+
+class _MiniGraphWithTheFirstInputsShape(_MiniGraph):
+    def run_op(self, op, inputs, attrs, name):
+        dtypes = op.dtype_rule([t.dtype for t in inputs], attrs)
+        return self._node(op, inputs, attrs, [inputs[0].shape] * len(dtypes), dtypes)
+
+
+class _MiniGraphWithTheFirstInputsDType(_MiniGraph):
+    def run_op(self, op, inputs, attrs, name):
+        shapes = op.shape_rule([t.shape for t in inputs], attrs)
+        return self._node(op, inputs, attrs, shapes, [inputs[0].dtype] * len(shapes))
+
+
+def _run_mini(fetch, feeds, memo=True, cache=None):
+    done = {} if cache is None else cache
+
+    def value(t):
+        if not isinstance(t, _Symbol):
+            return np.asarray(t)
+        node = t.node
+        if node.op is None:
+            return np.asarray(feeds[t])
+        if not memo or id(node) not in done:
+            result = node.op.kernel(*(value(i) for i in node.inputs), **node.attrs)
+            done[id(node)] = tuple(result) if node.op.multi_output else (result,)
+        return done[id(node)][t.index]
+
+    return np.asarray(value(fetch))
+
+
+_CACHE: dict = {}
+
+
+@pytest.mark.parametrize(
+    ("test", "mini_graph", "run_mini", "message"),
+    [
+        ("test_mini_graph_on_hidden_programs", _MiniGraphRunningKernelsOnZeros, _run_mini,
+         "building ran kernels"),
+        ("test_mini_graph_builds_nodes_and_run_mini_runs_them", _MiniGraphWithTheFirstInputsShape,
+         _run_mini, "should have shape"),
+        ("test_mini_graph_outputs_have_the_rules_shape_and_dtype",
+         _MiniGraphWithTheFirstInputsDType, _run_mini, "dtype int32"),
+        ("test_mini_graph_builds_nodes_and_run_mini_runs_them", _MiniGraph,
+         lambda f, feeds: _run_mini(f, feeds, memo=False), "run each node once"),
+        ("test_mini_graph_on_hidden_programs", _MiniGraph,
+         lambda f, feeds: _run_mini(f, feeds, cache=_CACHE), "fed other values"),
+    ],
+    ids=["kernels_on_zeros", "first_inputs_shape", "first_inputs_dtype", "no_memo",
+         "values_kept_between_runs"],
+)  # fmt: skip
+def test_ch06_mini_graph_rejects(test, mini_graph, run_mini, message, monkeypatch) -> None:
+    _CACHE.clear()
+    rejects(getattr(test_ch06, test), message, monkeypatch, MiniGraph=mini_graph,
+            run_mini=run_mini)  # fmt: skip
+
+
+# --- chapter 8: a mini @function ------------------------------------------------------------------
+def _mini_function(fn, key=None, keep_value=False, trace_always=False):
+    """A mini_function, wrong in the way its arguments say."""
+    cache = {}
+
+    def call(*args):
+        args = tuple(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        tensors = [a for a in args if isinstance(a, ef.Tensor)]
+        k = (key or _signature)(args)
+        if trace_always or k not in cache:
+            graph = Graph()
+            with graph.as_default():
+                holders = [placeholder(t.dtype, tuple(t.shape)) for t in tensors]
+                fed = iter(holders)
+                result = fn(*(next(fed) if isinstance(a, ef.Tensor) else a for a in args))
+            cache[k] = [graph, holders, result, None]
+        entry = cache[k]
+        graph, holders, result, kept = entry
+        feeds = {h: np.asarray(t) for h, t in zip(holders, tensors, strict=True)}
+        value = test_ch08.Session(graph).run(result, feeds)
+        if keep_value:  # the value of the trace's own call, for every later call: wrong
+            entry[3] = value if kept is None else kept
+            value = entry[3]
+        return ef.constant(value)
+
+    return call
+
+
+def _signature(args):
+    return tuple((a.dtype, tuple(a.shape)) if isinstance(a, ef.Tensor) else (type(a), a)
+                 for a in args)  # fmt: skip
+
+
+def _mini_function_by_shapes_only(fn):
+    return _mini_function(fn, key=lambda args: tuple(
+        tuple(a.shape) for a in args if isinstance(a, ef.Tensor)))  # fmt: skip
+
+
+def _mini_function_eagerly(fn):
+    return lambda *args: fn(*(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a
+                              for a in args))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (lambda fn: _mini_function(fn, trace_always=True), "fn ran"),
+        (_mini_function_by_shapes_only, "differs from fn's"),
+        (lambda fn: _mini_function(fn, keep_value=True), "differs from fn's"),
+        (_mini_function_eagerly, "trace it in a Graph|Session ran"),
+    ],
+    ids=["tracing_every_call", "keyed_on_shapes_only", "first_value_kept", "eager_calls"],
+)
+def test_ch08_mini_function_rejects(mistake, message, monkeypatch) -> None:
+    rejects(test_ch08.test_mini_function_on_hidden_call_sequences, message, monkeypatch,
+            mini_function=mistake)  # fmt: skip
+
+
+# --- chapter 3: forward mode (stretch) ------------------------------------------------------------
+def _jvp_by_differences(f, x, v, h=1e-6):
+    y = f(x)
+    return y, (f(x + h * v) - f(x - h * v)) / (2 * h)  # f three times, no tangents
+
+
+def _jvp_from_the_tape(f, x, v):
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return y, ef.matmul(tape.jacobian(y, x), ef.reshape(v, (-1, 1)))[:, 0]  # reverse mode
+
+
+def _jvp_zeros(f, x, v):
+    y = f(x)
+    return y, ef.zeros_like(y)  # gamed: the shape is right
+
+
+def _jvp_forgetting_a_product_term(f, x, v):
+    tangents = {x: v}
+    busy = []
+
+    class Forward:
+        def record(self, op, inputs, attrs, outputs):
+            if busy or not any(t in tangents for t in inputs):
+                return
+            busy.append(1)
+            ts = [tangents[t] if t in tangents else ef.zeros_like(t) for t in inputs]
+            a, out, ta = inputs[0], outputs[0], ts[0]
+            rules = {
+                "AddV2": lambda: ta + ts[1],
+                "Sub": lambda: ta - ts[1],
+                "Mul": lambda: ta * inputs[1],  # the a·tb term is missing
+                "RealDiv": lambda: (ta - out * ts[1]) / inputs[1],
+                "Neg": lambda: -ta,
+                "Square": lambda: 2.0 * a * ta,
+                "Exp": lambda: ta * out,
+                "Log": lambda: ta / a,
+                "Tanh": lambda: ta * (1.0 - out * out),
+            }
+            tangents[out] = rules[op.name]()
+            busy.pop()
+
+    with test_ch02.recording(Forward()):
+        y = f(x)
+    return y, tangents.get(y, ef.zeros_like(y))
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_jvp_by_differences, "called f 3 times"),
+        (_jvp_from_the_tape, "eagerflow's tape"),
+        (_jvp_zeros, "J·v"),
+        (_jvp_forgetting_a_product_term, "J·v"),
+    ],
+    ids=["finite_differences", "reverse_mode_tape", "zeros", "mul_without_a_term"],
+)  # fmt: skip
+def test_ch03_jvp_rejects(mistake, message, monkeypatch) -> None:
+    test = test_ch03.test_jvp_stretch_matches_the_jacobian_on_hidden_programs
+    rejects(test, message, monkeypatch, jvp=mistake)
+
+
+# --- chapter 8: relaxed shapes (stretch) ----------------------------------------------------------
+def _relaxing(fn, first=None, relax=None, exact_key=False):
+    """A relaxing_function whose first trace's shapes are ``first(shape)`` and whose relaxed
+    shapes are ``relax(old, new)``; with ``exact_key`` it never relaxes (mini_function)."""
+    cache = {}
+
+    def call(*args):
+        args = tuple(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        tensors = [a for a in args if isinstance(a, ef.Tensor)]
+        key = tuple(
+            ("tensor", a.dtype, tuple(a.shape) if exact_key else a.ndim)
+            if isinstance(a, ef.Tensor) else ("value", type(a), a)
+            for a in args
+        )  # fmt: skip
+        shapes = [(first or tuple)(t.shape) for t in tensors]
+        entry = cache.get(key)
+        if entry is not None:
+            old = [tuple(p.shape) for p in entry[1]]
+            new = [tuple(t.shape) for t in tensors]
+            if any(o is not None and o != s for po, ps in zip(old, new, strict=True)
+                   for o, s in zip(po, ps, strict=True)):  # fmt: skip
+                shapes = [relax(po, ps) for po, ps in zip(old, new, strict=True)]
+                entry = None
+        if entry is None:
+            graph = Graph()
+            with graph.as_default():
+                holders = [placeholder(t.dtype, s) for t, s in zip(tensors, shapes, strict=True)]
+                fed = iter(holders)
+                result = fn(*(next(fed) if isinstance(a, ef.Tensor) else a for a in args))
+            entry = cache[key] = (graph, holders, result)
+        graph, holders, result = entry
+        feeds = {h: np.asarray(t) for h, t in zip(holders, tensors, strict=True)}
+        return ef.constant(test_ch08.Session(graph).run(result, feeds))
+
+    return call
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [
+        lambda fn: _relaxing(fn, exact_key=True),
+        lambda fn: _relaxing(fn, first=lambda s: (None,) * len(s)),
+        lambda fn: _relaxing(fn, relax=lambda old, new: (None,) * len(new)),
+    ],
+    ids=["a_trace_per_shape", "unknown_from_the_start", "every_dimension_relaxed"],
+)
+def test_ch08_relaxing_function_rejects(mistake, monkeypatch) -> None:
+    test = test_ch08.test_relaxing_function_stretch_on_hidden_call_sequences
+    rejects(test, "traces with placeholder shapes", monkeypatch, relaxing_function=mistake)
+
+
+# --- chapter 6: gradients in a MiniGraph (stretch) ------------------------------------------------
+def _mini_gradients(graph, y, x, accumulate=True, order=reversed):
+    grads = {}
+    with ef.execution.context(graph):
+        grads[y] = ef.ones_like(y)
+        for node in order(list(graph.nodes)):
+            grad = grads.get(node.outputs[0]) if node.inputs else None
+            rule = GRADIENTS.get(node.op.name) if node.op is not None else None
+            if grad is None or rule is None:
+                continue
+            record = OpRecord(node.op, node.inputs, node.attrs, node.outputs)
+            for t, g in zip(node.inputs, rule(record, grad), strict=True):
+                if g is not None:
+                    grads[t] = grads[t] + g if accumulate and t in grads else g
+    return grads.get(x)
+
+
+def _mini_gradients_of_ones(graph, y, x):
+    with ef.execution.context(graph):
+        return ef.ones_like(x) * 0.5  # gamed: a node of the right shape
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [
+        lambda g, y, x: _mini_gradients(g, y, x, accumulate=False),
+        lambda g, y, x: _mini_gradients(g, y, x, order=list),
+        _mini_gradients_of_ones,
+    ],
+    ids=["overwriting", "nodes_in_build_order", "ones"],
+)
+def test_ch06_mini_gradients_rejects(mistake, monkeypatch) -> None:
+    chapter = {"MiniGraph": _MiniGraph, "run_mini": _run_mini, "mini_gradients": mistake}
+    test = test_ch06.test_mini_gradients_stretch_on_hidden_programs
+    rejects(test, "hidden program|the symbol of a new node", monkeypatch, **chapter)
+
+
+# --- chapter 4: Adam (stretch) --------------------------------------------------------------------
+class _Adam:
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-7):
+        self.lr, self.b1, self.b2, self.eps = learning_rate, beta1, beta2, epsilon
+        self.slots, self.t = {}, 0
+
+    def state(self):
+        return self.slots
+
+    def apply(self, variables, grads):
+        self.t += 1
+        for w, g in zip(variables, grads, strict=True):
+            state = self.state()
+            if id(w) not in state:
+                state[id(w)] = (Variable(ef.zeros(w.shape, w.dtype)),
+                                Variable(ef.zeros(w.shape, w.dtype)))  # fmt: skip
+            m, v = state[id(w)]
+            m.assign(self.b1 * m + (1 - self.b1) * g)
+            v.assign(self.b2 * v + (1 - self.b2) * g * g)
+            w.assign_sub(self.update(m, v))
+
+    def update(self, m, v):
+        m_hat, v_hat = m / (1 - self.b1**self.t), v / (1 - self.b2**self.t)
+        return self.lr * m_hat / (ef.sqrt(v_hat) + self.eps)
+
+
+class _AdamWithoutBiasCorrection(_Adam):
+    def update(self, m, v):
+        return self.lr * m / (ef.sqrt(v) + self.eps)
+
+
+class _AdamWithEpsilonUnderTheRoot(_Adam):
+    def update(self, m, v):
+        m_hat, v_hat = m / (1 - self.b1**self.t), v / (1 - self.b2**self.t)
+        return self.lr * m_hat / ef.sqrt(v_hat + self.eps)
+
+
+class _AdamAsSgd(_Adam):
+    def update(self, m, v):
+        return self.lr * m  # gamed: a step in the right direction
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [_AdamWithoutBiasCorrection, _AdamWithEpsilonUnderTheRoot, _AdamAsSgd],
+    ids=["without_bias_correction", "epsilon_under_the_root", "momentum_only"],
+)
+def test_ch04_adam_rejects(mistake) -> None:
+    rejects(test_ch04.test_adam_stretch_on_hidden_gradients, "after step", Adam=mistake)
