@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -28,13 +29,20 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuiltSite:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     command = [sys.executable, "-m", "mkdocs", "build", "--strict",
                "-f", str(ROOT / "site" / "mkdocs.yml"), "-d", str(folder)]  # fmt: skip
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _children_cpu_seconds()
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     seconds = time.perf_counter() - start
+    cpu_seconds = _children_cpu_seconds() - cpu_start
     log = result.stdout + result.stderr
     if result.returncode != 0:
         pytest.fail(f"`mkdocs build --strict` failed:\n{log}", pytrace=False)
-    return BuiltSite(folder, seconds, log)
+    return BuiltSite(folder, seconds, log, cpu_seconds)
+
+
+def _children_cpu_seconds() -> float:
+    """The CPU time (user + system) used so far by this process's finished children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -63,6 +63,7 @@ class BuiltSite:
     folder: Path
     seconds: float  # wall-clock time of `mkdocs build --strict`
     log: str
+    cpu_seconds: float  # the build's own CPU time, whatever else the machine runs
 
 
 def find_chromium() -> str | None:
