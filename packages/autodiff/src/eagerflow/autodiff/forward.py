@@ -245,7 +245,7 @@ def forward_jacobian(f: Callable[[Tensor], Tensor], x: Any) -> Tensor:
     for d in x.shape:
         size *= d
     columns: list[Tensor] = []
-    y: Tensor | None = None
+    y: Any = None  # f(x), a Tensor once f has run
     for j in range(size):
         direction = ef.reshape(ef.one_hot(j, size, dtype=x.dtype), x.shape)
         with ForwardAccumulator(x, direction) as acc:
