@@ -121,7 +121,10 @@ class ForwardAccumulator:
     """
 
     def __init__(self, primals: Any, tangents: Any) -> None:
-        flat_primals, flat_tangents = flatten(primals), flatten(tangents)
+        if isinstance(primals, (Tensor, Variable)):  # one primal: its tangent may be a list
+            flat_primals, flat_tangents = [primals], [tangents]
+        else:
+            flat_primals, flat_tangents = flatten(primals), flatten(tangents)
         if len(flat_primals) != len(flat_tangents):
             raise ValueError(
                 f"ForwardAccumulator: {len(flat_tangents)} tangents for {len(flat_primals)} "
