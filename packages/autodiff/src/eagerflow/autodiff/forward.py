@@ -85,26 +85,27 @@ def jvp_by_double_vjp(op: OpRecord, *tangents: Tensor | None) -> Tangents:
     rule = get_gradient(op.op.name)  # LookupError naming the op if it has no rule
     if rule is None:  # declared not differentiable: no tangent flows through
         return (None,) * len(op.outputs)
-    us = [ef.zeros_like(o) if o.dtype.is_floating else None for o in op.outputs]
-    watched = [u for u in us if u is not None]
-    if not watched:
-        return (None,) * len(op.outputs)
+    us = [ef.zeros_like(o) for o in op.outputs]  # any u will do: the rule is linear in it
+    watched = [u for u in us if u.dtype.is_floating]
     skip = frozenset(i for i, t in enumerate(tangents) if t is None)
-    record = OpRecord(op.op, op.inputs, op.attrs, op.outputs, skip)
     with GradientTape() as tape:
         tape.watch(watched)
-        grads = rule(
-            record,
-            *(ef.zeros_like(o) if u is None else u for o, u in zip(op.outputs, us, strict=True)),
-        )
-    pairs = [
-        (g, t) for g, t in zip(grads, tangents, strict=True) if g is not None and t is not None
+        grads = rule(OpRecord(op.op, op.inputs, op.attrs, op.outputs, skip), *us)  # Jᵀu
+    connected = [
+        i
+        for i, (g, t) in enumerate(zip(grads, tangents, strict=True))
+        if g is not None and t is not None
     ]
-    if not pairs:
+    if not watched or not connected:
         return (None,) * len(op.outputs)
-    targets, seeds = [g for g, _ in pairs], [t for _, t in pairs]
-    out = iter(tape.gradient(targets, watched, output_gradients=seeds))
-    return tuple(None if u is None else next(out) for u in us)
+    jvps = iter(
+        tape.gradient(  # Σᵢ tᵢ·∂(Jᵢᵀu)/∂u = Σᵢ Jᵢtᵢ, for each u
+            [grads[i] for i in connected],
+            watched,
+            output_gradients=[tangents[i] for i in connected],
+        )
+    )
+    return tuple(next(jvps) if u.dtype.is_floating else None for u in us)
 
 
 class ForwardAccumulator:
