@@ -6,7 +6,9 @@ Read it in this order:
 2. ``registry.py``   one gradient rule per op name (``register_gradient``);
 3. ``tape.py``       ``GradientTape``: a recorder on the seam, and backpropagation;
 4. ``math_grad.py``, ``array_grad.py``, ``conv_grad.py``: the rules, with public ops only;
-5. ``custom.py``     ``custom_gradient``; ``checker.py``: ``check_gradients``.
+5. ``custom.py``     ``custom_gradient``; ``checker.py``: ``check_gradients``;
+6. ``forward.py``    ``ForwardAccumulator``: forward mode, a second recorder on the seam, with
+   JVP rules (``register_jvp``) or each gradient rule transposed; ``forward_jacobian``.
 """
 
 from importlib import metadata as _metadata
@@ -17,6 +19,7 @@ __version__ = _metadata.version("eagerflow-autodiff")  # from the repository's V
 from eagerflow.autodiff import array_grad, conv_grad, math_grad  # noqa: F401
 from eagerflow.autodiff.checker import GradientCheckError, check_gradients
 from eagerflow.autodiff.custom import custom_gradient
+from eagerflow.autodiff.forward import ForwardAccumulator, forward_jacobian, register_jvp
 from eagerflow.autodiff.registry import (
     GRADIENTS,
     OpRecord,
@@ -33,6 +36,7 @@ not_differentiable("VariableV2", "ReadVariableOp", "AssignVariableOp", "AssignAd
 
 __all__ = [
     "GRADIENTS",
+    "ForwardAccumulator",
     "GradientCheckError",
     "GradientTape",
     "OpRecord",
@@ -41,8 +45,10 @@ __all__ = [
     "apply_gradient_descent",
     "check_gradients",
     "custom_gradient",
+    "forward_jacobian",
     "get_gradient",
     "not_differentiable",
     "register_gradient",
+    "register_jvp",
     "stop_gradient",
 ]

@@ -267,6 +267,21 @@ def recording(recorder: Recorder) -> Iterator[Recorder]:
 
 
 @contextmanager
+def older_recorders(recorder: Recorder) -> Iterator[None]:
+    """Inside the block only the recorders added before ``recorder`` hear ops: for a recorder
+    that runs ops of its own while it handles one (a ``ForwardAccumulator`` computing a
+    tangent). Outer recorders hear those ops, so they can differentiate them in turn; the
+    recorder itself and those added after it (inner ones) do not."""
+    every = _state.get().recorders
+    older = every[: next((i for i, r in enumerate(every) if r is recorder), len(every))]
+    _set_recorders(older)
+    try:
+        yield
+    finally:
+        _set_recorders(every)
+
+
+@contextmanager
 def no_recording() -> Iterator[None]:
     """Hide every recorder inside the block (for work that must not be differentiated)."""
     hidden = _state.get().recorders
@@ -290,6 +305,7 @@ __all__ = [
     "executing_eagerly",
     "explain_failure",
     "no_recording",
+    "older_recorders",
     "recording",
     "remove_recorder",
     "run_kernel",
