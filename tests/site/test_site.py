@@ -118,6 +118,16 @@ OP_ROW_NAMES = {
     "Session.run": "eagerflow.graph:Session.run",
     "GRADIENTS[#quot;MatMul#quot;]": "eagerflow.autodiff:GRADIENTS.MatMul",
 }
+EXPORT_CHAPTERS = ["10-graph-is-data.md"]
+EXPORT_NAMES = {
+    "ConcreteFunction": "eagerflow.graph:ConcreteFunction",
+    "as_graph_def()": "eagerflow.graph:Graph.as_graph_def",
+    "import_graph_def": "eagerflow.graph:import_graph_def",
+    "saved_model.save": "eagerflow.graph.saved_model:save",
+    "saved_model.load": "eagerflow.graph.saved_model:load",
+    "onnx.export": "eagerflow.graph.onnx:export",
+    "InferenceSession": "onnxruntime:InferenceSession",
+}
 BUILD_RUN_NAMES = {
     "execute": "eagerflow.tensor.execution:execute",
     "run_op(": "eagerflow.graph:Graph.run_op",
@@ -150,8 +160,9 @@ def resolve(location: str) -> object:
         (SEAM_CHAPTERS, "flowchart", SEAM_NAMES),
         (BUILD_RUN_CHAPTERS, "sequenceDiagram", BUILD_RUN_NAMES),
         (OP_ROW_CHAPTERS, "flowchart", OP_ROW_NAMES),
+        (EXPORT_CHAPTERS, "flowchart", EXPORT_NAMES),
     ],
-    ids=["the seam", "build time and run time", "an op's row"],
+    ids=["the seam", "build time and run time", "an op's row", "the export paths"],
 )
 def test_hand_drawn_diagram_is_the_same_everywhere_and_names_real_code(
     chapters: list[str], kind: str, names: dict[str, str]
