@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
+from collections.abc import Mapping
 
 import nbformat
 import numpy as np
@@ -91,11 +92,12 @@ def test_notebooks_are_json_with_a_python_kernel(built_site: BuiltSite) -> None:
 
 
 # --- hand-written diagrams ---------------------------------------------------------------------
-# Two pictures are drawn by hand, not generated, so each appears word for word in several
-# chapters; these tests keep the copies equal and every name in them real.
+# Some pictures are drawn by hand, not generated; some appear word for word in several
+# chapters. These tests keep the copies equal and every name in them real.
 SEAM_CHAPTERS = ["02-eager.md", "06-one-op-two-modes.md"]
 BUILD_RUN_CHAPTERS = ["05-graphs.md", "07-control-flow.md", "08-eager-to-graph.md"]
-# A name the picture uses -> where it lives in the code (module:attribute.attribute).
+# A name the picture uses -> where it lives in the code (module:attribute.attribute, where a
+# part may also be a key of a dict: "registry:OPS.MatMul").
 SEAM_NAMES = {
     "ef.matmul": "eagerflow.tensor:matmul",
     "convert_operands": "eagerflow.tensor.tensor:convert_operands",
@@ -109,6 +111,27 @@ SEAM_NAMES = {
     "run_kernel": "eagerflow.tensor.execution:run_kernel",
     "record(": "eagerflow.tensor.execution:Recorder.record",
     "GradientTape": "eagerflow.autodiff:GradientTape",
+}
+OP_ROW_CHAPTERS = ["01-tensors.md"]
+OP_ROW_NAMES = {
+    "OPS[#quot;MatMul#quot;]": "eagerflow.tensor.registry:OPS.MatMul",
+    "OpDef": "eagerflow.tensor.registry:OpDef",
+    "matmul_kernel": "eagerflow.tensor.math_ops:matmul_kernel",
+    "matmul_shape": "eagerflow.tensor.math_ops:matmul_shape",
+    "same_dtype(NUMBERS)": "eagerflow.tensor.rules:same_dtype",
+    "NUMBERS": "eagerflow.tensor.dtypes:NUMBERS",
+    "Session.run": "eagerflow.graph:Session.run",
+    "GRADIENTS[#quot;MatMul#quot;]": "eagerflow.autodiff:GRADIENTS.MatMul",
+}
+EXPORT_CHAPTERS = ["10-graph-is-data.md"]
+EXPORT_NAMES = {
+    "ConcreteFunction": "eagerflow.graph:ConcreteFunction",
+    "as_graph_def()": "eagerflow.graph:Graph.as_graph_def",
+    "import_graph_def": "eagerflow.graph:import_graph_def",
+    "saved_model.save": "eagerflow.graph.saved_model:save",
+    "saved_model.load": "eagerflow.graph.saved_model:load",
+    "onnx.export": "eagerflow.graph.onnx:export",
+    "InferenceSession": "onnxruntime:InferenceSession",
 }
 BUILD_RUN_NAMES = {
     "execute": "eagerflow.tensor.execution:execute",
@@ -132,7 +155,7 @@ def resolve(location: str) -> object:
     module_name, _, path = location.partition(":")
     value: object = importlib.import_module(module_name)
     for part in path.split("."):
-        value = getattr(value, part)
+        value = value[part] if isinstance(value, Mapping) else getattr(value, part)
     return value
 
 
@@ -141,8 +164,10 @@ def resolve(location: str) -> object:
     [
         (SEAM_CHAPTERS, "flowchart", SEAM_NAMES),
         (BUILD_RUN_CHAPTERS, "sequenceDiagram", BUILD_RUN_NAMES),
+        (OP_ROW_CHAPTERS, "flowchart", OP_ROW_NAMES),
+        (EXPORT_CHAPTERS, "flowchart", EXPORT_NAMES),
     ],
-    ids=["the seam", "build time and run time"],
+    ids=["the seam", "build time and run time", "an op's row", "the export paths"],
 )
 def test_hand_drawn_diagram_is_the_same_everywhere_and_names_real_code(
     chapters: list[str], kind: str, names: dict[str, str]

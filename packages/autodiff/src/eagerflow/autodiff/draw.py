@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from eagerflow.autodiff.tape import unpack
 from eagerflow.tensor.errors import format_shape
 
@@ -27,6 +29,7 @@ class Node:
     detail: str = ""  # second line (e.g. the op type, or a dtype and shape)
     kind: str = "op"  # op, input, variable or const
     scope: str = ""  # "outer/inner/" groups nodes into nested boxes
+    notes: tuple[str, ...] = ()  # more lines (e.g. a value and a gradient)
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ def to_mermaid(nodes: list[Node], edges: list[Edge], direction: str = "TD") -> s
             label = _quote(node.title) + (
                 f"<br/><small>{_quote(node.detail)}</small>" if node.detail else ""
             )
+            label += "".join(f"<br/>{_quote(note)}" for note in node.notes)
             lines.append(f"{indent}{node.id}{opening}{label}{closing}")
         for name, subtree in tree.items():
             if name is not None:
@@ -93,6 +97,7 @@ def to_dot(nodes: list[Node], edges: list[Edge], name: str = "G") -> str:
     def emit(tree: dict[Any, Any], indent: str, path: str) -> None:
         for node in tree[None]:
             label = esc(node.title) + (f"\\n{esc(node.detail)}" if node.detail else "")
+            label += "".join(f"\\n{esc(note)}" for note in node.notes)
             lines.append(f'{indent}{node.id} [label="{label}", shape={_DOT[node.kind]}];')
         for scope_name, subtree in tree.items():
             if scope_name is not None:
@@ -118,28 +123,73 @@ def describe(t: Any) -> str:
     return f"{t.dtype} {format_shape(t.shape)}"
 
 
-def tape_diagram(tape: Any) -> tuple[list[Node], list[Edge]]:
-    """The nodes and edges of what ``tape`` recorded: one node per op, one per outside input."""
+def short_number(x: Any) -> str:
+    """A number for a label: ``3.0`` not ``3``, four decimals at most (four significant
+    digits under 1), scientific notation when very large or small; ints and bools as is."""
+    if isinstance(x, (bool, np.bool_, int, np.integer)):
+        return str(x)
+    if isinstance(x, (complex, np.complexfloating)):
+        return f"{x:.4g}"
+    if isinstance(x, (float, np.floating)):
+        size = abs(float(x))
+        if not np.isfinite(size) or size == 0 or 1e-4 <= size < 1e6:
+            fractional = bool(size >= 1)  # 1.2346, 123456.0; but 0.0001235
+            return np.format_float_positional(x, precision=4, fractional=fractional, trim="0")
+        return np.format_float_scientific(x, precision=3, trim="-")
+    return str(x.decode() if isinstance(x, bytes) else x)
+
+
+def short_value(t: Any, shown: int = 3) -> str:
+    """A tensor's value for a label: ``3.0`` for a scalar, ``[1.0, 2.0, 3.0, …]`` (flattened)
+    for more numbers; the first ``shown`` of them (all of them if one more would be all)."""
+    array = np.asarray(t.numpy())
+    if array.ndim == 0:
+        return short_number(array.item())
+    flat = array.reshape(-1)
+    cut = flat if flat.size <= shown + 1 else flat[:shown]
+    numbers = [short_number(x) for x in cut.tolist()]
+    return "[" + ", ".join(numbers + (["…"] if len(cut) < flat.size else [])) + "]"
+
+
+def tape_diagram(
+    tape: Any, values: bool = False, gradients: dict[Any, Any] | None = None
+) -> tuple[list[Node], list[Edge]]:
+    """The nodes and edges of what ``tape`` recorded: one node per op, one per outside input.
+
+    With ``values``, each node also shows the value of its tensor (an op's, its output's);
+    with ``gradients`` (tensor -> gradient, as ``GradientTape._gradients_of_all`` makes),
+    each tensor that has one shows it. Neither changes the nodes or the edges.
+    """
     nodes: list[Node] = []
     edges: list[Edge] = []
     producer: dict[Any, str] = {}  # tensor (by identity, as the tape keys them) -> node id
     reads = {r: v for v, rs in tape._variables.items() for r in rs}
     outside = 0  # inputs from outside the tape: in0, in1, ...
+
+    def notes(tensors: tuple[Any, ...]) -> tuple[str, ...]:
+        lines = []
+        for t in tensors:
+            if values:
+                lines.append(f"value {short_value(t)}")
+            if gradients is not None and gradients.get(t) is not None:
+                lines.append(f"grad {short_value(gradients[t])}")
+        return tuple(lines)
+
     for i, record in enumerate(map(unpack, tape._entries)):
         node_id = f"op{i}"
-        nodes.append(
-            Node(node_id, record.op.name, describe(record.outputs[0]) if record.outputs else "")
-        )
+        detail = describe(record.outputs[0]) if record.outputs else ""
+        nodes.append(Node(node_id, record.op.name, detail, notes=notes(record.outputs)))
         for t in record.inputs:
             if t not in producer:
                 source, outside = f"in{outside}", outside + 1
                 producer[t] = source
                 if t in reads:
-                    nodes.append(Node(source, reads[t].name, describe(t), "variable"))
+                    title, kind = reads[t].name, "variable"
                 elif t in tape._roots:
-                    nodes.append(Node(source, "watched", describe(t), "input"))
+                    title, kind = "watched", "input"
                 else:
-                    nodes.append(Node(source, "constant", describe(t), "const"))
+                    title, kind = "constant", "const"
+                nodes.append(Node(source, title, describe(t), kind, notes=notes((t,))))
             edges.append(Edge(producer[t], node_id, str(tuple(t.shape))))
         for o in record.outputs:
             producer[o] = node_id
@@ -162,6 +212,8 @@ __all__ = [
     "describe",
     "mermaid_bundle",
     "safe_id",
+    "short_number",
+    "short_value",
     "tape_diagram",
     "to_dot",
     "to_mermaid",

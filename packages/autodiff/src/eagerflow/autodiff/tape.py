@@ -488,12 +488,43 @@ class GradientTape:
         return pack_sequence_as(sources, jacobians)
 
     # --- pictures --------------------------------------------------------------------------
-    def to_mermaid(self) -> str:
+    def to_mermaid(self, values: bool = False, target: Any = None) -> str:
         """What the tape recorded, as a Mermaid flowchart (before a non-persistent tape's
-        ``gradient()`` frees its records)."""
+        ``gradient()`` frees its records).
+
+        ``values=True`` writes each tensor's value on its node, shortened (``3.0``,
+        ``[0.5, -1.0, 2.0, …]``). ``target=loss`` writes each recorded tensor's gradient too,
+        d loss / d tensor, as micrograd's ``draw_dot`` shows data and grad. Working those out
+        does not use the tape up: ``gradient()`` can still be called once afterwards.
+        """
         from eagerflow.autodiff.draw import tape_diagram, to_mermaid
 
-        return to_mermaid(*tape_diagram(self))
+        gradients = None if target is None else self._gradients_of_all(target)
+        return to_mermaid(*tape_diagram(self, values, gradients))
+
+    def _gradients_of_all(self, target: Any) -> dict[Tensor, Tensor]:
+        """d target / d every floating-point tensor this tape recorded or watched, keyed by
+        tensor (for pictures). Leaves the tape as it was: not spent, still recording if it
+        was."""
+        if self._used:
+            raise RuntimeError(
+                "this non-persistent GradientTape has computed its gradient and freed its "
+                "records: draw it with target= before calling gradient(), or create it with "
+                "GradientTape(persistent=True)"
+            )
+        target = ef.convert_to_tensor(target)
+        if target not in self._tracked:
+            raise ValueError(
+                "target= must be a tensor this tape computed from what it watched, got "
+                f"{target!r:.60}"
+            )
+        sources = {t for t in self._tracked if t.dtype.is_floating}
+        was_listening = self._listen(False)  # these ops are not recorded on this tape
+        try:
+            seeds = initial_gradients([target], None, "target")
+            return backprop(self._entries, [target], seeds, sources)
+        finally:
+            self._listen(was_listening)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter draws the tape's records (see ``mermaid_bundle``)."""
@@ -501,11 +532,13 @@ class GradientTape:
 
         return mermaid_bundle(self)
 
-    def to_dot(self) -> str:
-        """What the tape recorded, as Graphviz DOT text."""
+    def to_dot(self, values: bool = False, target: Any = None) -> str:
+        """What the tape recorded, as Graphviz DOT text (``values`` and ``target`` as for
+        ``to_mermaid``)."""
         from eagerflow.autodiff.draw import tape_diagram, to_dot
 
-        return to_dot(*tape_diagram(self), name="tape")
+        gradients = None if target is None else self._gradients_of_all(target)
+        return to_dot(*tape_diagram(self, values, gradients), name="tape")
 
     def batch_jacobian(self, target: Any, source: Any) -> Tensor | None:
         """Per-example Jacobians: ``target[b]`` by ``source[b]``, shape
