@@ -1,7 +1,8 @@
 """Chapter 1 exercises — run `.venv/bin/pytest -m ch01`.
 
 Tensors and kernels: a broadcasting shape rule, broadcasting at work, asking the op
-registry's rules about an op without running it, and an op of your own.
+registry's rules about an op without running it, an op of your own, and (a
+stretch) a two-input op that broadcasts and never overflows.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch01`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -25,7 +26,7 @@ from eagerflow.tensor import DType, OpDef, ShapeError, Tensor
 from eagerflow.tensor.dtypes import FLOATS
 from eagerflow.tensor.execution import execute
 from eagerflow.tensor.registry import OPS, get_op, register_op
-from eagerflow.tensor.rules import same_dtype, same_shape_rule
+from eagerflow.tensor.rules import broadcast_rule, same_dtype, same_shape_rule
 
 Shape = tuple[int | None, ...]
 
@@ -184,5 +185,39 @@ def cube(x: Any) -> Tensor:
     Hint 3:
         ``register_cube()``, then ``execute("Cube", (ef.convert_to_tensor(x),))[0]``:
         ``execute`` returns a tuple of outputs.
+    """
+    raise NotImplementedError
+
+
+def hypot(a: Any, b: Any) -> Tensor:
+    """★★★ Stretch: the op ``Hypot``, √(a² + b²) with broadcasting, that never overflows.
+
+    ``Cube`` had one input; ``Hypot`` has two, and every part of its registry row has more to
+    do. Its kernel must be careful: ``a² + b²`` overflows to ``inf`` for ``a = b = 1e200``
+    (float64) and underflows to 0 for ``1e-200``, while the answer, about ``1.41e200`` or
+    ``1.41e-200``, is a fine float. Its shape rule broadcasts the two inputs' shapes, ``None``
+    dimensions included (a graph asks it with unknown sizes). Its dtype rule wants one float
+    dtype for both inputs, and gives it to the output.
+
+    Open-ended: register ``Hypot`` once (a second call must not fail), then run it through
+    the seam as one op. The tests ask the row's rules without running it, run ``hypot`` on
+    hidden inputs near float64's limits, and spy on the seam.
+
+    Args:
+        a: A float tensor, or anything ``convert_to_tensor`` accepts.
+        b: Another, of the same dtype; the two shapes broadcast.
+
+    Returns:
+        A tensor of the broadcast shape and the inputs' dtype.
+
+    Hint 1:
+        Scale before squaring: with ``m = max(|a|, |b|)``, √(a² + b²) = m·√(1 + (n/m)²) where
+        ``n`` is the smaller magnitude, and ``n/m ≤ 1`` cannot overflow (mind ``m = 0``).
+        NumPy's ``np.hypot`` does exactly this.
+
+    Hint 2:
+        ``eagerflow.tensor.rules`` has the rules: ``broadcast_rule`` copes with None, and
+        ``same_dtype(FLOATS)`` checks both inputs. Then it is ``cube``'s few lines, with two
+        inputs: ``execute("Hypot", (a, b))[0]``.
     """
     raise NotImplementedError

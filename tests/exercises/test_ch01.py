@@ -272,3 +272,90 @@ def test_cube_of_integers_names_the_op(chapter):
     assert str(caught.value).startswith("Cube(int32[2])"), (
         f"the seam should prefix the error with the op and its inputs, got: {caught.value}"
     )
+
+
+# --- stretch: Hypot -------------------------------------------------------------------------------
+def fresh_registry(test):  # type: ignore[no-untyped-def]
+    """Run ``test`` with no ``Hypot`` in the registry, and take away the one it registers (so
+    each test, and each planted mistake, registers its own)."""
+
+    def run(chapter):  # type: ignore[no-untyped-def]
+        saved = OPS.pop("Hypot", None)
+        try:
+            return test(chapter)
+        finally:
+            OPS.pop("Hypot", None)
+            if saved is not None:
+                OPS["Hypot"] = saved
+
+    run.__name__ = test.__name__
+    return run
+
+
+def hidden_hypot_inputs(rng):  # type: ignore[no-untyped-def]
+    """Pairs of float64 arrays whose shapes broadcast, with magnitudes up to float64's limits."""
+    pairs = []
+    for a_shape, b_shape in [((4,), (4,)), ((3, 1), (5,)), ((2, 1, 3), (4, 1)), ((), (2, 2))]:
+        scale = 10.0 ** rng.choice([-300, -200, 0, 200, 300], a_shape)
+        a = rng.uniform(-1, 1, a_shape) * scale
+        b = rng.uniform(-1, 1, b_shape) * 10.0 ** rng.choice([-300, -200, 0, 200, 300], b_shape)
+        pairs.append((np.asarray(a), np.asarray(b)))
+    return pairs
+
+
+@fresh_registry
+def test_hypot_stretch_rules_and_values_on_hidden_inputs(chapter):
+    rng = np.random.default_rng(4101)
+    for a, b in hidden_hypot_inputs(rng):
+        x, y, spy = ef.constant(a), ef.constant(b), Spy()
+        with recording(spy):
+            got = chapter.hypot(x, y)
+        assert spy.names == ["Hypot"], (
+            f"hypot() should run the one op Hypot; the seam saw {spy.names}"
+        )
+        expected = np.hypot(a, b)
+        assert isinstance(got, Tensor), f"expected a Tensor, got {type(got).__name__}"
+        assert got.shape == expected.shape, (
+            f"hypot of shapes {a.shape} and {b.shape}: expected shape {expected.shape}, got "
+            f"{got.shape}"
+        )
+        assert got.dtype is ef.float64, dtype_message(got, ef.float64)
+        assert np.all(np.isfinite(got.numpy())) and np.all(got.numpy()[expected > 0] > 0), (
+            f"hypot overflowed or underflowed on hidden inputs {a!r}, {b!r}: got {got.numpy()} "
+            "(a² + b² is inf for 1e200 and 0 for 1e-200; scale before squaring)"
+        )
+        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, err_msg="Hypot's values")
+    again = chapter.hypot([3.0], [4.0])  # registered already: must not fail
+    np.testing.assert_allclose(again.numpy(), [5.0], err_msg="hypot([3.], [4.]) a second time")
+
+
+@fresh_registry
+def test_hypot_stretch_rules_answer_without_running(chapter):
+    chapter.hypot([3.0], [4.0])
+    row = OPS.get("Hypot")
+    assert isinstance(row, OpDef), "hypot() should register the op 'Hypot' in registry.OPS"
+    rng = np.random.default_rng(4102)
+    for _ in range(6):
+        rank = int(rng.integers(1, 4))
+        full = [int(d) for d in rng.integers(2, 6, rank)]
+        a = tuple(None if rng.random() < 0.3 else (1 if rng.random() < 0.3 else d) for d in full)
+        b = tuple(1 if rng.random() < 0.3 else d for d in full)[int(rng.integers(0, rank)) :]
+        expected = tuple(
+            x if y in (1, None) or x not in (1, None) else y
+            for x, y in zip(a, (1,) * (len(a) - len(b)) + b, strict=True)
+        )
+        got = [tuple(s) for s in row.shape_rule([a, b], {})]
+        assert got == [expected], (
+            f"Hypot's shape rule for {a} and {b}: expected [{expected}], got {got}"
+        )
+    with pytest.raises(ShapeError):
+        row.shape_rule([(3,), (4,)], {})
+    for dtype in (ef.float16, ef.float32, ef.float64):
+        got = list(row.dtype_rule([dtype, dtype], {}))
+        assert got == [dtype], f"Hypot's dtype rule for two {dtype}: expected [{dtype}], got {got}"
+    for dtypes in ([ef.int32, ef.int32], [ef.float32, ef.float64], [ef.float64, ef.float32]):
+        try:
+            got = row.dtype_rule(dtypes, {})
+        except DTypeError:
+            continue
+        pytest.fail(f"Hypot's dtype rule accepted {dtypes} (returned {got}); expected a DTypeError")

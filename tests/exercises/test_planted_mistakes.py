@@ -50,7 +50,7 @@ from eagerflow.tensor.dtypes import FLOATS, DType
 from eagerflow.tensor.errors import EagerflowError
 from eagerflow.tensor.execution import execute
 from eagerflow.tensor.registry import OPS, register_op
-from eagerflow.tensor.rules import same_dtype, same_shape_rule
+from eagerflow.tensor.rules import broadcast_rule, same_dtype, same_shape_rule
 
 
 def _train_step_returning_the_loss_after_the_update(
@@ -1038,6 +1038,38 @@ def _cube_in_numpy(x):
 
 def test_ch01_cube_rejects_numpy_instead_of_the_op() -> None:
     rejects(test_ch01.test_cube_on_hidden_values, "should run the one op Cube", cube=_cube_in_numpy)
+
+
+# --- chapter 1: Hypot (stretch) -------------------------------------------------------------------
+def _hypot(kernel=np.hypot, shape=broadcast_rule, dtype=None):  # type: ignore[no-untyped-def]
+    """A hypot that registers ``Hypot`` with these parts of its row."""
+
+    def hypot(a, b):  # type: ignore[no-untyped-def]
+        if "Hypot" not in OPS:
+            register_op("Hypot", kernel, shape=shape, dtype=dtype or same_dtype(FLOATS))
+        return execute("Hypot", (ef.convert_to_tensor(a), ef.convert_to_tensor(b)))[0]
+
+    return hypot
+
+
+def _hypot_of_ops(a, b):  # type: ignore[no-untyped-def]
+    return ef.sqrt(ef.square(a) + ef.square(b))  # four ops, and it overflows
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (_hypot_of_ops, "rules_and_values_on_hidden_inputs", "the one op Hypot"),
+        (_hypot(kernel=lambda a, b: np.sqrt(a * a + b * b)), "rules_and_values_on_hidden_inputs",
+         "overflowed or underflowed"),
+        (_hypot(shape=same_shape_rule), "rules_answer_without_running", "shape rule"),
+        (_hypot(dtype=lambda dts, attrs: [ef.float64]), "rules_answer_without_running",
+         "dtype rule"),
+    ],
+    ids=["composed_of_ops", "squares_first", "first_inputs_shape", "dtype_hard_coded"],
+)  # fmt: skip
+def test_ch01_hypot_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(getattr(test_ch01, f"test_hypot_stretch_{test}"), message, hypot=mistake)
 
 
 # --- chapter 2: recorders ------------------------------------------------------------------------
