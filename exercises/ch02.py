@@ -1,7 +1,8 @@
 """Chapter 2 exercises — run `.venv/bin/pytest -m ch02`.
 
 Eager execution: recorders on the execution seam (an op counter, a tracer, a NaN finder)
-and a Python loop that stops on a tensor's value (power iteration).
+and a Python loop that stops on a tensor's value (power iteration); then (a stretch) a
+profiler, which needs the seam's other interface, a context.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch02`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -15,6 +16,7 @@ hints: read Hint 1 first, and the next only if you need it; the last is nearly t
 # ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -23,8 +25,8 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.tensor import Tensor
-from eagerflow.tensor.errors import describe
-from eagerflow.tensor.execution import recording
+from eagerflow.tensor.errors import EagerflowError, describe
+from eagerflow.tensor.execution import context, recording, run_kernel
 from eagerflow.tensor.registry import Attrs, OpDef
 
 
@@ -146,5 +148,41 @@ def power_iteration(a: Tensor, tol: float = 1e-6) -> tuple[float, int]:
         ``lam = ef.sqrt(ef.reduce_sum(w * w))``, ``new = w / lam``, ``steps += 1``,
         ``change = float(ef.reduce_max(ef.abs(new - v)))``, ``v = new``, and stop when
         ``change < tol``.
+    """
+    raise NotImplementedError
+
+
+def profile_ops(fn: Callable[..., Any], *args: Any) -> tuple[Any, dict[str, tuple[int, float]]]:
+    """★★★ Stretch: a profiler. Run ``fn(*args)`` and time each op's kernel, by op name.
+
+    A recorder hears an op only *after* it ran, so it cannot time the kernel: the time since
+    the previous op also holds whatever Python ran in between. The seam has a second
+    interface that sees an op *before* it runs: the *context* (``execute`` hands every op to
+    the current context's ``run_op``, if there is one; chapter 5's graphs are such a context).
+    A context of your own can run the kernel itself, eagerly, with a clock around it.
+
+    Open-ended: the tests run functions whose ops (some with slow kernels of their own) are
+    separated by slow Python code, and compare your times with the kernels' own; ``fn``'s
+    result must be what it gives without the profiler (eager tensors).
+
+    Args:
+        fn: Any function running ops eagerly.
+        *args: The arguments to call it with.
+
+    Returns:
+        ``(result, profile)``: what ``fn`` returned, and per op name ``(calls, seconds)``, the
+        number of times the op ran and the total time its kernel took.
+
+    Hint 1:
+        A context is an object with ``run_op(op, inputs, attrs, name)`` (which returns a tuple
+        of output tensors), ``create_variable(variable)`` (None: make it an eager variable)
+        and ``assign_returns_variable = True``; install it with
+        ``with eagerflow.tensor.execution.context(profiler):``.
+
+    Hint 2:
+        ``run_op`` does what ``execute`` does eagerly: ask ``op.dtype_rule`` for the output
+        dtypes, call ``run_kernel(op, values, attrs, inputs)`` between two
+        ``time.perf_counter()`` readings, and wrap the result: ``(Tensor(result, dtype),)``
+        (one ``Tensor`` per output for an ``op.multi_output`` op).
     """
     raise NotImplementedError

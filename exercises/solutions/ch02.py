@@ -1,13 +1,15 @@
 """Chapter 2 exercises — run `.venv/bin/pytest -m ch02`.
 
 Eager execution: recorders on the execution seam (an op counter, a tracer, a NaN finder)
-and a Python loop that stops on a tensor's value (power iteration).
+and a Python loop that stops on a tensor's value (power iteration); then (a stretch) a
+profiler, which needs the seam's other interface, a context.
 
 Reference solutions: the same functions as `exercises/ch02.py`, solved.
 """
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -16,8 +18,8 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.tensor import Tensor
-from eagerflow.tensor.errors import describe
-from eagerflow.tensor.execution import recording
+from eagerflow.tensor.errors import EagerflowError, describe
+from eagerflow.tensor.execution import context, recording, run_kernel
 from eagerflow.tensor.registry import Attrs, OpDef
 
 
@@ -196,3 +198,71 @@ def power_iteration(a: Tensor, tol: float = 1e-6) -> tuple[float, int]:
         v = new
         if change < tol:
             return float(lam), steps
+
+
+class _Profiler:
+    """A context that runs every op eagerly, timing its kernel."""
+
+    assign_returns_variable = True
+
+    def __init__(self) -> None:
+        self.profile: dict[str, tuple[int, float]] = {}
+
+    def run_op(
+        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
+    ) -> tuple[Tensor, ...]:
+        try:
+            dtypes = op.dtype_rule(tuple(t.dtype for t in inputs), attrs)
+        except EagerflowError as e:
+            raise e.at_op(op.name, inputs) from None
+        values = [np.asarray(t) for t in inputs]
+        start = time.perf_counter()
+        result = run_kernel(op, values, attrs, inputs)
+        seconds = time.perf_counter() - start
+        calls, total = self.profile.get(op.name, (0, 0.0))
+        self.profile[op.name] = (calls + 1, total + seconds)
+        if op.multi_output:
+            return tuple(map(Tensor, result, dtypes))
+        return (Tensor(result, dtypes[0]),)
+
+    def create_variable(self, variable: Any) -> Any:
+        return None
+
+
+def profile_ops(fn: Callable[..., Any], *args: Any) -> tuple[Any, dict[str, tuple[int, float]]]:
+    """★★★ Stretch: a profiler. Run ``fn(*args)`` and time each op's kernel, by op name.
+
+    A recorder hears an op only *after* it ran, so it cannot time the kernel: the time since
+    the previous op also holds whatever Python ran in between. The seam has a second
+    interface that sees an op *before* it runs: the *context* (``execute`` hands every op to
+    the current context's ``run_op``, if there is one; chapter 5's graphs are such a context).
+    A context of your own can run the kernel itself, eagerly, with a clock around it.
+
+    Open-ended: the tests run functions whose ops (some with slow kernels of their own) are
+    separated by slow Python code, and compare your times with the kernels' own; ``fn``'s
+    result must be what it gives without the profiler (eager tensors).
+
+    Args:
+        fn: Any function running ops eagerly.
+        *args: The arguments to call it with.
+
+    Returns:
+        ``(result, profile)``: what ``fn`` returned, and per op name ``(calls, seconds)``, the
+        number of times the op ran and the total time its kernel took.
+
+    Hint 1:
+        A context is an object with ``run_op(op, inputs, attrs, name)`` (which returns a tuple
+        of output tensors), ``create_variable(variable)`` (None: make it an eager variable)
+        and ``assign_returns_variable = True``; install it with
+        ``with eagerflow.tensor.execution.context(profiler):``.
+
+    Hint 2:
+        ``run_op`` does what ``execute`` does eagerly: ask ``op.dtype_rule`` for the output
+        dtypes, call ``run_kernel(op, values, attrs, inputs)`` between two
+        ``time.perf_counter()`` readings, and wrap the result: ``(Tensor(result, dtype),)``
+        (one ``Tensor`` per output for an ``op.multi_output`` op).
+    """
+    profiler = _Profiler()
+    with context(profiler):
+        result = fn(*args)
+    return result, profiler.profile

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow.tensor.execution import active_recorders, recording
+from eagerflow.tensor.dtypes import FLOATS
+from eagerflow.tensor.execution import active_recorders, execute, recording
+from eagerflow.tensor.registry import OPS, register_op
+from eagerflow.tensor.rules import same_dtype, same_shape_rule
 
 pytestmark = pytest.mark.ch02
 
@@ -224,3 +228,80 @@ def test_power_iteration_stops_when_converged_on_hidden_matrices(chapter):
         check_power_iteration(chapter, a, tol, f"hidden matrix {i} (tol {tol:g})")
         seen.add(numpy_power_iteration(a, tol)[1])
     assert len(seen) >= 3  # the number of steps really depends on the matrix
+
+
+# --- stretch: a profiler --------------------------------------------------------------------------
+KERNEL_CALLS = Counter()  # how many times the slow kernel really ran
+
+
+def _sleepy_identity(x, seconds):  # type: ignore[no-untyped-def]
+    """x, after sleeping ``seconds``: a kernel whose time the tests know."""
+    KERNEL_CALLS["SleepyIdentity"] += 1
+    time.sleep(seconds)
+    return x.copy()
+
+
+if "SleepyIdentity" not in OPS:
+    register_op("SleepyIdentity", _sleepy_identity, shape=same_shape_rule, dtype=same_dtype(FLOATS))
+
+
+def sleepy(x, seconds):  # type: ignore[no-untyped-def]
+    return execute("SleepyIdentity", (x,), {"seconds": seconds})[0]
+
+
+def hidden_profiled_program(rng):  # type: ignore[no-untyped-def]
+    """A program of slow and fast ops with slow Python in between, and its kernels' times."""
+    steps = [
+        ("sleepy" if rng.random() < 0.5 else str(rng.choice(["tanh", "square"])),
+         float(rng.uniform(0.004, 0.012)), float(rng.uniform(0.008, 0.015)))
+        for _ in range(4)
+    ] + [("sleepy", float(rng.uniform(0.004, 0.012)), 0.01)]  # fmt: skip
+
+    def program(x):  # type: ignore[no-untyped-def]
+        for kind, seconds, pause in steps:
+            x = sleepy(x, seconds) if kind == "sleepy" else getattr(ef, kind)(x)
+            time.sleep(pause)  # Python between ops: no kernel's time
+        return x * 0.5
+
+    slept = [s for kind, s, _ in steps if kind == "sleepy"]
+    return program, slept
+
+
+def test_profile_ops_stretch_times_kernels_on_hidden_programs(chapter):
+    rng = np.random.default_rng(2202)
+    for i in range(3):
+        program, slept = hidden_profiled_program(rng)
+        x = ef.constant(rng.uniform(-1, 1, (3, 2)))
+        spy = Spy()
+        KERNEL_CALLS.clear()
+        with recording(spy):
+            got = chapter.profile_ops(program, x)
+        ran = KERNEL_CALLS["SleepyIdentity"]
+        assert isinstance(got, tuple) and len(got) == 2, f"expected (result, profile), got {got!r}"
+        result, profile = got
+        assert isinstance(result, ef.Tensor), f"the result should be fn's tensor, got {result!r}"
+        np.testing.assert_allclose(result.numpy(), program_without_sleeps(program, x),
+                                   err_msg=f"hidden program {i}: fn's result")  # fmt: skip
+        assert ran == len(slept), (
+            f"hidden program {i}: the slow kernel ran {ran} times for "
+            f"{len(slept)} ops: run each kernel once"
+        )
+        counts = {name: calls for name, (calls, _) in profile.items()}
+        seam = dict(Counter(spy.names))
+        assert counts == seam, f"hidden program {i}: calls per op {counts}, the seam ran {seam}"
+        seconds = profile["SleepyIdentity"][1]
+        assert sum(slept) <= seconds <= sum(slept) + 0.003 * len(slept) + 0.002, (
+            f"hidden program {i}: SleepyIdentity's kernels took {sum(slept):.4f} s in all, the "
+            f"profile says {seconds:.4f} s (time the kernel, not the time between ops)"
+        )
+        fast = sum(s for name, (_, s) in profile.items() if name != "SleepyIdentity")
+        assert fast < 0.004, (
+            f"hidden program {i}: the fast ops' kernels took {fast:.4f} s by the profile; the "
+            "Python between ops is no op's time"
+        )
+
+
+def program_without_sleeps(program, x):  # type: ignore[no-untyped-def]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(time, "sleep", lambda seconds: None)
+        return program(x).numpy()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import base64
 import math
+import time
 from collections.abc import Callable
 from types import SimpleNamespace
 
@@ -565,6 +566,63 @@ def rejects(test: Callable[..., object], match: str, *args: object, **exercises:
     """``test`` (a chapter's test function) fails on a chapter made of ``exercises``."""
     with pytest.raises(FAILED, match=match):
         test(SimpleNamespace(**exercises), *args)
+
+
+# --- chapter 2: a profiler (stretch) --------------------------------------------------------------
+def _profile_by_gaps(fn, *args):  # type: ignore[no-untyped-def]
+    profile, last = {}, [time.perf_counter()]
+
+    class Gaps:  # the time since the previous op: the Python in between counts too
+        def record(self, op, inputs, attrs, outputs):
+            now = time.perf_counter()
+            calls, total = profile.get(op.name, (0, 0.0))
+            profile[op.name] = (calls + 1, total + now - last[0])
+            last[0] = now
+
+    with test_ch02.recording(Gaps()):
+        result = fn(*args)
+    return result, profile
+
+
+def _profile_by_running_again(fn, *args):  # type: ignore[no-untyped-def]
+    profile = {}
+
+    class Again:  # times a second run of each kernel
+        def record(self, op, inputs, attrs, outputs):
+            start = time.perf_counter()
+            op.kernel(*(np.asarray(t) for t in inputs), **attrs)
+            calls, total = profile.get(op.name, (0, 0.0))
+            profile[op.name] = (calls + 1, total + time.perf_counter() - start)
+
+    with test_ch02.recording(Again()):
+        result = fn(*args)
+    return result, profile
+
+
+def _profile_of_counts(fn, *args):  # type: ignore[no-untyped-def]
+    names = []
+
+    class Names:
+        def record(self, op, inputs, attrs, outputs):
+            names.append(op.name)
+
+    with test_ch02.recording(Names()):
+        result = fn(*args)
+    return result, {n: (names.count(n), 0.0) for n in names}  # gamed: counts, no clock
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_profile_by_gaps, "not the time between ops"),
+        (_profile_by_running_again, "run each kernel once"),
+        (_profile_of_counts, "SleepyIdentity's kernels took"),
+    ],
+    ids=["time_between_records", "kernels_run_twice", "no_clock"],
+)
+def test_ch02_profile_ops_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch02.test_profile_ops_stretch_times_kernels_on_hidden_programs, message,
+            profile_ops=mistake)  # fmt: skip
 
 
 # --- chapter 3: tapes ---------------------------------------------------------------------------
