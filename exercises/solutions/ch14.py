@@ -2,7 +2,8 @@
 
 Linear regression, the line ``y ≈ w·x + b`` fitted to noisy points: its gradient by
 calculus, its exact answer in closed form, and two training loops, one eager with an
-optimizer and a global step, one in a graph with placeholders and a Session.
+optimizer and a global step, one in a graph with placeholders and a Session; then (a stretch) a
+polynomial that overfits, and early stopping.
 
 Reference solutions: the same functions as `exercises/ch14.py`, solved.
 """
@@ -192,3 +193,71 @@ def train_in_graph(
             losses.append(float(value))
         w_value, b_value = session.run([w, b])
     return float(w_value), float(b_value), losses
+
+
+def early_stopping(
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_val: np.ndarray,
+    y_val: np.ndarray,
+    degree: int,
+    learning_rate: float,
+    max_steps: int,
+    patience: int,
+) -> tuple[np.ndarray, int, int]:
+    """★★★ Stretch: a polynomial that overfits, and gradient descent that stops in time.
+
+    A line has two weights; a polynomial ``w₀ + w₁·x + … + w_d·x^d`` of degree 9 fitted to 10
+    noisy points has as many weights as points, and the longer it trains the better it fits
+    the noise: the loss on points it never trains on (the *validation* set) falls, then
+    rises. Early stopping watches that loss and keeps the weights from its best step.
+
+    Train with these rules (the tests replay them and compare every number):
+
+    - the features of ``x`` are its powers ``[1, x, x², …, x^degree]``, in float64;
+    - the weights start at zeros; step 0 is "before training", with its validation loss;
+    - each step ``t = 1, 2, …, max_steps`` is one full-batch gradient-descent step on the
+      training mean squared error, its gradient from a ``GradientTape`` (one per step);
+    - after step ``t``, the validation mean squared error: lower than the best so far (strictly)
+      makes ``t`` the best step, with its weights; else, once ``t − best_step ≥ patience``,
+      training stops after step ``t``.
+
+    Args:
+        x_train, y_train: The training points, shape (n,).
+        x_val, y_val: The validation points, shape (m,).
+        degree: The polynomial's degree.
+        learning_rate: Gradient descent's step size.
+        max_steps: The most steps to take.
+        patience: How many steps without a better validation loss to wait.
+
+    Returns:
+        ``(weights, best_step, steps)``: the best step's ``degree + 1`` weights (a NumPy
+        array, ``w₀`` first), that step's number, and the number of steps taken.
+
+    Hint 1:
+        ``x[:, None] ** np.arange(degree + 1)`` is the (n, degree + 1) matrix of features; the
+        predictions are that matrix times the weights, ``ef.matmul`` or by broadcasting.
+
+    Hint 2:
+        Keep a copy of the best weights (``w.numpy()``): the variable goes on changing. The
+        test ``t − best_step ≥ patience`` comes only when step ``t`` did not improve.
+    """
+    train = ef.constant(x_train.astype(np.float64)[:, None] ** np.arange(degree + 1))
+    val = ef.constant(x_val.astype(np.float64)[:, None] ** np.arange(degree + 1))
+    y, y_v = ef.constant(y_train.astype(np.float64)), ef.constant(y_val.astype(np.float64))
+    w = Variable(ef.zeros((degree + 1,), ef.float64))
+
+    def val_loss() -> float:
+        return float(ef.reduce_mean(ef.square(ef.reduce_sum(val * w, axis=1) - y_v)))
+
+    best, best_w, best_step, t = val_loss(), w.numpy(), 0, 0
+    for t in range(1, max_steps + 1):
+        with GradientTape() as tape:
+            loss = ef.reduce_mean(ef.square(ef.reduce_sum(train * w, axis=1) - y))
+        w.assign_sub(learning_rate * tape.gradient(loss, w))
+        current = val_loss()
+        if current < best:
+            best, best_w, best_step = current, w.numpy(), t
+        elif t - best_step >= patience:
+            break
+    return best_w, best_step, t

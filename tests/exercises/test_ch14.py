@@ -199,3 +199,56 @@ def test_least_squares_on_hidden_data(chapter):
         assert got == pytest.approx(want, rel=1e-6, abs=1e-9), (
             f"{n} hidden points: expected (w*, b*) = {want}, got {got}"
         )
+
+
+# --- stretch: early stopping ----------------------------------------------------------------------
+def early_stopping_reference(xt, yt, xv, yv, degree, lr, max_steps, patience):  # type: ignore[no-untyped-def]
+    """The rules of the docstring, in NumPy: (best weights, best step, steps)."""
+    train, val = xt[:, None] ** np.arange(degree + 1), xv[:, None] ** np.arange(degree + 1)
+    w = np.zeros(degree + 1)
+    best, best_w, best_step, t = np.mean((val @ w - yv) ** 2), w.copy(), 0, 0
+    for t in range(1, max_steps + 1):
+        w = w - lr * 2 * train.T @ (train @ w - yt) / len(yt)
+        loss = np.mean((val @ w - yv) ** 2)
+        if loss < best:
+            best, best_w, best_step = loss, w.copy(), t
+        elif t - best_step >= patience:
+            break
+    return best_w, best_step, t
+
+
+def test_early_stopping_stretch_on_hidden_data(chapter, monkeypatch):
+    gradient = GradientTape.gradient
+    calls = []
+
+    def counted(tape, *args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return gradient(tape, *args, **kwargs)
+
+    monkeypatch.setattr(GradientTape, "gradient", counted)
+    for seed, patience in [(0, 15), (3, 15), (4, 8), (2, 25)]:  # stop early, late and never
+        rng = np.random.default_rng(1400 + seed)
+        xt, xv = rng.uniform(-1, 1, 10), rng.uniform(-1, 1, 30)
+        yt = np.sin(3 * xt) + rng.normal(0, 0.5, 10)
+        yv = np.sin(3 * xv) + rng.normal(0, 0.5, 30)
+        case = (xt, yt, xv, yv, 9, 0.3, 300, patience)
+        expected_w, expected_best, expected_steps = early_stopping_reference(*case)
+        calls.clear()
+        got = chapter.early_stopping(*case)
+        assert isinstance(got, tuple) and len(got) == 3, (
+            f"expected (weights, best_step, steps), got {got!r}"
+        )
+        weights, best_step, steps = got
+        where = f"hidden data {seed} (patience {patience})"
+        assert (best_step, steps) == (expected_best, expected_steps), (
+            f"{where}: expected best step {expected_best} and {expected_steps} steps taken, got "
+            f"best step {best_step} and {steps} steps"
+        )
+        assert len(calls) == expected_steps, (
+            f"{where}: {len(calls)} tape gradients for {expected_steps} steps: one GradientTape "
+            "per step, and stop once patience runs out"
+        )
+        np.testing.assert_allclose(
+            np.asarray(weights, dtype=np.float64), expected_w, rtol=1e-8, atol=1e-10,
+            err_msg=f"{where}: the weights of the best step",
+        )  # fmt: skip

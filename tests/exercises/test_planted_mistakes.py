@@ -558,6 +558,44 @@ def test_ch13_avg_pool2d_grad_rejects(mistake) -> None:  # type: ignore[no-untyp
     assert failures, "every (pool, stride) case accepted the mistake"
 
 
+# --- chapter 14: early stopping (stretch) ---------------------------------------------------------
+def _early_stopping(xt, yt, xv, yv, degree, lr, max_steps, patience, keep_last=False,
+                    wait=None):  # type: ignore[no-untyped-def]  # fmt: skip
+    train, val = xt[:, None] ** np.arange(degree + 1), xv[:, None] ** np.arange(degree + 1)
+    w = Variable(ef.zeros((degree + 1,), ef.float64))
+    best, best_w, best_step, t = np.mean((val @ w.numpy() - yv) ** 2), w.numpy(), 0, 0
+    for t in range(1, max_steps + 1):
+        with GradientTape() as tape:
+            loss = ef.reduce_mean(ef.square(ef.reduce_sum(ef.constant(train) * w, axis=1) - yt))
+        w.assign_sub(lr * tape.gradient(loss, w))
+        current = np.mean((val @ w.numpy() - yv) ** 2)
+        if current < best:
+            best, best_w, best_step = current, w.numpy(), t
+        elif t - best_step >= (wait or patience):
+            break
+    return (w.numpy() if keep_last else best_w), best_step, t
+
+
+def _early_stopping_in_closed_form(xt, yt, xv, yv, degree, lr, max_steps, patience):  # type: ignore[no-untyped-def]
+    features = xt[:, None] ** np.arange(degree + 1)
+    w = np.linalg.lstsq(features, yt, rcond=None)[0]  # gamed: the exact fit, no training
+    return w, max_steps, max_steps
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (lambda *case: _early_stopping(*case, keep_last=True), "the weights of the best step"),
+        (lambda *case: _early_stopping(*case, wait=1), "expected best step"),
+        (_early_stopping_in_closed_form, "expected best step"),
+    ],
+    ids=["last_weights", "no_patience", "closed_form"],
+)
+def test_ch14_early_stopping_rejects(mistake, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch14.test_early_stopping_stretch_on_hidden_data, message, monkeypatch,
+            early_stopping=mistake)  # fmt: skip
+
+
 # --- how a mistake is run -------------------------------------------------------------------------
 FAILED = (AssertionError, pytest.fail.Exception)
 
