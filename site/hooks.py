@@ -25,9 +25,9 @@ Five jobs:
    runs, ``EAGERFLOW_ONNXRUNTIME_WEB`` holds that folder's URL relative to the page; without
    it the variable is unset, and a page should say its live demo cannot run.
 5. **The chapters' helpers.** ``docs/chapters/tutorial.py`` (``show`` a figure, ``draw`` a
-   diagram, ``listing`` of source) is imported by the chapters' code: its folder goes on
-   ``sys.path`` for the build, and MkDocs publishes the file next to the notebooks, where a
-   downloaded notebook finds it.
+   diagram, ``listing`` of source, ``pdb_transcript`` of a script) is imported by the
+   chapters' code: its folder goes on ``sys.path`` for the build, and MkDocs publishes the
+   file next to the notebooks, where a downloaded notebook finds it.
 """
 
 from __future__ import annotations
@@ -235,8 +235,8 @@ def download_note(page_uri: str) -> str:
         f'    [Download this chapter as a notebook]({name}){{ .md-button download="{name}" }}\n'
         f"    [Download its helpers, {TUTORIAL_MODULE}]({TUTORIAL_MODULE})"
         f'{{ .md-button download="{TUTORIAL_MODULE}" }}\n\n'
-        f"    Keep `{TUTORIAL_MODULE}` next to the notebook: its cells import `show`, `draw` and "
-        "`listing` from it.\n"
+        f"    Keep `{TUTORIAL_MODULE}` next to the notebook: its cells import `show`, `draw`, "
+        "`listing` and `pdb_transcript` from it.\n"
     )
 
 

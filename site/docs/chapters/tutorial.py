@@ -1,5 +1,5 @@
-"""The three helpers the tutorial's chapters import: ``show`` a matplotlib figure, ``draw`` a
-diagram, print a ``listing`` of real source code.
+"""The helpers the tutorial's chapters import: ``show`` a matplotlib figure, ``draw`` a
+diagram, print a ``listing`` of real source code, record a ``pdb_transcript`` of a script.
 
 A chapter's code runs in two places, and each helper works in both:
 
@@ -20,7 +20,9 @@ import base64
 import html
 import inspect
 import os
+import subprocess
 import sys
+import tempfile
 from io import BytesIO
 from typing import Any
 
@@ -100,4 +102,37 @@ def listing(obj: Any) -> None:
         _page_print(f'```python title="{path}" linenums="{start}"\n{code}```')
 
 
-__all__ = ["draw", "in_jupyter", "listing", "show"]
+def pdb_transcript(script: str, commands: list[str], name: str = "script.py") -> None:
+    """Run ``script`` as ``python name`` in a fresh interpreter and show its terminal: each
+    ``(Pdb)`` prompt its ``breakpoint()`` opens gets the next of ``commands``, as if typed.
+
+    The script is written to a temporary folder (left out of the paths shown) and run by the
+    Python that runs this code, without ``PYTHONBREAKPOINT``, so ``breakpoint()`` starts pdb. pdb
+    does not echo a command read from a pipe, so each is put back after its prompt. On the
+    site: a text code block; in Jupyter: the same block as Markdown.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, name)
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(script)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONBREAKPOINT"}
+        run = subprocess.run(
+            [sys.executable, path], input="".join(c + "\n" for c in commands),
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+    if run.returncode != 0:
+        raise RuntimeError(f"python {name} exited with {run.returncode}:\n{run.stderr}")
+    transcript = run.stdout
+    for place in {folder + os.sep, os.path.realpath(folder) + os.sep}:
+        transcript = transcript.replace(place, "")
+    for command in commands:  # a NUL marks a prompt done, so the next replace skips it
+        transcript = transcript.replace("(Pdb) ", f"(Pdb)\0{command}\n", 1)
+    text = f"$ python {name}\n" + transcript.replace("\0", " ")
+    fence = f"```text\n{text}```"
+    if in_jupyter():
+        _display({"text/markdown": fence, "text/plain": text})
+    else:
+        _page_print(fence)
+
+
+__all__ = ["draw", "in_jupyter", "listing", "pdb_transcript", "show"]
