@@ -198,8 +198,10 @@ def early_stopping(
       training stops after step ``t``.
 
     Args:
-        x_train, y_train: The training points, shape (n,).
-        x_val, y_val: The validation points, shape (m,).
+        x_train: The training points' x, shape (n,).
+        y_train: Their y, shape (n,).
+        x_val: The validation points' x, shape (m,).
+        y_val: Their y, shape (m,).
         degree: The polynomial's degree.
         learning_rate: Gradient descent's step size.
         max_steps: The most steps to take.

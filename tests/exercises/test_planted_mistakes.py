@@ -1164,6 +1164,7 @@ def _hypot_of_ops(a, b):  # type: ignore[no-untyped-def]
     ],
     ids=["composed_of_ops", "squares_first", "first_inputs_shape", "dtype_hard_coded"],
 )  # fmt: skip
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # (the mistakes)
 def test_ch01_hypot_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
     rejects(getattr(test_ch01, f"test_hypot_stretch_{test}"), message, hypot=mistake)
 
