@@ -193,12 +193,12 @@ def test_plots_are_drawn_with_alt_texts_from_the_numbers(
         assert len(alt) > 60 and re.search(r"\d", alt), f"/{path}: a poor alt text {alt!r}"
 
 
-# --- chapter 12's exported model ---------------------------------------------------------------
+# --- chapter 13's exported model ---------------------------------------------------------------
 WORD_CLASSES = {"Fizz": 1, "Buzz": 2, "FizzBuzz": 3}
 
 
-def chapter_12_text(built_site: BuiltSite) -> str:
-    html = (built_site.folder / "chapters" / "12-fizzbuzz" / "index.html").read_text("utf-8")
+def chapter_13_text(built_site: BuiltSite) -> str:
+    html = (built_site.folder / "chapters" / "13-fizzbuzz" / "index.html").read_text("utf-8")
     return re.sub(r"<[^>]+>", "", html)  # the text, without the highlighting's spans
 
 
@@ -207,9 +207,9 @@ def test_fizzbuzz_model_is_published_and_onnx_runtime_agrees(built_site: BuiltSi
     # eagerflow's answers for 1..100 as a grid of words; ONNX Runtime must give the same.
     import onnxruntime
 
-    path = built_site.folder / "chapters" / "12-fizzbuzz" / "fizzbuzz.onnx"
-    assert path.is_file(), "chapter 12 should publish fizzbuzz.onnx next to its page"
-    text = chapter_12_text(built_site)
+    path = built_site.folder / "chapters" / "13-fizzbuzz" / "fizzbuzz.onnx"
+    assert path.is_file(), "chapter 13 should publish fizzbuzz.onnx next to its page"
+    text = chapter_13_text(built_site)
     grid = re.search(r"wrong predictions: \d+\s+((?:\S+\s+){99}\S+)", text)
     assert grid is not None, "the page should print its answers for 1..100"
     words = grid[1].split()
@@ -231,7 +231,7 @@ def test_fizzbuzz_model_is_published_and_onnx_runtime_agrees(built_site: BuiltSi
 
 
 def test_fizzbuzz_demo_ships_onnxruntime_web_when_installed(built_site: BuiltSite) -> None:
-    html = (built_site.folder / "chapters" / "12-fizzbuzz" / "index.html").read_text("utf-8")
+    html = (built_site.folder / "chapters" / "13-fizzbuzz" / "index.html").read_text("utf-8")
     if not LOCAL_ONNXRUNTIME_WEB.is_file():
         assert "no local onnxruntime-web" in built_site.log
         assert "The live demo cannot run" in html
