@@ -182,6 +182,16 @@ def test_hand_drawn_diagram_is_the_same_everywhere_and_names_real_code(
         assert resolve(location) is not None, location
 
 
+@pytest.mark.parametrize("path", chapter_paths())
+def test_every_chapter_shows_a_picture(built_site: BuiltSite, path: str) -> None:
+    # A diagram (a graph, a tape, a concept drawn in mermaid) or a plot made at build time:
+    # a reader who would rather look than read finds something to look at in every chapter.
+    html = (built_site.folder / path / "index.html").read_text(encoding="utf-8")
+    diagrams = html.count('class="mermaid"')
+    plots = html.count('<img src="data:image/png')
+    assert diagrams + plots > 0, f"/{path} has no diagram and no plot"
+
+
 @pytest.mark.parametrize(("path", "expected"), sorted(FIGURES.items()))
 def test_plots_are_drawn_with_alt_texts_from_the_numbers(
     built_site: BuiltSite, path: str, expected: int
