@@ -148,9 +148,9 @@ def fizzbuzz_weights(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     ``bits`` binary digits, least significant first (``binary_encode``). Training finds
     weights that are right on most numbers; write weights that are right on *every* number
     from 0 to ``2**bits - 1``, with no training, from what the chapter says the network has
-    to discover. Digit i is worth 2**i, and 2**i mod 3 is 1, 2, 1, 2, … while 2**i mod 5 is
-    1, 2, 4, 3, 1, …; so a weighted sum of the digits s = Σ wᵢ·bᵢ with wᵢ ≡ 2**i (mod k) is
-    ≡ n (mod k). That sum is linear in the digits, takes a few dozen values, and a sum of
+    to discover. Digit i is worth 2ⁱ, and 2ⁱ mod 3 is 1, 2, 1, 2, … while 2ⁱ mod 5 is 1, 2,
+    4, 3, 1, …; so a weighted sum of the digits s = Σ wᵢ·bᵢ with wᵢ ≡ 2ⁱ (mod k) is ≡ n
+    (mod k). That sum is linear in the digits, takes a few dozen values, and a sum of
     ReLUs of it can be 1 at the multiples of k among those values and 0 at the others.
 
     Open-ended: the tests load your weights into the chapter's network,
@@ -164,7 +164,7 @@ def fizzbuzz_weights(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
 
     Returns:
         ``(kernel, bias, out_kernel, out_bias)``: NumPy arrays of shapes ``(bits, hidden)``,
-        ``(hidden,)``, ``(hidden, 4)`` and ``(4,)``, the two layers' weights.
+            ``(hidden,)``, ``(hidden, 4)`` and ``(4,)``, the two layers' weights.
 
     Hint 1:
         A function of an integer s, known at s = lo, lo + 1, …, hi, is matched at those points

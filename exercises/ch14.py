@@ -152,7 +152,7 @@ def batch_norm_grad(
 
     Returns:
         ``(dx, dgamma, dbeta)``: the gradients of the loss with respect to ``x`` (shaped as
-        ``x``), to γ and to β (shape ``(channels,)``), each the dtype of ``x``.
+            ``x``), to γ and to β (shape ``(channels,)``), each the dtype of ``x``.
 
     Hint 1:
         ``dbeta`` and ``dgamma`` are sums over every axis but the last, of ``upstream`` and of
