@@ -139,3 +139,49 @@ def decode(numbers: Sequence[int], logits: Any) -> list[str]:
         number: the number itself for class 0, else ``WORDS[class]``.
     """
     raise NotImplementedError
+
+
+def fizzbuzz_weights(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """★★★ Stretch: the learned FizzBuzz's weights, written by hand, right on every number.
+
+    The chapter's network, ``Dense(hidden, "relu")`` then ``Dense(4)``, reads a number's
+    ``bits`` binary digits, least significant first (``binary_encode``). Training finds
+    weights that are right on most numbers; write weights that are right on *every* number
+    from 0 to ``2**bits - 1``, with no training, from what the chapter says the network has
+    to discover. Digit i is worth 2ⁱ, and 2ⁱ mod 3 is 1, 2, 1, 2, … while 2ⁱ mod 5 is 1, 2,
+    4, 3, 1, …; so a weighted sum of the digits s = Σ wᵢ·bᵢ with wᵢ ≡ 2ⁱ (mod k) is ≡ n
+    (mod k). That sum is linear in the digits, takes a few dozen values, and a sum of
+    ReLUs of it can be 1 at the multiples of k among those values and 0 at the others.
+
+    Open-ended: the tests load your weights into the chapter's network,
+    ``Sequential([Dense(hidden, "relu"), Dense(4)])`` in float32, and run it on every number
+    for several ``bits`` you do not see. The right class's logit must beat every other by at
+    least 0.1 (a tie is not an answer), and ``hidden`` must be at most ``6 * bits``: a table
+    of the numbers would need ``2**bits`` units (the chapter trains 512 for 10 digits).
+
+    Args:
+        bits: How many binary digits the network reads (1 or more).
+
+    Returns:
+        ``(kernel, bias, out_kernel, out_bias)``: NumPy arrays of shapes ``(bits, hidden)``,
+            ``(hidden,)``, ``(hidden, 4)`` and ``(4,)``, the two layers' weights.
+
+    Hint 1:
+        A function of an integer s, known at s = lo, lo + 1, …, hi, is matched at those points
+        by its value at lo plus a sum of hinges c·relu(s − t), one per t = lo, …, hi − 1: each
+        changes the slope by c at t. A hinge is one hidden unit: its column of ``kernel``
+        holds the digit weights wᵢ, its ``bias`` is −t, and ``out_kernel`` holds its c.
+
+    Hint 2:
+        Build two such functions: d3, 1 where the mod-3 sum is a multiple of 3 and else 0, and
+        d5 for the mod-5 sum. The output layer adds hidden units, so it can add them up too:
+        logits (0.5, d3, d5, d3 + d5 − 0.5) choose the number, Fizz, Buzz or FizzBuzz, by 0.5.
+
+    Hint 3:
+        Take wᵢ between −k/2 and k/2 (1, −1, … for 3; 1, 2, −1, −2, … for 5), for fewer values
+        of s. Then lo is the sum of the negative wᵢ, hi that of the positive;
+        ``target = (np.arange(lo, hi + 1) % k == 0).astype(float)``; the c's are
+        ``np.diff(np.diff(target), prepend=0.0)``; ``target[0]`` goes into ``out_bias``
+        wherever d3 (or d5) appears.
+    """
+    raise NotImplementedError

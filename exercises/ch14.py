@@ -120,3 +120,52 @@ def avg_pool2d_grad(
         j:j+1, :] / pool**2``: add, do not assign.
     """
     raise NotImplementedError
+
+
+def batch_norm_grad(
+    x: np.ndarray, gamma: np.ndarray, upstream: np.ndarray, epsilon: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """★★★ Stretch: the gradient of batch normalization while it trains, in NumPy.
+
+    With ``training=True``, ``BatchNormalization`` normalizes each channel (the last axis)
+    with the statistics of the batch: over every other axis (for images, the batch and every
+    pixel), m numbers per channel,
+
+        mean = Σ x / m,   var = Σ (x − mean)² / m,   x̂ = (x − mean) / √(var + ε),
+        out = γ · x̂ + β.
+
+    The mean and the variance are computed *from* ``x``: move one input and every output of
+    its channel moves with them. So ``dx`` is not ``upstream · γ / √(var + ε)``: that is the
+    gradient at inference, when the statistics are the moving ones, fixed.
+
+    Open-ended: derive a formula on paper, or go back through the forward pass one step at a
+    time (mean, centred, variance, x̂), in NumPy. The tests compare your three gradients with
+    those a tape takes through the chapter's layer, on inputs you do not see (ranks 2 to 4).
+    Then they give it a batch the size the chapter's first ``BatchNormalization`` sees, 64
+    images of 8x8 with 16 channels, and count the lines of Python it runs: no loop.
+
+    Args:
+        x: The layer's input, any rank from 2 up, channels last.
+        gamma: The scale γ, shape ``(channels,)``.
+        upstream: The gradient of the loss with respect to ``out``, shaped as ``x``.
+        epsilon: ε, added to the variance.
+
+    Returns:
+        ``(dx, dgamma, dbeta)``: the gradients of the loss with respect to ``x`` (shaped as
+            ``x``), to γ and to β (shape ``(channels,)``), each the dtype of ``x``.
+
+    Hint 1:
+        ``dbeta`` and ``dgamma`` are sums over every axis but the last, of ``upstream`` and of
+        ``upstream · x̂``. For ``dx``, start from ``g = upstream · γ``, the gradient with
+        respect to x̂, and take it back through x̂ = (x − mean) · r, where r = 1 / √(var + ε)
+        depends on every x of the channel too, as does the mean.
+
+    Hint 2:
+        Within a channel, ∂x̂ⱼ/∂xᵢ = r · (δᵢⱼ − 1/m − x̂ᵢ · x̂ⱼ / m): the 1/m comes through the
+        mean, the x̂ᵢ · x̂ⱼ / m through the variance. ``dx`` is ``g`` summed against it over j.
+
+    Hint 3:
+        ``dx = r · (g − mean(g) − x̂ · mean(g · x̂))``, with the means per channel,
+        ``axis=tuple(range(x.ndim - 1))`` and ``keepdims=True``.
+    """
+    raise NotImplementedError

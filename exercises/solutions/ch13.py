@@ -159,3 +159,20 @@ def decode(numbers: Sequence[int], logits: Any) -> list[str]:
     """
     predicted = np.argmax(np.asarray(logits), axis=1)
     return [WORDS[c] if c else str(n) for n, c in zip(numbers, predicted, strict=True)]
+
+
+def fizzbuzz_weights(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """★★★ Stretch: the learned FizzBuzz's weights, written by hand, right on every number."""
+    kernels, biases, out_rows = [], [], []
+    out_bias = np.array([0.5, 0.0, 0.0, -0.5])  # logits (0.5, d3, d5, d3 + d5 - 0.5)
+    for k, reads in ((3, np.array([0.0, 1.0, 0.0, 1.0])), (5, np.array([0.0, 0.0, 1.0, 1.0]))):
+        # digit i weighs 2**i mod k, taken between -k/2 and k/2: s ≡ n (mod k), few values
+        weights = np.array([(pow(2, i, k) + k // 2) % k - k // 2 for i in range(bits)], float)
+        lo, hi = int(weights[weights < 0].sum()), int(weights[weights > 0].sum())
+        target = (np.arange(lo, hi + 1) % k == 0).astype(float)  # d_k at s = lo, ..., hi
+        changes = np.diff(np.diff(target), prepend=0.0)  # slope changes at t = lo, ..., hi-1
+        kernels.append(np.repeat(weights[:, None], hi - lo, axis=1))  # one hinge per t:
+        biases.append(-np.arange(lo, hi, dtype=float))  # relu(s - t)
+        out_rows.append(np.outer(changes, reads))  # d_k, to the logits that read it
+        out_bias += target[0] * reads
+    return np.concatenate(kernels, 1), np.concatenate(biases), np.concatenate(out_rows), out_bias

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
+from eagerflow import nn
 from eagerflow.graph import Graph, Session, SymbolicTensor, placeholder
 from eagerflow.tensor import Tensor
 
@@ -186,3 +187,68 @@ def test_decode_on_hidden_predictions(chapter):
             f"decode of hidden numbers and scores: expected {want}, got {got} (decode each "
             "row's highest score, whatever the number is)"
         )
+
+
+# --- stretch: the weights by hand -----------------------------------------------------------------
+def all_numbers_and_classes(bits):
+    numbers = np.arange(2**bits)
+    classes = np.select([numbers % 15 == 0, numbers % 5 == 0, numbers % 3 == 0], [3, 2, 1], 0)
+    return numbers, classes
+
+
+def network_with(weights, bits):
+    """The chapter's network, ``Dense(hidden, "relu")`` then ``Dense(4)``, holding ``weights``
+    (after checking their shapes and the width)."""
+    assert isinstance(weights, tuple | list) and len(weights) == 4, (
+        f"fizzbuzz_weights({bits}): expected (kernel, bias, out_kernel, out_bias), got "
+        f"{type(weights).__name__} of length {len(weights) if hasattr(weights, '__len__') else '?'}"
+    )
+    kernel, bias, out_kernel, out_bias = (np.asarray(w, np.float32) for w in weights)
+    hidden = kernel.shape[1] if kernel.ndim == 2 else -1
+    shapes = [w.shape for w in (kernel, bias, out_kernel, out_bias)]
+    want = [(bits, hidden), (hidden,), (hidden, 4), (4,)]
+    assert hidden > 0 and shapes == want, (
+        f"fizzbuzz_weights({bits}): expected shapes (kernel, bias, out_kernel, out_bias) "
+        f"{want} (kernel (bits, hidden)), got {shapes}"
+    )
+    assert hidden <= 6 * bits, (
+        f"fizzbuzz_weights({bits}): {hidden} hidden units, expected at most 6·bits = "
+        f"{6 * bits}: units that grow like 2**bits are a table of the numbers, and the "
+        "digit sums take few values"
+    )
+    assert all(np.all(np.isfinite(w)) for w in (kernel, bias, out_kernel, out_bias)), (
+        f"fizzbuzz_weights({bits}): the weights hold a NaN or an infinity"
+    )
+    model = nn.Sequential([nn.Dense(hidden, "relu", input_shape=(bits,)), nn.Dense(4)])
+    for variable, value in zip(model.variables, (kernel, bias, out_kernel, out_bias), strict=True):
+        variable.assign(value)
+    return model
+
+
+def check_every_number(chapter, bits, numbers=None):
+    model = network_with(chapter.fizzbuzz_weights(bits), bits)
+    all_numbers, all_classes = all_numbers_and_classes(bits)
+    numbers = all_numbers if numbers is None else np.asarray(numbers)
+    classes = all_classes[numbers]
+    logits = model(numpy_encode(numbers.tolist(), bits)).numpy()
+    right = logits[np.arange(len(numbers)), classes]
+    others = np.where(np.arange(4) == classes[:, None], -np.inf, logits).max(axis=1)
+    wrong = np.flatnonzero(right - others < 0.1)
+    shown = "; ".join(
+        f"{numbers[k]} (class {classes[k]}): logits {np.round(logits[k], 3).tolist()}"
+        for k in wrong[:4]
+    )
+    assert not len(wrong), (
+        f"fizzbuzz_weights({bits}) on {numbers.min()}..{numbers.max()}: {len(wrong)} numbers "
+        f"whose right class does not win by 0.1 or more, e.g. {shown}"
+    )
+
+
+def test_fizzbuzz_weights_stretch_on_the_chapters_numbers(chapter):
+    check_every_number(chapter, 4)  # 0 to 15, small enough to read
+    check_every_number(chapter, 10, np.arange(1, 1024))
+
+
+def test_fizzbuzz_weights_stretch_on_hidden_widths(chapter):
+    for bits in np.random.default_rng(1216).integers(8, 15, 3).tolist():
+        check_every_number(chapter, bits)  # every number from 0 to 2**bits - 1

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
+from eagerflow import nn
 from eagerflow.autodiff import GradientTape
 from eagerflow.tensor.execution import recording
 
@@ -161,3 +162,67 @@ def test_avg_pool2d_grad_matches_a_tape_on_hidden_inputs(chapter, pool, stride):
         assert got.dtype == dtype, f"{where}: expected dtype {np.dtype(dtype)}, got {got.dtype}"
         rtol = 1e-5 if dtype == np.float32 else 1e-12
         np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, err_msg=where)
+
+
+# --- stretch: batch normalization's gradient ------------------------------------------------------
+def layer_gradients(
+    x: np.ndarray, gamma: np.ndarray, upstream: np.ndarray, epsilon: float
+) -> list[np.ndarray]:
+    """d(Σ out · upstream)/d(x, γ, β), ``out`` the chapter's layer training on ``x``: a tape."""
+    layer = nn.BatchNormalization(epsilon=epsilon)
+    layer.dtype = ef.as_dtype(x.dtype)  # (float64 too: its variables are made in build)
+    layer.build(x.shape)
+    layer.gamma.assign(gamma)
+    xt = ef.constant(x)
+    with GradientTape() as tape:
+        tape.watch(xt)
+        loss = ef.reduce_sum(layer(xt, training=True) * upstream)
+    return [g.numpy() for g in tape.gradient(loss, [xt, layer.gamma, layer.beta])]
+
+
+def check_batch_norm_grad(got: Any, x: np.ndarray, gamma: np.ndarray, upstream: np.ndarray,
+                          epsilon: float) -> None:  # fmt: skip
+    where = f"batch_norm_grad on x of shape {x.shape} {x.dtype}, ε = {epsilon}"
+    assert isinstance(got, tuple | list) and len(got) == 3, (
+        f"{where}: expected (dx, dgamma, dbeta), got {got!r:.200}"
+    )
+    channels = x.shape[-1]
+    rtol = 1e-4 if x.dtype == np.float32 else 1e-10
+    wanted = layer_gradients(x, gamma, upstream, epsilon)
+    for name, mine, want in zip(("dx", "dgamma", "dbeta"), got, wanted, strict=True):
+        shape = x.shape if name == "dx" else (channels,)
+        assert isinstance(mine, np.ndarray), f"{where}: {name} should be a NumPy array"
+        assert mine.shape == shape, f"{where}: {name} should have shape {shape}, got {mine.shape}"
+        assert mine.dtype == x.dtype, f"{where}: {name} should be {x.dtype}, got {mine.dtype}"
+        scale = float(np.abs(want).max())
+        np.testing.assert_allclose(mine, want, rtol=rtol, atol=rtol * scale,
+                                   err_msg=f"{where}: {name}, against a tape")  # fmt: skip
+
+
+def test_batch_norm_grad_stretch_matches_a_tape_on_hidden_inputs(chapter):
+    rng = np.random.default_rng(1305)
+    for k in range(6):
+        dtype = np.float64 if k % 3 else np.float32
+        rank = 2 + k % 3  # a Dense layer's features, a sequence's, an image's channels
+        shape = tuple(int(d) for d in rng.integers(2, 6, rank))
+        x = (rng.normal(size=shape) * rng.uniform(0.5, 3) + rng.normal()).astype(dtype)
+        gamma = rng.normal(size=shape[-1]).astype(dtype)
+        upstream = rng.normal(size=shape).astype(dtype)
+        epsilon = float(rng.choice([1e-3, 1e-2, 0.1]))
+        with no_ops("batch_norm_grad"):
+            got = chapter.batch_norm_grad(x, gamma, upstream, epsilon)
+        check_batch_norm_grad(got, x, gamma, upstream, epsilon)
+
+
+def test_batch_norm_grad_stretch_runs_no_python_loop(chapter):
+    rng = np.random.default_rng(1306)
+    shape = (64, 8, 8, 16)  # what the chapter's first BatchNormalization sees, per batch
+    x = np.maximum(rng.normal(size=shape), 0).astype(np.float32)  # after a relu, as there
+    gamma = rng.uniform(0.5, 1.5, 16).astype(np.float32)
+    upstream = rng.normal(size=shape).astype(np.float32) / 64
+    got, lines = lines_run(chapter.batch_norm_grad, x, gamma, upstream, 1e-3)
+    check_batch_norm_grad(got, x, gamma, upstream, 1e-3)
+    assert lines <= 40, (
+        f"batch_norm_grad ran {lines} lines of Python for 16 channels of 4,096 numbers: a loop "
+        "is still there (whole-array NumPy runs about ten lines, whatever the input's size)"
+    )

@@ -558,6 +558,56 @@ def test_ch14_avg_pool2d_grad_rejects(mistake) -> None:  # type: ignore[no-untyp
     assert failures, "every (pool, stride) case accepted the mistake"
 
 
+# --- chapter 14: batch normalization's gradient (stretch) ----------------------------------------
+def _bn_grad(x, gamma, upstream, epsilon, mean_path=True, variance_path=True, axes=None,
+             ddof=0, dgamma_of_x=False):  # type: ignore[no-untyped-def]  # fmt: skip
+    """The reference formula, with one part forgotten or changed."""
+    axes = tuple(range(x.ndim - 1)) if axes is None else axes
+    m = np.prod([x.shape[a] for a in axes])
+    centred = x - x.mean(axis=axes, keepdims=True)
+    r = 1.0 / np.sqrt((centred**2).sum(axis=axes, keepdims=True) / (m - ddof) + epsilon)
+    x_hat, g = centred * r, upstream * gamma
+    dx = g - (g.mean(axis=axes, keepdims=True) if mean_path else 0)
+    if variance_path:
+        dx = dx - x_hat * (g * x_hat).mean(axis=axes, keepdims=True)
+    dgamma = (upstream * (x if dgamma_of_x else x_hat)).sum(axis=tuple(range(x.ndim - 1)))
+    dbeta = upstream.sum(axis=tuple(range(x.ndim - 1)))
+    return tuple(a.astype(x.dtype) for a in (r * dx, dgamma, dbeta))
+
+
+def _bn_grad_with_a_tape(x, gamma, upstream, epsilon):  # type: ignore[no-untyped-def]
+    return tuple(test_ch14.layer_gradients(x, gamma, upstream, epsilon))
+
+
+def _bn_grad_channel_by_channel(x, gamma, upstream, epsilon):  # type: ignore[no-untyped-def]
+    parts = [_bn_grad(x[..., c : c + 1], gamma[c : c + 1], upstream[..., c : c + 1], epsilon)
+             for c in range(x.shape[-1])]  # fmt: skip
+    return tuple(np.concatenate(p, axis=-1) for p in zip(*parts, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (lambda *a: _bn_grad(*a, mean_path=False, variance_path=False), "matches_a_tape",
+         "dx, against a tape"),
+        (lambda *a: _bn_grad(*a, variance_path=False), "matches_a_tape", "dx, against a tape"),
+        (lambda *a: _bn_grad(*a, mean_path=False), "matches_a_tape", "dx, against a tape"),
+        (lambda *a: _bn_grad(*a, axes=(0,)), "matches_a_tape", "against a tape"),
+        (lambda *a: _bn_grad(*a, ddof=1), "matches_a_tape", "dx, against a tape"),
+        (lambda *a: _bn_grad(*a, dgamma_of_x=True), "matches_a_tape", "dgamma, against a tape"),
+        (_bn_grad_with_a_tape, "matches_a_tape", "ran eagerflow ops"),
+        (_bn_grad_channel_by_channel, "runs_no_python_loop", "a loop is still there"),
+    ],
+    ids=["statistics_held_fixed", "no_path_through_the_variance", "no_path_through_the_mean",
+         "statistics_per_pixel", "unbiased_variance", "dgamma_from_x", "uses_a_tape",
+         "loops_over_channels"],
+)  # fmt: skip
+def test_ch14_batch_norm_grad_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+    test_fn = getattr(test_ch14, f"test_batch_norm_grad_stretch_{test}" + (
+        "_on_hidden_inputs" if test == "matches_a_tape" else ""))  # fmt: skip
+    rejects(test_fn, message, batch_norm_grad=mistake)
+
+
 # --- chapter 15: early stopping (stretch) ---------------------------------------------------------
 def _early_stopping(xt, yt, xv, yv, degree, lr, max_steps, patience, keep_last=False,
                     wait=None):  # type: ignore[no-untyped-def]  # fmt: skip
@@ -1019,6 +1069,52 @@ def _binary_encode_ten_bits_always(numbers, bits=10):
 )
 def test_ch13_binary_encode_rejects(mistake, message) -> None:
     rejects(test_ch13.test_binary_encode_on_hidden_numbers, message, binary_encode=mistake)
+
+
+# --- chapter 13: the FizzBuzz network's weights by hand (stretch) --------------------------------
+def _fizzbuzz_weights(bits, mod3=None, mod5=None, targets=None, out_bias=(0.5, 0, 0, -0.5)):  # type: ignore[no-untyped-def]
+    """The reference construction (hinges of the two digit sums), with one part changed."""
+    kernels, biases, out_rows, bias = [], [], [], np.array(out_bias, float)
+    for k, weigh, reads in ((3, mod3, np.eye(4)[1] + np.eye(4)[3]),
+                            (5, mod5, np.eye(4)[2] + np.eye(4)[3])):  # fmt: skip
+        weigh = weigh or (lambda i, k=k: (pow(2, i, k) + k // 2) % k - k // 2)
+        weights = np.array([weigh(i) for i in range(bits)], float)
+        lo, hi = int(weights[weights < 0].sum()), int(weights[weights > 0].sum())
+        values = np.arange(lo, hi + 1)
+        target = ((targets or (lambda v, k: v % k == 0))(values, k)).astype(float)
+        kernels.append(np.repeat(weights[:, None], hi - lo, axis=1))
+        biases.append(-np.arange(lo, hi, dtype=float))
+        out_rows.append(np.outer(np.diff(np.diff(target), prepend=0.0), reads))
+        bias += target[0] * reads
+    return np.concatenate(kernels, 1), np.concatenate(biases), np.concatenate(out_rows), bias
+
+
+def _fizzbuzz_weights_as_a_table(bits):  # type: ignore[no-untyped-def]
+    numbers = np.arange(2**bits)
+    digits = (numbers[:, None] >> np.arange(bits)) & 1
+    kernel = (2.0 * digits - 1).T  # unit m is 1 on m's digits exactly, 0 on every other number
+    bias = 1.0 - digits.sum(axis=1)
+    classes = np.select([numbers % 15 == 0, numbers % 5 == 0, numbers % 3 == 0], [3, 2, 1], 0)
+    return kernel, bias, np.eye(4)[classes], np.zeros(4)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_fizzbuzz_weights_as_a_table, "a table"),
+        (lambda bits: _fizzbuzz_weights(bits, mod5=lambda i: 2**i), "at most 6·bits"),
+        (lambda bits: _fizzbuzz_weights(bits, mod3=lambda i: 1), "numbers whose right class"),
+        (lambda bits: _fizzbuzz_weights(bits, targets=lambda v, k: v == 0),
+         "numbers whose right class"),
+        (lambda bits: _fizzbuzz_weights(bits, out_bias=(0, 0, 0, -1)), "does not win by 0.1"),
+        (lambda bits: _fizzbuzz_weights(10), "expected shapes"),
+    ],
+    ids=["a_unit_per_number", "mod_5_sum_is_n_itself", "decimal_digit_sum_for_3",
+         "only_a_sum_of_0_is_a_multiple", "ties_for_plain_numbers", "ten_digits_always"],
+)  # fmt: skip
+def test_ch13_fizzbuzz_weights_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch13.test_fizzbuzz_weights_stretch_on_hidden_widths, message,
+            fizzbuzz_weights=mistake)  # fmt: skip
 
 
 # --- chapter 15: linear regression ----------------------------------------------------------------
