@@ -1794,6 +1794,50 @@ def test_ch08_mini_function_rejects(mistake, message, monkeypatch) -> None:
             mini_function=mistake)  # fmt: skip
 
 
+# --- chapter 8: a mini @function's cache key -----------------------------------------------------
+def _key_without_dtypes(args):  # type: ignore[no-untyped-def]
+    return tuple(("tensor", tuple(a.shape)) if isinstance(a, ef.Tensor) else ("value", type(a), a)
+                 for a in args)  # fmt: skip
+
+
+def _key_without_python_values(args):  # type: ignore[no-untyped-def]
+    return tuple(("tensor", a.dtype, tuple(a.shape)) for a in args if isinstance(a, ef.Tensor))
+
+
+def _key_without_the_values_types(args):  # type: ignore[no-untyped-def]
+    # 2 and 2.0 are equal, and hash alike: one key for both
+    return tuple(("tensor", a.dtype, tuple(a.shape)) if isinstance(a, ef.Tensor) else ("value", a)
+                 for a in args)  # fmt: skip
+
+
+def _key_on_shapes_only(args):  # type: ignore[no-untyped-def]
+    return tuple(tuple(a.shape) for a in args if isinstance(a, ef.Tensor))
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (_key_without_dtypes, "float64|fn ran"),
+        (_key_without_python_values, "differs from fn's"),
+        (_key_without_the_values_types, "fn ran"),
+        (_key_on_shapes_only, "differs from fn's|float64"),
+    ],
+    ids=["without_dtypes", "without_python_values", "without_the_values_types", "shapes_only"],
+)
+def test_ch08_mini_function_rejects_a_wrong_key(key, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    test = test_ch08.test_mini_function_on_hidden_dtypes_and_python_values
+    rejects(test, message, monkeypatch, mini_function=lambda fn: _mini_function(fn, key=key))
+    # and none of them asks the reader's `signature`: the spy sees it
+    test = test_ch08.test_mini_function_keys_its_cache_on_your_signature
+    rejects(test, "signature", monkeypatch, mini_function=lambda fn: _mini_function(fn, key=key))
+
+
+def test_ch08_mini_function_rejects_a_right_key_of_its_own(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # the right key, computed without the reader's `signature`: not the exercise
+    test = test_ch08.test_mini_function_keys_its_cache_on_your_signature
+    rejects(test, "signature", monkeypatch, mini_function=_mini_function)
+
+
 # --- chapter 3: forward mode (stretch) ------------------------------------------------------------
 def _jvp_by_differences(f, x, v, h=1e-6):
     y = f(x)
