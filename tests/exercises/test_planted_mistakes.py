@@ -30,7 +30,14 @@ import test_ch13
 import test_ch14
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape, OpRecord, Variable, register_gradient
+from eagerflow.autodiff import (
+    ForwardAccumulator,
+    GradientTape,
+    OpRecord,
+    Variable,
+    forward_jacobian,
+    register_gradient,
+)
 from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.graph import (
     Function,
@@ -1899,6 +1906,116 @@ def _jvp_forgetting_a_product_term(f, x, v):
 def test_ch03_jvp_rejects(mistake, message, monkeypatch) -> None:
     test = test_ch03.test_jvp_stretch_matches_the_jacobian_on_hidden_programs
     rejects(test, message, monkeypatch, jvp=mistake)
+
+
+# --- chapter 3: forward mode with ForwardAccumulator ----------------------------------------------
+def _columns_from_a_tape(f, x):  # type: ignore[no-untyped-def]
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.jacobian(y, x)  # reverse mode: right numbers, one pass per output
+
+
+def _columns_from_the_library(f, x):  # type: ignore[no-untyped-def]
+    return forward_jacobian(f, x)
+
+
+def _columns_as_rows(f, x):  # type: ignore[no-untyped-def]
+    columns = []
+    for j in range(x.shape[0]):
+        with ForwardAccumulator(x, ef.one_hot(j, x.shape[0], dtype=x.dtype)) as acc:
+            y = f(x)
+        columns.append(acc.jvp(y))
+    return ef.stack(columns)  # (n, m): the transpose
+
+
+def _columns_in_one_pass(f, x):  # type: ignore[no-untyped-def]
+    with ForwardAccumulator(x, ef.ones_like(x)) as acc:
+        y = f(x)
+    return ef.stack([acc.jvp(y)] * x.shape[0], axis=1)  # every column is J·(1, ..., 1)
+
+
+def _columns_by_differences(f, x, h=1e-6):  # type: ignore[no-untyped-def]
+    n = x.shape[0]
+    steps = [h * ef.one_hot(j, n, dtype=x.dtype) for j in range(n)]
+    return ef.stack([(f(x + e) - f(x - e)) / (2 * h) for e in steps], axis=1)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_columns_from_a_tape, "inputs to .* outputs ran 1 times"),
+        (_columns_from_the_library, "forward_jacobian"),
+        (_columns_as_rows, "one column per input"),
+        (_columns_in_one_pass, "ran 1 times"),
+        (_columns_by_differences, "ran .* times"),
+    ],
+    ids=["reverse_mode_tape", "forward_jacobian", "transposed", "one_pass", "differences"],
+)
+def test_ch03_jacobian_by_columns_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch03.test_jacobian_by_columns_on_hidden_tall_functions, message,
+            jacobian_by_columns=mistake)  # fmt: skip
+
+
+def _hvp_with_the_hessian(f, x, v):  # type: ignore[no-untyped-def]
+    with GradientTape() as outer:
+        outer.watch(x)
+        with GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        g = inner.gradient(y, x)
+    return ef.reshape(outer.jacobian(g, x) @ ef.reshape(v, (-1, 1)), (-1,))  # n² entries
+
+
+def _hvp_reverse_over_forward(f, x, v):  # type: ignore[no-untyped-def]
+    with GradientTape() as tape:
+        tape.watch(x)
+        with ForwardAccumulator(x, v) as acc:
+            y = f(x)
+        along_v = acc.jvp(y)
+    return tape.gradient(along_v, x)  # the right numbers, the other nesting
+
+
+def _hvp_of_the_tape_closed_outside(f, x, v):  # type: ignore[no-untyped-def]
+    with ForwardAccumulator(x, v) as acc, GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    g = tape.gradient(y, x)  # after the accumulator's block: it hears none of this
+    tangent = acc.jvp(g)
+    return ef.zeros_like(x) if tangent is None else tangent
+
+
+def _hvp_the_gradient(f, x, v):  # type: ignore[no-untyped-def]
+    with ForwardAccumulator(x, v), GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.gradient(y, x)  # ∇f, not H·v
+
+
+def _hvp_by_differences(f, x, v, h=1e-5):  # type: ignore[no-untyped-def]
+    def gradient(t):  # type: ignore[no-untyped-def]
+        with GradientTape() as tape:
+            tape.watch(t)
+            y = f(t)
+        return tape.gradient(y, t)
+
+    return (gradient(x + h * v) - gradient(x - h * v)) / (2 * h)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_hvp_with_the_hessian, "no Hessian is built"),
+        (_hvp_reverse_over_forward, "reverse-over-forward"),
+        (_hvp_of_the_tape_closed_outside, "hidden f"),
+        (_hvp_the_gradient, "hidden f"),
+        (_hvp_by_differences, "ran f 2 times"),
+    ],
+    ids=["full_hessian", "reverse_over_forward", "gradient_outside", "gradient", "differences"],
+)
+def test_ch03_hessian_vector_product_rejects(mistake, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch03.test_hessian_vector_product_on_hidden_functions, message, monkeypatch,
+            hessian_vector_product=mistake)  # fmt: skip
 
 
 # --- chapter 8: relaxed shapes (stretch) ----------------------------------------------------------
