@@ -50,10 +50,12 @@ from eagerflow.graph import (
     while_loop,
 )
 from eagerflow.graph import SymbolicTensor as SymbolicTensorType
+from eagerflow.graph import graph as ef_graph
 from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.graph_def import decode_attr, encode_attr
+from eagerflow.graph.state import session_values
 from eagerflow.tensor.dtypes import FLOATS, DType
 from eagerflow.tensor.errors import EagerflowError
 from eagerflow.tensor.execution import execute
@@ -889,6 +891,109 @@ def _run_graph_computing_over_the_feed(fetches, feed_dict):
 def test_ch05_run_graph_rejects_computing_over_a_fed_tensor() -> None:
     rejects(test_ch05.test_run_graph_on_hidden_graphs, "hidden graph", 1,
             run_graph=_run_graph_computing_over_the_feed)  # fmt: skip
+
+
+# --- chapter 5: a Session with a memory (stretch) -------------------------------------------------
+def _needed(fetches, fed):  # type: ignore[no-untyped-def]
+    """The operations fetches need, in graph order (the reader's execution_order, solved)."""
+    needed = test_ch05.needed_operations(list(fetches), set(fed))
+    graph = next(iter(needed)).graph
+    return [o for o in graph.get_operations() if o in needed]
+
+
+class _MiniSession:
+    """A MiniSession, wrong in the way its class attributes say."""
+
+    shared: dict[object, np.ndarray] | None = None  # one store for every Session: wrong
+    in_place = False  # update the stored array itself, and hand it out: wrong
+    snapshot = False  # every op of a run sees the values from the start of the run: wrong
+    zeros_if_unset = False  # an uninitialized variable reads 0: wrong
+    real_kernels = False  # run the variable kernels in the framework's store
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.values = {} if self.shared is None else self.shared
+
+    def read(self, variable):  # type: ignore[no-untyped-def]
+        values = self.start if self.snapshot else self.values
+        if variable not in values:
+            if not self.zeros_if_unset:
+                raise ef.FailedPreconditionError(f"{variable.name} is not initialized")
+            values[variable] = np.zeros(variable.shape, variable.dtype.np)
+        return values[variable]
+
+    def run(self, fetches, feed_dict=None):  # type: ignore[no-untyped-def]
+        values = dict(feed_dict or {})
+        self.start = dict(self.values)
+        for operation in _needed(fetches, values):
+            inputs = [values[t] for t in operation.inputs]
+            variable, kind = operation.attrs.get("variable"), operation.type
+            if self.real_kernels and variable is not None:
+                with session_values(self.values):
+                    result = operation.op_def.kernel(*inputs, **operation.attrs)
+            elif kind in ("VariableV2", "ReadVariableOp"):
+                result = self.read(variable)
+            elif kind == "AssignVariableOp":
+                result = self.values[variable] = inputs[0] if self.in_place else inputs[0].copy()
+            elif kind in ("AssignAddVariableOp", "AssignSubVariableOp"):
+                ufunc = np.add if kind == "AssignAddVariableOp" else np.subtract
+                old = self.read(variable)
+                result = ufunc(old, inputs[0], out=old if self.in_place else None)
+                self.values[variable] = result
+            else:
+                result = operation.op_def.kernel(*inputs, **operation.attrs)
+            results = result if operation.op_def.multi_output else (result,)
+            for t, value in zip(operation.outputs, results, strict=True):
+                values.setdefault(t, value)
+        out = [None if isinstance(f, ef_graph.Operation) else values[f] for f in fetches]
+        return out if self.in_place else [None if v is None else np.array(v) for v in out]
+
+
+class _MiniSessionSharingOneStore(_MiniSession):
+    shared = {}  # noqa: RUF012 (the mistake)
+
+
+class _MiniSessionUpdatingInPlace(_MiniSession):
+    in_place = True
+
+
+class _MiniSessionReadingAtTheStart(_MiniSession):
+    snapshot = True
+
+
+class _MiniSessionReadingZeros(_MiniSession):
+    zeros_if_unset = True
+
+
+class _MiniSessionWithTheRealStore(_MiniSession):
+    real_kernels = True
+
+
+class _MiniSessionOfARealSession:
+    def __init__(self, graph: Graph) -> None:
+        self.values: dict[object, np.ndarray] = {}
+        self.session = test_ch05.Session(graph)
+
+    def run(self, fetches, feed_dict=None):  # type: ignore[no-untyped-def]
+        return self.session.run(list(fetches), feed_dict)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (_MiniSessionSharingOneStore, "keeps_a_running_total_per_session", "no values|second"),
+        (_MiniSessionUpdatingInPlace, "values_are_its_own", "changed"),
+        (_MiniSessionReadingAtTheStart, "on_hidden_run_sequences", "hidden sequence"),
+        (_MiniSessionReadingZeros, "refuses_an_uninitialized_variable", "DID NOT RAISE"),
+        (_MiniSessionWithTheRealStore, "on_hidden_run_sequences", "store"),
+        (_MiniSessionOfARealSession, "trains_like_a_session_on_hidden_data", "Session.run"),
+    ],
+    ids=["one_store_for_all", "in_place", "reads_at_the_start", "zeros", "real_store", "session"],
+)
+def test_ch05_mini_session_rejects(mistake, test, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    args = (0,) if test == "on_hidden_run_sequences" else ()
+    rejects(getattr(test_ch05, f"test_mini_session_{test}"), message, monkeypatch, *args,
+            MiniSession=mistake)  # fmt: skip
 
 
 # --- chapter 8: constant folding and CSE by hand --------------------------------------------------
