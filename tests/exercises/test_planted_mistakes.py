@@ -1523,6 +1523,57 @@ def _collatz_steps(n):  # the right collatz_steps, for the tests that also call 
     return while_loop(lambda k, steps: k > 1, body, [n, ef.constant(0, ef.int64)])[1]
 
 
+# --- chapter 7: exponentiation by squaring (stretch) ----------------------------------------------
+def _power_one_factor_at_a_time(x, n):  # type: ignore[no-untyped-def]
+    result, _ = while_loop(lambda r, k: k > 0, lambda r, k: (r * x, k - 1),
+                           [ef.ones_like(x), ef.abs(n)])  # fmt: skip
+    return cond(n < 0, lambda: 1.0 / result, lambda: result)  # n steps, not log n
+
+
+def _power_with_pow(x, n):  # type: ignore[no-untyped-def]
+    return ef.pow(x, ef.cast(n, x.dtype))  # right, and no loop
+
+
+def _power_by_squaring(x, n, parity=1, negative=True):  # type: ignore[no-untyped-def]
+    def step(result, power, k):  # type: ignore[no-untyped-def]
+        odd = ef.equal(k % 2, parity)
+        return cond(odd, lambda: result * power, lambda: result), power * power, k // 2
+
+    k = ef.abs(n) if negative else n
+    result, _, _ = while_loop(lambda r, p, k: k > 0, step, [ef.ones_like(x), x, k])
+    return cond(n < 0, lambda: 1.0 / result, lambda: result) if negative else result
+
+
+def _power_unrolled_for_eleven_digits(x, n):  # type: ignore[no-untyped-def]
+    result, power, k = ef.ones_like(x), x, ef.abs(n)
+    for _ in range(11):  # enough for |n| < 2048, decided while building: no While node
+        result = ef.where(ef.equal(k % 2, 1), result * power, result)
+        power, k = power * power, k // 2
+    return cond(n < 0, lambda: 1.0 / result, lambda: result)
+
+
+_HIDDEN_POWERS = "on_hidden_exponents"
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (_power_one_factor_at_a_time, _HIDDEN_POWERS, "multiplications"),
+        (_power_one_factor_at_a_time, "in_a_graph_loops_at_run_time", "body ran"),
+        (_power_with_pow, _HIDDEN_POWERS, "pow"),
+        (lambda x, n: _power_by_squaring(x, n, parity=0), _HIDDEN_POWERS, "power_by_squaring"),
+        (lambda x, n: _power_by_squaring(x, n, negative=False), _HIDDEN_POWERS,
+         "power_by_squaring"),
+        (_power_unrolled_for_eleven_digits, "in_a_graph_loops_at_run_time", "While node"),
+    ],
+    ids=["one_factor_per_step", "one_iteration_per_factor", "pow", "even_digits",
+         "negative_n_ignored", "unrolled"],
+)  # fmt: skip
+def test_ch07_power_by_squaring_rejects(mistake, test, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    rejects(getattr(test_ch07, f"test_power_by_squaring_{test}"), message, monkeypatch,
+            power_by_squaring=mistake)  # fmt: skip
+
+
 # --- gradient rules and contexts that return the wrong thing --------------------------------------
 def _softsign(x):
     if "Softsign" not in OPS:  # as the chapter's file registers it
