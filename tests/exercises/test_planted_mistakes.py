@@ -338,6 +338,72 @@ def test_ch09_predict_clusters_rejects_a_constant_answer() -> None:
         test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, "layer_norm")
 
 
+# --- chapter 9: the memory planner (stretch) ------------------------------------------------------
+def _plan_buffers(program, kind=None, free_first=False, fetched_live=True, free_at="last"):  # type: ignore[no-untyped-def]
+    """A memory planner, wrong in the way its arguments say."""
+
+    def key(v):  # type: ignore[no-untyped-def]
+        return (program.shapes[v], program.dtypes[v]) if kind is None else kind(program, v)
+
+    ends: dict[int, list[int]] = {}
+    seen: dict[int, int] = {}
+    for step, node in enumerate(program.nodes):
+        for v in node.inputs:
+            if free_at == "last" or v not in seen:
+                seen[v] = step
+    for v in program.fetches if fetched_live else ():
+        seen[v] = len(program.nodes)
+    for v, step in seen.items():
+        ends.setdefault(step, []).append(v)
+    free: dict[object, list[int]] = {}
+    plan: dict[int, int] = {}
+    for step, node in enumerate(program.nodes):
+        freed = [v for v in ends.get(step, []) if v in plan]
+        if free_first:  # the node's outputs may take the buffers of its own inputs: wrong
+            for v in freed:
+                free.setdefault(key(v), []).append(plan[v])
+        for v in node.outputs:
+            pool = free.get(key(v))
+            plan[v] = pool.pop() if pool else len(set(plan.values()))
+            if v not in seen:  # never read: free at once
+                free.setdefault(key(v), []).append(plan[v])
+        if not free_first:
+            for v in freed:
+                free.setdefault(key(v), []).append(plan[v])
+    return plan
+
+
+def _a_buffer_per_value(program):  # type: ignore[no-untyped-def]
+    return {v: v for node in program.nodes for v in node.outputs}
+
+
+@pytest.mark.parametrize(
+    ("mistake", "program", "message"),
+    [
+        (_a_buffer_per_value, "chain_1", "suffice"),
+        (lambda p: _plan_buffers(p, kind=lambda p, v: p.shapes[v]), "chain_0", "bool"),
+        (lambda p: _plan_buffers(p, kind=lambda p, v: "any"), "two_shapes", "share buffer"),
+        (lambda p: _plan_buffers(p, free_first=True), "chain_2", "both are alive"),
+        (lambda p: _plan_buffers(p, fetched_live=False), "layer_norm", "both are alive"),
+        (lambda p: _plan_buffers(p, free_at="first"), "two_shapes", "both are alive"),
+    ],
+    ids=["no_sharing", "ignoring_dtypes", "ignoring_shapes", "outputs_take_inputs_buffers",
+         "fetched_values_freed", "freed_at_the_first_read"],
+)  # fmt: skip
+def test_ch09_plan_buffers_rejects(mistake, program, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch09.test_plan_buffers_on_hidden_programs, message, program,
+            plan_buffers=mistake)  # fmt: skip
+
+
+def test_ch09_plan_buffers_mistakes_pass_the_tests_own_check_of_the_solution() -> None:
+    # the planner above, with no mistake switched on, is a right answer: the mistakes are
+    # the switches, not the planner
+    for name in test_ch09.HIDDEN_BUFFER_PROGRAMS:
+        test_ch09.test_plan_buffers_on_hidden_programs(
+            SimpleNamespace(plan_buffers=_plan_buffers), name
+        )
+
+
 # --- chapter 10: attributes as JSON ---------------------------------------------------------------
 def _encoder(  # type: ignore[no-untyped-def]
     specials_as_strings=True, bytes_not_digits=True, bool_first=True, lists_marked=True
