@@ -530,6 +530,85 @@ def test_ch10_reporting_square_rejects(mistake, message, tmp_path) -> None:  # t
         test_ch10.test_the_loaded_function_reports_every_call(chapter, tmp_path)
 
 
+# --- chapter 10: a GraphDef as NumPy source (stretch) ---------------------------------------------
+_NUMPY_RULES = {
+    "AddV2": "{0} + {1}", "Sub": "{0} - {1}", "Mul": "{0} * {1}", "RealDiv": "{0} / {1}",
+    "Maximum": "np.maximum({0}, {1})", "Neg": "-{0}", "Square": "np.square({0})",
+    "Exp": "np.exp({0})", "Log": "np.log({0})", "Tanh": "np.tanh({0})",
+    "Relu": "np.maximum({0}, 0)", "Reshape": "np.reshape({0}, {shape!r})",
+    "Transpose": "np.transpose({0}, {perm!r})",
+    "Sum": "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})",
+    "Mean": "np.mean({0}, axis={axis!r}, keepdims={keepdims!r})",
+}  # fmt: skip
+
+
+def _numpy_source(graph_def, fetches, const_dtype=True, transposes=True, inline=False,  # type: ignore[no-untyped-def]
+                  keepdims=True, feed_dtype=""):  # fmt: skip
+    """numpy_source, wrong in the way its arguments say."""
+    lines, names = ["def run(feeds):"], {}
+    for k, node in enumerate(graph_def["node"]):
+        attrs = {key: decode_attr(value) for key, value in node.get("attr", {}).items()}
+        args = [names[t] for t in node.get("input", [])]
+        if node["op"] == "Placeholder":
+            expression = f"np.asarray(feeds[{node['name']!r}]{feed_dtype})"
+        elif node["op"] == "Const":
+            dtype = f", {attrs['value'].dtype.name!r}" if const_dtype else ""
+            expression = f"np.array({attrs['value'].tolist()!r}{dtype})"
+        elif node["op"] == "MatMul":
+            a, b = args
+            if transposes and attrs["transpose_a"]:
+                a = f"np.swapaxes({a}, -1, -2)"
+            if transposes and attrs["transpose_b"]:
+                b = f"np.swapaxes({b}, -1, -2)"
+            expression = f"np.matmul({a}, {b})"
+        else:
+            if not keepdims:
+                attrs["keepdims"] = False
+            expression = _NUMPY_RULES[node["op"]].format(*args, **attrs)
+        if inline:  # text pasted into text: "a + b" times c reads "a + b * c"
+            names[f"{node['name']}:0"] = expression
+        else:
+            lines.append(f"    v{k} = {expression}")
+            names[f"{node['name']}:0"] = f"v{k}"
+    lines.append(f"    return [{', '.join(names[f] for f in fetches)}]")
+    return "\n".join(lines) + "\n"
+
+
+def _numpy_source_with_eagerflow(graph_def, fetches):  # type: ignore[no-untyped-def]
+    return (
+        "import json\n"
+        "from eagerflow.graph import Graph, Session, import_graph_def\n"
+        "def run(feeds):\n"
+        "    graph = Graph()\n"
+        "    with graph.as_default():\n"
+        f"        tensors = import_graph_def({graph_def!r}, return_elements={list(fetches)!r})\n"
+        "    with Session(graph) as session:\n"
+        "        return session.run(tensors, {f'import/{k}:0': v for k, v in feeds.items()})\n"
+    )  # eagerflow does the work: not an exporter
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_numpy_source_with_eagerflow, "imports 'json'|imports 'eagerflow"),
+        (lambda d, f: _numpy_source(d, f, const_dtype=False), "expected float32 .* got float64"),
+        (lambda d, f: _numpy_source(d, f, transposes=False), "raised ValueError"),
+        (lambda d, f: _numpy_source(d, f, inline=True), "Mismatched"),
+        (lambda d, f: _numpy_source(d, f, keepdims=False), "of shape"),
+        (lambda d, f: _numpy_source(d, f, feed_dtype=", np.float64"), "got float64"),
+    ],
+    ids=["imports_eagerflow", "constants_as_float64", "transposes_ignored", "text_pasted",
+         "keepdims_ignored", "feeds_as_float64"],
+)  # fmt: skip
+def test_ch10_numpy_source_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch10.test_numpy_source_on_hidden_networks, message, 0, numpy_source=mistake)
+
+
+def test_ch10_numpy_source_planted_mistakes_are_mistakes() -> None:
+    # the translator above, with no mistake switched on, passes: the switches are the mistakes
+    test_ch10.test_numpy_source_on_hidden_networks(SimpleNamespace(numpy_source=_numpy_source), 0)
+
+
 # --- chapter 13: convolutions and pooling by hand -------------------------------------------------
 def _conv_loops(images, filters, flip=False, shrink=0, dtype=None):  # type: ignore[no-untyped-def]
     batch, height, width, _ = images.shape
