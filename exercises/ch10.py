@@ -144,7 +144,7 @@ def numpy_source(graph_def: dict[str, Any], fetches: Sequence[str]) -> str:
     NumPy: a graph that runs where eagerflow is not.
 
     ONNX Runtime ran the chapter's classifier without eagerflow, because it knows every op
-    of the ONNX file. Make NumPy the runtime: return the source of a function::
+    of the ONNX file. Make NumPy the runtime: return the source of a function:
 
         def run(feeds):
             ...
