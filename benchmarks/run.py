@@ -843,8 +843,10 @@ def w8_cnn_step() -> Workload:
 
         contenders["pytorch"] = torch_step
     title = "digits CNN step (2 convs, pool, dense; fwd + bwd + SGD), batch 64, 1 BLAS thread"
-    # Measured when written: NumPy 1.07 ms, eagerflow 1.45-1.48x, PyTorch 1.25-1.30x. What
-    # the hand-written step saves (breakdown.py W8): ~140 us of framework Python, the
+    # Measured when written: NumPy 1.07 ms, eagerflow 1.45-1.48x, PyTorch 1.25-1.30x; then
+    # 1.22-1.25x after faster kernels (lazy shape messages, windows by as_strided, the pool's
+    # arg-max on a contiguous stack, a stride-1 input gradient as one convolution). What the
+    # hand-written step still saves (breakdown.py W8): ~140 us of framework Python, the
     # im2col matrices it keeps for the filters' gradients (the ops build them again), the
     # pool's masks it keeps for the backward pass, and in-place bias + relu.
     return Workload("W8", title, contenders, target=1.5, beat_pytorch=True)

@@ -1,10 +1,7 @@
 """Chapter 12 exercises — run `.venv/bin/pytest -m ch12`.
 
-FizzBuzz three ways: one number's class with ``cond``, the whole sequence with
-``while_loop`` (both work eagerly and build a graph), and the two ends of the learned
-version: the binary encoding a network reads and the decoding of what it predicts.
-
-Classes, as in the chapter: 0 for the number itself, 1 for Fizz, 2 for Buzz, 3 for FizzBuzz.
+Optimizers and training: an optimizer of your own (Adagrad) written as variable
+assignments, and the training step that ``fit`` repeats.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch12`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -18,124 +15,96 @@ hints: read Hint 1 first, and the next only if you need it; the last is nearly t
 # ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow.graph import cond, while_loop
+from eagerflow import nn
+from eagerflow.autodiff import GradientTape, Variable
 from eagerflow.tensor import Tensor
 
-WORDS = ("", "Fizz", "Buzz", "FizzBuzz")
 
+class AdagradOptimizer(nn.Optimizer):
+    """★★ Adagrad (Duchi et al., 2011), in TensorFlow 1.x's form.
 
-def fizzbuzz_class(n: Tensor) -> Tensor:
-    """★★ The FizzBuzz class of one number, chosen with ``cond``: works in both modes.
+    Each variable gets a slot variable ``accumulator``, filled with
+    ``initial_accumulator_value`` when it is first used. One step, for a gradient ``g``:
 
-    3 if ``n`` is a multiple of 15, else 2 if of 5, else 1 if of 3, else 0. Eagerly a
-    Python ``if`` on ``ef.equal(...)`` would do; in a graph ``n`` has no value while the
-    graph is built, so the choice must become ``If`` nodes that the Session evaluates.
+        accumulator ← accumulator + g²
+        variable ← variable − learning_rate · g / √accumulator   (the new accumulator)
+
+    A weight whose gradients have been large takes smaller and smaller steps; a rarely
+    updated one keeps taking large steps. ``__init__`` is written for you: write
+    ``_apply(grad, variable)``, the one method an optimizer subclass must define. Like the
+    optimizers of ``eagerflow.nn`` it must work in both modes: eagerly the assignments happen
+    at once; in a graph, return the assignment so ``apply_gradients`` can group it into the
+    train op.
 
     Args:
-        n: An ``int32`` scalar tensor (eager, or symbolic in a graph).
-
-    Returns:
-        An ``int32`` scalar tensor: 0, 1, 2 or 3.
+        learning_rate: The step size.
+        initial_accumulator_value: The accumulator's first value (> 0, so the first step
+            does not divide by zero).
+        name: The optimizer's name, part of its slot variables' names.
 
     Hint 1:
-        Nested ``cond``: the false branch of one is a function that calls the next.
+        An optimizer keeps what it remembers about each variable in slot variables.
 
     Hint 2:
-        Test 15 first: a multiple of 15 is also a multiple of 3 and of 5. Each branch is a
-        function of no arguments returning an int32 tensor, such as ``lambda: ef.constant(3)``.
+        ``self.slot(variable, "accumulator", initial=...)`` creates the slot on first use and
+        returns the same variable afterwards. ``assign`` returns the new value: use it in the
+        second line. Return the last assignment, for graph mode.
 
     Hint 3:
-        ``cond(ef.equal(n % 15, 0), lambda: ef.constant(3), lambda: cond(ef.equal(n % 5, 0),
-        ...))``, two levels deeper for 3 and for 0.
+        ``new = accumulator.assign(accumulator + ef.square(grad))``, then
+        ``return variable.assign_sub(self.learning_rate * grad / ef.sqrt(new))``, as
+        ``MomentumOptimizer._apply`` in ``packages/nn/src/eagerflow/nn/optimizers.py`` does.
     """
-    raise NotImplementedError
+
+    def __init__(
+        self,
+        learning_rate: float,
+        initial_accumulator_value: float = 0.1,
+        name: str = "Adagrad",
+    ) -> None:
+        super().__init__(learning_rate, name)
+        self.initial_accumulator_value = float(initial_accumulator_value)
+
+    def _apply(self, grad: Tensor, variable: Variable) -> Any:
+        raise NotImplementedError
 
 
-def fizzbuzz_classes(n: Tensor) -> Tensor:
-    """★★ The classes of 1, 2, …, ``n``, computed by a ``while_loop``: works in both modes.
+def train_step(model: nn.Layer, optimizer: nn.Optimizer, x: np.ndarray, y: np.ndarray) -> float:
+    """★★ One step of training a classifier: what ``fit`` does for each batch.
 
-    Loop a counter ``i`` from 1 while ``i <= n``, appending ``fizzbuzz_class(i)`` to a
-    vector that starts empty. In a graph the number of iterations is not known until the
-    Session is fed ``n``: the loop must be one ``While`` node, not a Python loop.
+    1. run ``model(x, training=True)`` under a GradientTape, to get logits;
+    2. the loss is the mean over the batch of
+       ``nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)``;
+    3. take the gradient of the loss for every one of ``model.trainable_variables``;
+    4. let ``optimizer.apply_gradients`` update them.
 
     Args:
-        n: An ``int32`` scalar tensor, at least 0.
+        model: A model (already built or not: it builds on its first call).
+        optimizer: Any ``eagerflow.nn`` optimizer.
+        x: A float32 batch of inputs.
+        y: The int64 class of each example, shape ``(batch,)``.
 
     Returns:
-        An ``int32`` vector of length ``n`` (shape ``(None,)`` in a graph).
+        The loss *before* the update, as a Python float.
 
     Hint 1:
-        A ``while_loop`` with a counter and a vector that grows by one class per iteration.
+        This is the body of ``fit``'s loop, for one batch
+        (``packages/nn/src/eagerflow/nn/training.py``).
 
     Hint 2:
-        Two loop variables, ``ef.constant(1)`` and ``ef.zeros((0,), ef.int32)``. The vector's
-        length changes: say so with ``shape_invariants``.
+        Call the model under the tape, and ask for ``model.trainable_variables`` only after that
+        call: a first call creates them. ``apply_gradients`` takes ``(gradient, variable)``
+        pairs.
 
     Hint 3:
-        The body returns ``i + 1`` and
-        ``ef.concat([classes, ef.reshape(fizzbuzz_class(i), (1,))], axis=0)``; the condition is
-        ``i <= n``; ``shape_invariants=[(), (None,)]``; return the second final variable.
-    """
-    raise NotImplementedError
-
-
-def binary_encode(numbers: Any, bits: int = 10) -> Tensor:
-    """★★ Each number as its ``bits`` binary digits, least significant first, with ops.
-
-    ``binary_encode([6], 4)`` is ``[[0., 1., 1., 0.]]``: 6 = 0·1 + 1·2 + 1·4 + 0·8. This
-    is the input of the learned FizzBuzz: ten 0/1 features per number. Use eagerflow ops
-    only, so the encoding works on a placeholder too.
-
-    Args:
-        numbers: A vector of integers (a tensor, NumPy array or list; int32 or int64).
-        bits: How many digits.
-
-    Returns:
-        A ``float32`` tensor of shape ``(len(numbers), bits)`` (``(None, bits)`` in a graph
-        fed by a ``(None,)`` placeholder).
-
-    Hint 1:
-        Digit i of n is ``(n // 2**i) % 2``: compute every digit of every number at once, by
-        broadcasting.
-
-    Hint 2:
-        A column of the numbers, shape (batch, 1), against a row of the powers of two, shape
-        (bits,), broadcasts to (batch, bits).
-
-    Hint 3:
-        ``ef.expand_dims(numbers, 1)`` and
-        ``ef.constant([2**i for i in range(bits)], numbers.dtype)``, then ``ef.floordiv``,
-        ``ef.floormod(..., 2)`` and ``ef.cast(..., ef.float32)``.
-    """
-    raise NotImplementedError
-
-
-def decode(numbers: Sequence[int], logits: Any) -> list[str]:
-    """★ Turn a network's outputs back into FizzBuzz text.
-
-    Row k of ``logits`` holds the network's four scores for ``numbers[k]``; the predicted
-    class is the highest. Class 0 prints the number itself (``"7"``), classes 1, 2 and 3
-    print ``"Fizz"``, ``"Buzz"`` and ``"FizzBuzz"``. Decode what the network *predicted*,
-    even when it is wrong: that is how you see its mistakes.
-
-    Args:
-        numbers: The numbers the rows are about.
-        logits: Shape ``(len(numbers), 4)``: a tensor or a NumPy array.
-
-    Returns:
-        One string per number.
-
-    Hint 1:
-        The predicted class of a row is the position of its highest score.
-
-    Hint 2:
-        ``np.argmax(np.asarray(logits), axis=1)`` (NumPy reads tensors), then one string per
-        number: the number itself for class 0, else ``WORDS[class]``.
+        ``loss = ef.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=y,
+        logits=model(x, training=True)))`` under the tape;
+        ``optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))``; ``return
+        float(loss)``.
     """
     raise NotImplementedError

@@ -1,12 +1,10 @@
 """Chapter 13 exercises — run `.venv/bin/pytest -m ch13`.
 
-Convolutions and pooling by hand, in NumPy, the way `eagerflow.tensor.conv_ops` does them:
-first a convolution as four nested loops over the output, then the same convolution with no
-Python loop at all (im2col: every window becomes a row, and one matrix product does the
-rest), then the gradient of average pooling.
+FizzBuzz three ways: one number's class with ``cond``, the whole sequence with
+``while_loop`` (both work eagerly and build a graph), and the two ends of the learned
+version: the binary encoding a network reads and the decoding of what it predicts.
 
-Layouts are the chapter's (TensorFlow's): images are NHWC, ``(batch, height, width,
-channels)``; filters are ``(kernel_height, kernel_width, in_channels, out_channels)``.
+Classes, as in the chapter: 0 for the number itself, 1 for Fizz, 2 for Buzz, 3 for FizzBuzz.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch13`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -20,103 +18,124 @@ hints: read Hint 1 first, and the next only if you need it; the last is nearly t
 # ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+
+import eagerflow.tensor as ef
+from eagerflow.graph import cond, while_loop
+from eagerflow.tensor import Tensor
+
+WORDS = ("", "Fizz", "Buzz", "FizzBuzz")
 
 
-def conv2d_loops(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
-    """★★ ``conv2d(images, filters, strides=1, padding="VALID")``, written as loops.
+def fizzbuzz_class(n: Tensor) -> Tensor:
+    """★★ The FizzBuzz class of one number, chosen with ``cond``: works in both modes.
 
-    Each output pixel is the sum, over one ``kh x kw`` window of the input and over all
-    input channels, of the window times the filter:
-
-        out[n, i, j, o] = Σ_{di, dj, c} images[n, i + di, j + dj, c] · filters[di, dj, c, o]
-
-    (Deep-learning "convolutions" do not flip the filter: this is a cross-correlation.)
+    3 if ``n`` is a multiple of 15, else 2 if of 5, else 1 if of 3, else 0. Eagerly a
+    Python ``if`` on ``ef.equal(...)`` would do; in a graph ``n`` has no value while the
+    graph is built, so the choice must become ``If`` nodes that the Session evaluates.
 
     Args:
-        images: ``(batch, height, width, in_channels)`` floats.
-        filters: ``(kh, kw, in_channels, out_channels)`` floats.
+        n: An ``int32`` scalar tensor (eager, or symbolic in a graph).
 
     Returns:
-        ``(batch, height - kh + 1, width - kw + 1, out_channels)``, the dtype of ``images``.
+        An ``int32`` scalar tensor: 0, 1, 2 or 3.
 
     Hint 1:
-        Loop over the output: image, row, column and output channel. The three inner sums can be
-        one NumPy call.
+        Nested ``cond``: the false branch of one is a function that calls the next.
 
     Hint 2:
-        The output is
-        ``np.zeros((batch, height - kh + 1, width - kw + 1, out_channels), images.dtype)``; the
-        window of output pixel (i, j) is ``images[n, i : i + kh, j : j + kw, :]``.
+        Test 15 first: a multiple of 15 is also a multiple of 3 and of 5. Each branch is a
+        function of no arguments returning an int32 tensor, such as ``lambda: ef.constant(3)``.
 
     Hint 3:
-        The loop body: ``out[n, i, j, o] = np.sum(window * filters[..., o])``.
+        ``cond(ef.equal(n % 15, 0), lambda: ef.constant(3), lambda: cond(ef.equal(n % 5, 0),
+        ...))``, two levels deeper for 3 and for 0.
     """
     raise NotImplementedError
 
 
-def conv2d_im2col(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
-    """★★★ The same convolution as ``conv2d_loops``, without a Python loop: im2col.
+def fizzbuzz_classes(n: Tensor) -> Tensor:
+    """★★ The classes of 1, 2, …, ``n``, computed by a ``while_loop``: works in both modes.
 
-    ``sliding_window_view(images, (kh, kw), axis=(1, 2))`` is a *view* (no copy) of every
-    ``kh x kw`` window: shape ``(batch, out_h, out_w, in_channels, kh, kw)``. Reshaped to
-    one row per output pixel, ``(batch·out_h·out_w, kh·kw·in_channels)``, the convolution is
-    one matrix product with the filters reshaped to ``(kh·kw·in_channels, out_channels)``,
-    and a matrix product is the fastest thing NumPy does.
+    Loop a counter ``i`` from 1 while ``i <= n``, appending ``fizzbuzz_class(i)`` to a
+    vector that starts empty. In a graph the number of iterations is not known until the
+    Session is fed ``n``: the loop must be one ``While`` node, not a Python loop.
 
-    Args and Returns: as ``conv2d_loops``.
+    Args:
+        n: An ``int32`` scalar tensor, at least 0.
+
+    Returns:
+        An ``int32`` vector of length ``n`` (shape ``(None,)`` in a graph).
 
     Hint 1:
-        Every window becomes a row; the convolution is then one matrix product with the filters
-        reshaped into a matrix.
+        A ``while_loop`` with a counter and a vector that grows by one class per iteration.
 
     Hint 2:
-        The view's last three axes are ``(in_channels, kh, kw)``, the filters' first three
-        ``(kh, kw, in_channels)``: put them in the same order before reshaping, or the rows and
-        the filter disagree on which number is which.
+        Two loop variables, ``ef.constant(1)`` and ``ef.zeros((0,), ef.int32)``. The vector's
+        length changes: say so with ``shape_invariants``.
 
     Hint 3:
-        ``rows = windows.transpose(0, 1, 2, 4, 5, 3).reshape(batch * out_h * out_w, -1)``, then
-        ``rows @ filters.reshape(-1, out_channels)`` reshaped to
-        ``(batch, out_h, out_w, out_channels)``. No ``for``: the test counts the lines of Python
-        your function runs.
+        The body returns ``i + 1`` and
+        ``ef.concat([classes, ef.reshape(fizzbuzz_class(i), (1,))], axis=0)``; the condition is
+        ``i <= n``; ``shape_invariants=[(), (None,)]``; return the second final variable.
     """
     raise NotImplementedError
 
 
-def avg_pool2d_grad(
-    upstream: np.ndarray, input_shape: tuple[int, int, int, int], pool: int, stride: int
-) -> np.ndarray:
-    """★★ The gradient of ``avg_pool2d(x, ksize=pool, strides=stride, padding="VALID")``.
+def binary_encode(numbers: Any, bits: int = 10) -> Tensor:
+    """★★ Each number as its ``bits`` binary digits, least significant first, with ops.
 
-    Each output pixel is the mean of ``pool x pool`` input pixels, so each of those inputs
-    receives ``1 / pool²`` of that output's gradient. When windows overlap (``stride <
-    pool``) an input pixel sits in several windows and its gradient is the sum of what each
-    window sends it:
-
-        dx[n, i·s + di, j·s + dj, c] += upstream[n, i, j, c] / pool²
+    ``binary_encode([6], 4)`` is ``[[0., 1., 1., 0.]]``: 6 = 0·1 + 1·2 + 1·4 + 0·8. This
+    is the input of the learned FizzBuzz: ten 0/1 features per number. Use eagerflow ops
+    only, so the encoding works on a placeholder too.
 
     Args:
-        upstream: the gradient of the loss with respect to the pool's output,
-            ``(batch, out_h, out_w, channels)``.
-        input_shape: the shape of the pool's input ``x``.
-        pool: the window's height and width.
-        stride: the step between windows, both ways.
+        numbers: A vector of integers (a tensor, NumPy array or list; int32 or int64).
+        bits: How many digits.
 
     Returns:
-        The gradient with respect to ``x``: ``input_shape``, the dtype of ``upstream``.
+        A ``float32`` tensor of shape ``(len(numbers), bits)`` (``(None, bits)`` in a graph
+        fed by a ``(None,)`` placeholder).
 
     Hint 1:
-        Each window sends ``1 / pool²`` of its output's gradient to each of its input pixels;
-        where windows overlap, the shares add up.
+        Digit i of n is ``(n // 2**i) % 2``: compute every digit of every number at once, by
+        broadcasting.
 
     Hint 2:
-        Start from ``np.zeros(input_shape, upstream.dtype)`` and loop over the output's rows
-        ``i`` and columns ``j`` only: slices do the batch and the channels.
+        A column of the numbers, shape (batch, 1), against a row of the powers of two, shape
+        (bits,), broadcasts to (batch, bits).
 
     Hint 3:
-        ``dx[:, i*stride : i*stride + pool, j*stride : j*stride + pool, :] += upstream[:, i:i+1,
-        j:j+1, :] / pool**2``: add, do not assign.
+        ``ef.expand_dims(numbers, 1)`` and
+        ``ef.constant([2**i for i in range(bits)], numbers.dtype)``, then ``ef.floordiv``,
+        ``ef.floormod(..., 2)`` and ``ef.cast(..., ef.float32)``.
+    """
+    raise NotImplementedError
+
+
+def decode(numbers: Sequence[int], logits: Any) -> list[str]:
+    """★ Turn a network's outputs back into FizzBuzz text.
+
+    Row k of ``logits`` holds the network's four scores for ``numbers[k]``; the predicted
+    class is the highest. Class 0 prints the number itself (``"7"``), classes 1, 2 and 3
+    print ``"Fizz"``, ``"Buzz"`` and ``"FizzBuzz"``. Decode what the network *predicted*,
+    even when it is wrong: that is how you see its mistakes.
+
+    Args:
+        numbers: The numbers the rows are about.
+        logits: Shape ``(len(numbers), 4)``: a tensor or a NumPy array.
+
+    Returns:
+        One string per number.
+
+    Hint 1:
+        The predicted class of a row is the position of its highest score.
+
+    Hint 2:
+        ``np.argmax(np.asarray(logits), axis=1)`` (NumPy reads tensors), then one string per
+        number: the number itself for class 0, else ``WORDS[class]``.
     """
     raise NotImplementedError

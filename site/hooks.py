@@ -18,8 +18,8 @@ Five jobs:
    IPython and Jupyter do for their cells, and ``inspect`` finds it there.
 4. **Files made by a page, and onnxruntime-web.** While a page's code runs at build time, the
    environment variable ``EAGERFLOW_PAGE_DIR`` names the page's own folder in the built site
-   (``<site>/chapters/12-fizzbuzz/``): a file the code writes there is published next to the
-   page, at a URL relative to it (chapter 12 writes its trained model as ``fizzbuzz.onnx``).
+   (``<site>/chapters/13-fizzbuzz/``): a file the code writes there is published next to the
+   page, at a URL relative to it (chapter 13 writes its trained model as ``fizzbuzz.onnx``).
    When ``make setup`` has installed the npm ``onnxruntime-web`` package into ``build/npm``,
    its WebAssembly build is shipped under ``assets/onnxruntime/`` and, while a page's code
    runs, ``EAGERFLOW_ONNXRUNTIME_WEB`` holds that folder's URL relative to the page; without

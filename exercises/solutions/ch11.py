@@ -1,8 +1,7 @@
 """Chapter 11 exercises — run `.venv/bin/pytest -m ch11`.
 
-Models and optimizers: an optimizer of your own (Adagrad) written as variable assignments,
-a layer that makes its variables in ``build``, a model that holds a list of layers, the
-training step that ``fit`` repeats, and a dense layer that runs as one op.
+Models and layers: a layer that makes its variables in ``build``, a model that holds a
+list of layers, and a dense layer that runs as one op.
 
 Reference solutions: the same classes and functions as `exercises/ch11.py`, solved.
 """
@@ -16,7 +15,7 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow import nn
-from eagerflow.autodiff import GradientTape, Variable, register_gradient
+from eagerflow.autodiff import register_gradient
 from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import FLOATS
@@ -24,57 +23,6 @@ from eagerflow.tensor.errors import ShapeError, format_shape
 from eagerflow.tensor.execution import execute
 from eagerflow.tensor.registry import OPS, Attrs, Shape, register_op
 from eagerflow.tensor.rules import same_dtype
-
-
-class AdagradOptimizer(nn.Optimizer):
-    """★★ Adagrad (Duchi et al., 2011), in TensorFlow 1.x's form.
-
-    Each variable gets a slot variable ``accumulator``, filled with
-    ``initial_accumulator_value`` when it is first used. One step, for a gradient ``g``:
-
-        accumulator ← accumulator + g²
-        variable ← variable − learning_rate · g / √accumulator   (the new accumulator)
-
-    A weight whose gradients have been large takes smaller and smaller steps; a rarely
-    updated one keeps taking large steps. ``__init__`` is written for you: write
-    ``_apply(grad, variable)``, the one method an optimizer subclass must define. Like the
-    optimizers of ``eagerflow.nn`` it must work in both modes: eagerly the assignments happen
-    at once; in a graph, return the assignment so ``apply_gradients`` can group it into the
-    train op.
-
-    Args:
-        learning_rate: The step size.
-        initial_accumulator_value: The accumulator's first value (> 0, so the first step
-            does not divide by zero).
-        name: The optimizer's name, part of its slot variables' names.
-
-    Hint 1:
-        An optimizer keeps what it remembers about each variable in slot variables.
-
-    Hint 2:
-        ``self.slot(variable, "accumulator", initial=...)`` creates the slot on first use and
-        returns the same variable afterwards. ``assign`` returns the new value: use it in the
-        second line. Return the last assignment, for graph mode.
-
-    Hint 3:
-        ``new = accumulator.assign(accumulator + ef.square(grad))``, then
-        ``return variable.assign_sub(self.learning_rate * grad / ef.sqrt(new))``, as
-        ``MomentumOptimizer._apply`` in ``packages/nn/src/eagerflow/nn/optimizers.py`` does.
-    """
-
-    def __init__(
-        self,
-        learning_rate: float,
-        initial_accumulator_value: float = 0.1,
-        name: str = "Adagrad",
-    ) -> None:
-        super().__init__(learning_rate, name)
-        self.initial_accumulator_value = float(initial_accumulator_value)
-
-    def _apply(self, grad: Tensor, variable: Variable) -> Any:
-        accumulator = self.slot(variable, "accumulator", initial=self.initial_accumulator_value)
-        accumulated = accumulator.assign(accumulator + ef.square(grad))
-        return variable.assign_sub(self.learning_rate * grad / ef.sqrt(accumulated))
 
 
 class FeatureScale(nn.Layer):
@@ -175,48 +123,6 @@ class Residual(nn.Model):
         for block in self.blocks:
             x = x + block(x)
         return x
-
-
-def train_step(model: nn.Layer, optimizer: nn.Optimizer, x: np.ndarray, y: np.ndarray) -> float:
-    """★★ One step of training a classifier: what ``fit`` does for each batch.
-
-    1. run ``model(x, training=True)`` under a GradientTape, to get logits;
-    2. the loss is the mean over the batch of
-       ``nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)``;
-    3. take the gradient of the loss for every one of ``model.trainable_variables``;
-    4. let ``optimizer.apply_gradients`` update them.
-
-    Args:
-        model: A model (already built or not: it builds on its first call).
-        optimizer: Any ``eagerflow.nn`` optimizer.
-        x: A float32 batch of inputs.
-        y: The int64 class of each example, shape ``(batch,)``.
-
-    Returns:
-        The loss *before* the update, as a Python float.
-
-    Hint 1:
-        This is the body of ``fit``'s loop, for one batch
-        (``packages/nn/src/eagerflow/nn/training.py``).
-
-    Hint 2:
-        Call the model under the tape, and ask for ``model.trainable_variables`` only after that
-        call: a first call creates them. ``apply_gradients`` takes ``(gradient, variable)``
-        pairs.
-
-    Hint 3:
-        ``loss = ef.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=y,
-        logits=model(x, training=True)))`` under the tape;
-        ``optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))``; ``return
-        float(loss)``.
-    """
-    with GradientTape() as tape:
-        logits = model(x, training=True)
-        loss = ef.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-    variables = model.trainable_variables
-    grads = tape.gradient(loss, variables)
-    optimizer.apply_gradients(zip(grads, variables, strict=True))
-    return float(loss)
 
 
 # --- a layer of one op ----------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Chapter 12 exercises: FizzBuzz (`exercises/ch12.py`)."""
+"""Chapter 12 exercises: optimizers and training (`exercises/ch12.py`)."""
 
 from __future__ import annotations
 
@@ -6,183 +6,149 @@ import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow.graph import Graph, Session, SymbolicTensor, placeholder
-from eagerflow.tensor import Tensor
+from eagerflow import nn
+from eagerflow.autodiff import Variable
+from eagerflow.graph import Graph, Session, global_variables_initializer
 
 pytestmark = pytest.mark.ch12
 
-
-def python_class(n: int) -> int:
-    return 3 if n % 15 == 0 else 2 if n % 5 == 0 else 1 if n % 3 == 0 else 0
+GRADIENTS = [[0.5, -2.0, 0.0], [0.5, 1.0, 3.0], [-1.0, 0.25, 3.0], [0.1, -0.1, 0.0]]
 
 
-def op_types(graph: Graph) -> list[str]:
-    return [o.type for o in graph.get_operations()]
+def adagrad_reference(start, gradients, learning_rate, initial):
+    """NumPy Adagrad: the values of the variable after each step."""
+    value = np.array(start, np.float64)
+    accumulator = np.full_like(value, initial)
+    values = []
+    for g in gradients:
+        g = np.array(g, np.float64)
+        accumulator += g * g
+        value -= learning_rate * g / np.sqrt(accumulator)
+        values.append(value.copy())
+    return values
 
 
-# --- fizzbuzz_class -------------------------------------------------------------------------------
-def test_fizzbuzz_class_eagerly(chapter):
-    for n in range(1, 31):
-        got = chapter.fizzbuzz_class(ef.constant(n))
-        assert isinstance(got, Tensor), f"fizzbuzz_class({n}): expected a tensor, got {got!r}"
-        assert int(got) == python_class(n), (
-            f"fizzbuzz_class({n}): expected {python_class(n)}, got {int(got)}"
+# --- AdagradOptimizer -----------------------------------------------------------------------------
+def test_adagrad_matches_numpy_step_by_step_eagerly(chapter):
+    w = Variable([1.0, -2.0, 3.0], name="w")
+    optimizer = chapter.AdagradOptimizer(0.5, initial_accumulator_value=0.1)
+    expected = adagrad_reference([1.0, -2.0, 3.0], GRADIENTS, 0.5, 0.1)
+    for step, (g, want) in enumerate(zip(GRADIENTS, expected, strict=True), start=1):
+        optimizer.apply_gradients([(ef.constant(g), w)])
+        np.testing.assert_allclose(
+            w.numpy(),
+            want,
+            rtol=1e-5,
+            err_msg=f"after step {step} (gradients so far {GRADIENTS[:step]}) expected {want}, "
+            f"got {w.numpy()}",
         )
-
-
-def test_fizzbuzz_class_builds_if_nodes(chapter):
-    graph = Graph()
-    with graph.as_default():
-        n = placeholder(ef.int32, (), name="n")
-        c = chapter.fizzbuzz_class(n)
-    assert isinstance(c, SymbolicTensor), f"in a graph expected a symbolic tensor, got {c!r}"
-    assert "If" in op_types(graph), f"expected cond to add an If node; got {op_types(graph)}"
-    with Session(graph) as session:
-        got = [int(session.run(c, {n: value})) for value in range(1, 31)]
-    want = [python_class(value) for value in range(1, 31)]
-    assert got == want, f"classes of 1..30 in a Session: expected {want}, got {got}"
-
-
-def test_fizzbuzz_class_on_hidden_numbers(chapter):
-    numbers = [*np.random.default_rng(1212).integers(31, 100_000, 12).tolist(), 15 * 4099, 35]
-    graph = Graph()
-    with graph.as_default():
-        n = placeholder(ef.int32, (), name="n")
-        c = chapter.fizzbuzz_class(n)
-    with Session(graph) as session:
-        for value in numbers:
-            eager = int(chapter.fizzbuzz_class(ef.constant(value)))
-            traced = int(session.run(c, {n: value}))
-            want = python_class(value)
-            assert (eager, traced) == (want, want), (
-                f"fizzbuzz_class({value}): expected {want}, got {eager} eagerly and {traced} "
-                "in a Session"
-            )
-
-
-# --- fizzbuzz_classes -----------------------------------------------------------------------------
-def test_fizzbuzz_classes_eagerly(chapter):
-    for n in (0, 1, 15, 20):
-        got = chapter.fizzbuzz_classes(ef.constant(n))
-        want = [python_class(i) for i in range(1, n + 1)]
-        assert isinstance(got, Tensor) and got.dtype is ef.int32, (
-            f"expected an int32 tensor, got {got!r}"
-        )
-        assert got.numpy().tolist() == want, f"fizzbuzz_classes({n}): expected {want}, got {got}"
-
-
-def test_fizzbuzz_classes_is_one_while_node(chapter):
-    graph = Graph()
-    with graph.as_default():
-        n = placeholder(ef.int32, (), name="n")
-        classes = chapter.fizzbuzz_classes(n)
-    types = op_types(graph)
-    assert types.count("While") == 1, f"expected one While node in the graph, got {types}"
-    assert isinstance(classes, SymbolicTensor) and classes.shape == (None,), (
-        f"expected a vector of unknown length, shape (None,), got {classes!r}"
+    slots = optimizer.slots()
+    assert [name for name, _, _ in slots] == ["accumulator"], (
+        f"expected one slot named 'accumulator' for w, got {[name for name, _, _ in slots]}"
     )
-    with Session(graph) as session:
-        for value in (0, 7, 45):
-            got = session.run(classes, {n: value}).tolist()
-            want = [python_class(i) for i in range(1, value + 1)]
-            assert got == want, (
-                f"fizzbuzz_classes({value}) in a Session: expected {want}, got {got}"
-            )
-
-
-def test_fizzbuzz_classes_on_hidden_lengths(chapter):
-    lengths = np.random.default_rng(1213).integers(2, 120, 3).tolist()
-    graph = Graph()
-    with graph.as_default():
-        n = placeholder(ef.int32, (), name="n")
-        classes = chapter.fizzbuzz_classes(n)
-    with Session(graph) as session:
-        for value in lengths:
-            want = [python_class(i) for i in range(1, value + 1)]
-            assert chapter.fizzbuzz_classes(ef.constant(value)).numpy().tolist() == want, (
-                f"fizzbuzz_classes({value}) eagerly"
-            )
-            assert session.run(classes, {n: value}).tolist() == want, (
-                f"fizzbuzz_classes({value}) in a Session"
-            )
-
-
-# --- binary_encode --------------------------------------------------------------------------------
-def numpy_encode(numbers, bits):
-    return np.array([[(n >> i) & 1 for i in range(bits)] for n in numbers], np.float32)
-
-
-def test_binary_encode_eagerly(chapter):
-    got = chapter.binary_encode(ef.constant([6]), 4)
-    assert isinstance(got, Tensor), f"expected a tensor, got {got!r}"
-    assert got.dtype is ef.float32, f"the network reads float32 features, got {got.dtype}"
-    assert got.numpy().tolist() == [[0.0, 1.0, 1.0, 0.0]], (
-        f"6 in 4 bits, least significant first: expected [[0, 1, 1, 0]], got {got.numpy()}"
-    )
-    numbers = [1, 2, 3, 100, 511, 1023]
-    got = chapter.binary_encode(np.array(numbers), 10)
-    assert got.shape == (6, 10), f"expected shape (6, 10), got {got.shape}"
-    np.testing.assert_array_equal(
-        got.numpy(), numpy_encode(numbers, 10), err_msg=f"encoding {numbers} in 10 bits"
+    accumulated = 0.1 + np.sum(np.square(GRADIENTS), axis=0)
+    np.testing.assert_allclose(
+        slots[0][2].numpy(), accumulated, rtol=1e-5, err_msg="the accumulator should be 0.1 + Σ g²"
     )
 
 
-def test_binary_encode_on_a_placeholder(chapter):
+def test_adagrad_works_in_a_graph_through_minimize(chapter):
+    targets = np.array([3.0, -1.0], np.float32)
     graph = Graph()
+    optimizer = chapter.AdagradOptimizer(0.3, initial_accumulator_value=0.1)
     with graph.as_default():
-        numbers = placeholder(ef.int32, (None,), name="numbers")
-        encoded = chapter.binary_encode(numbers, 10)
-    assert isinstance(encoded, SymbolicTensor) and encoded.shape == (None, 10), (
-        f"use eagerflow ops, so a placeholder of shape (None,) gives (None, 10); got {encoded!r}"
-    )
-    with Session(graph) as session:
-        got = session.run(encoded, {numbers: [5, 96, 1000]})
-    np.testing.assert_array_equal(got, numpy_encode([5, 96, 1000], 10))
-
-
-def test_binary_encode_on_hidden_numbers(chapter):
-    rng = np.random.default_rng(1214)
-    for bits in (3, 7, 12):
-        numbers = rng.integers(0, 2**bits, 9)
-        for given in (numbers.astype(np.int64), ef.constant(numbers.astype(np.int32))):
-            got = chapter.binary_encode(given, bits)
-            assert isinstance(got, Tensor) and got.shape == (9, bits), (
-                f"binary_encode of 9 numbers in {bits} bits: expected a (9, {bits}) tensor, "
-                f"got {got!r}"
+        w = Variable([0.0, 0.0], name="w")
+        loss = ef.reduce_sum(ef.square(w - targets))  # gradient 2 (w - targets)
+        update = optimizer._apply(ef.constant([1.0, 1.0]), Variable([0.0, 0.0], name="probe"))
+        if update is None:
+            pytest.fail(
+                "in a graph, _apply must *return* the assignment (return "
+                "variable.assign_sub(...)): apply_gradients groups what _apply returns into the "
+                "train op, and an assignment nobody returns is never run"
             )
-            np.testing.assert_array_equal(
-                got.numpy(), numpy_encode(numbers.tolist(), bits),
-                err_msg=f"{numbers.tolist()} in {bits} bits, least significant first",
-            )  # fmt: skip
+        train = optimizer.minimize(loss, var_list=[w])
+        init = global_variables_initializer()
+    value, accumulator = np.zeros(2), np.full(2, 0.1)
+    with Session(graph) as session:
+        session.run(init)
+        for step in range(1, 6):
+            session.run(train)
+            g = 2 * (value - targets)
+            accumulator += g * g
+            value = value - 0.3 * g / np.sqrt(accumulator)
+            got = session.run(w)
+            np.testing.assert_allclose(
+                got, value, rtol=1e-5, err_msg=f"graph mode, after step {step}"
+            )
 
 
-# --- decode ---------------------------------------------------------------------------------------
-def test_decode_follows_the_predictions(chapter):
-    numbers = [1, 3, 5, 15, 7, 9]
-    logits = np.full((6, 4), -1.0, np.float32)
-    for row, cls in enumerate([0, 1, 2, 3, 1, 0]):  # the last two are deliberately wrong
-        logits[row, cls] = 2.0
-    want = ["1", "Fizz", "Buzz", "FizzBuzz", "Fizz", "9"]
-    got = chapter.decode(numbers, logits)
-    assert got == want, (
-        f"expected {want} (decode the predicted class, even when it is wrong), got {got}"
+# --- train_step -----------------------------------------------------------------------------------
+class TrainingSpy(nn.Layer):
+    def __init__(self):
+        super().__init__(name="training_spy")
+        self.seen = []
+
+    def call(self, inputs, training=False):
+        self.seen.append(training)
+        return inputs
+
+
+def softmax_loss_and_grads(x, y, kernel, bias):
+    logits = x @ kernel + bias
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)
+    n = len(x)
+    loss = -np.mean(np.log(probabilities[np.arange(n), y]))
+    delta = probabilities.copy()
+    delta[np.arange(n), y] -= 1.0
+    delta /= n
+    return loss, x.T @ delta, delta.sum(axis=0)
+
+
+def test_train_step_takes_one_gradient_step_on_the_mean_loss(chapter):
+    ef.set_seed(1)
+    spy = TrainingSpy()
+    model = nn.Sequential([nn.Dense(3), spy])
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(6, 2)).astype(np.float32)
+    y = np.array([0, 1, 2, 0, 1, 2], np.int64)
+    model(x)  # build
+    spy.seen.clear()
+    kernel, bias = (v.numpy().astype(np.float64) for v in model.variables)
+    loss, d_kernel, d_bias = softmax_loss_and_grads(x, y, kernel, bias)
+    got = chapter.train_step(model, nn.GradientDescentOptimizer(0.5), x, y)
+    assert isinstance(got, float), f"return the loss as a Python float, got {got!r}"
+    assert got == pytest.approx(loss, rel=1e-5), (
+        f"expected the mean cross-entropy before the update, {loss:.6f}, got {got}"
     )
-    got = chapter.decode(numbers, ef.constant(logits))
-    assert got == want, f"logits given as a tensor: expected {want}, got {got}"
+    assert spy.seen == [True], (
+        f"call the model once with training=True (the layers saw training={spy.seen})"
+    )
+    np.testing.assert_allclose(
+        model.variables[0].numpy(),
+        kernel - 0.5 * d_kernel,
+        rtol=1e-4,
+        err_msg="kernel after one step of gradient descent",
+    )
+    np.testing.assert_allclose(
+        model.variables[1].numpy(),
+        bias - 0.5 * d_bias,
+        rtol=1e-4,
+        atol=1e-6,
+        err_msg="bias after one step",
+    )
 
 
-def test_decode_on_hidden_predictions(chapter):
-    rng = np.random.default_rng(1215)
-    numbers = rng.integers(1, 1000, 25).tolist()
-    logits = rng.normal(size=(25, 4)).astype(np.float32)
-    classes = logits.argmax(axis=1)
-    want = [
-        str(n) if c == 0 else ("", "Fizz", "Buzz", "FizzBuzz")[c]
-        for n, c in zip(numbers, classes, strict=True)
-    ]
-    for given in (logits, ef.constant(logits)):
-        got = chapter.decode(numbers, given)
-        assert got == want, (
-            f"decode of hidden numbers and scores: expected {want}, got {got} (decode each "
-            "row's highest score, whatever the number is)"
-        )
+def test_train_step_builds_a_new_model_and_learns(chapter):
+    ef.set_seed(2)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(64, 2)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int64)
+    model = nn.Sequential([nn.Dense(8, "relu"), nn.Dense(2)])  # not built yet
+    optimizer = nn.AdamOptimizer(0.05)
+    losses = [chapter.train_step(model, optimizer, x, y) for _ in range(40)]
+    assert len(model.variables) == 4, "the model should have been built by its first call"
+    assert losses[-1] < losses[0] / 3, (
+        f"40 Adam steps on a separable problem should cut the loss by 3x: {losses[0]:.3f} -> "
+        f"{losses[-1]:.3f}"
+    )

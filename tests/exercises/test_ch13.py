@@ -1,163 +1,188 @@
-"""Chapter 13 exercises: convolutions and pooling by hand (`exercises/ch13.py`).
-
-The inputs are drawn here, from seeds the reader does not see, and every answer is checked
-against eagerflow's own ops (the convolution) or a tape (the gradient). The answers must be
-NumPy: the tests watch the execution seam, and an eagerflow op run by the answer fails.
-"""
+"""Chapter 13 exercises: FizzBuzz (`exercises/ch13.py`)."""
 
 from __future__ import annotations
-
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import FrameType
-from typing import Any
 
 import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape
-from eagerflow.tensor.execution import recording
+from eagerflow.graph import Graph, Session, SymbolicTensor, placeholder
+from eagerflow.tensor import Tensor
 
 pytestmark = pytest.mark.ch13
 
 
-def conv_cases(seed: int, count: int = 6) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Random images and filters: odd sizes, non-square kernels, float32 and float64."""
-    rng = np.random.default_rng(seed)
-    for k in range(count):
-        dtype = np.float64 if k % 2 else np.float32
-        kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 5))
-        shape = (int(rng.integers(1, 4)), kh + int(rng.integers(0, 6)),
-                 kw + int(rng.integers(0, 6)), int(rng.integers(1, 4)))  # fmt: skip
-        images = rng.normal(size=shape).astype(dtype)
-        filters = rng.normal(size=(kh, kw, shape[3], int(rng.integers(1, 5)))).astype(dtype)
-        yield images, filters
+def python_class(n: int) -> int:
+    return 3 if n % 15 == 0 else 2 if n % 5 == 0 else 1 if n % 3 == 0 else 0
 
 
-@contextmanager
-def no_ops(exercise: str) -> Iterator[None]:
-    """Fail if the body runs an eagerflow op: the exercise is to write it in NumPy."""
-    seen: list[str] = []
-
-    class Spy:
-        def record(self, op: Any, inputs: Any, attrs: Any, outputs: Any) -> None:
-            seen.append(op.name)
-
-    with recording(Spy()):
-        yield
-    assert not seen, f"{exercise} ran eagerflow ops {seen}: write it with NumPy alone"
+def op_types(graph: Graph) -> list[str]:
+    return [o.type for o in graph.get_operations()]
 
 
-def lines_run(fn: Callable[..., Any], *args: Any) -> tuple[Any, int]:
-    """``fn(*args)`` and how many lines of ``fn``'s source file Python ran during the call."""
-    count = 0
-    source = fn.__code__.co_filename
-
-    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
-        nonlocal count
-        if frame.f_code.co_filename != source:
-            return None  # don't trace NumPy or eagerflow
-        if event == "line":
-            count += 1
-        return tracer
-
-    previous = sys.gettrace()
-    sys.settrace(tracer)
-    try:
-        result = fn(*args)
-    finally:
-        sys.settrace(previous)
-    return result, count
+# --- fizzbuzz_class -------------------------------------------------------------------------------
+def test_fizzbuzz_class_eagerly(chapter):
+    for n in range(1, 31):
+        got = chapter.fizzbuzz_class(ef.constant(n))
+        assert isinstance(got, Tensor), f"fizzbuzz_class({n}): expected a tensor, got {got!r}"
+        assert int(got) == python_class(n), (
+            f"fizzbuzz_class({n}): expected {python_class(n)}, got {int(got)}"
+        )
 
 
-def reference_conv(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
-    return ef.nn.conv2d(images, filters, strides=1, padding="VALID").numpy()
+def test_fizzbuzz_class_builds_if_nodes(chapter):
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        c = chapter.fizzbuzz_class(n)
+    assert isinstance(c, SymbolicTensor), f"in a graph expected a symbolic tensor, got {c!r}"
+    assert "If" in op_types(graph), f"expected cond to add an If node; got {op_types(graph)}"
+    with Session(graph) as session:
+        got = [int(session.run(c, {n: value})) for value in range(1, 31)]
+    want = [python_class(value) for value in range(1, 31)]
+    assert got == want, f"classes of 1..30 in a Session: expected {want}, got {got}"
 
 
-def check_conv(name: str, got: Any, images: np.ndarray, filters: np.ndarray) -> None:
-    want = reference_conv(images, filters)
-    where = f"{name} on images {images.shape} {images.dtype}, filters {filters.shape}"
-    assert isinstance(got, np.ndarray), f"{where}: expected a NumPy array, got {type(got)}"
-    assert got.shape == want.shape, f"{where}: expected shape {want.shape}, got {got.shape}"
-    assert got.dtype == images.dtype, f"{where}: expected dtype {images.dtype}, got {got.dtype}"
-    rtol = 1e-4 if images.dtype == np.float32 else 1e-10
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, err_msg=where)
+def test_fizzbuzz_class_on_hidden_numbers(chapter):
+    numbers = [*np.random.default_rng(1212).integers(31, 100_000, 12).tolist(), 15 * 4099, 35]
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        c = chapter.fizzbuzz_class(n)
+    with Session(graph) as session:
+        for value in numbers:
+            eager = int(chapter.fizzbuzz_class(ef.constant(value)))
+            traced = int(session.run(c, {n: value}))
+            want = python_class(value)
+            assert (eager, traced) == (want, want), (
+                f"fizzbuzz_class({value}): expected {want}, got {eager} eagerly and {traced} "
+                "in a Session"
+            )
 
 
-# --- conv2d_loops ---------------------------------------------------------------------------------
-def test_conv2d_loops_matches_conv2d_on_hidden_inputs(chapter):
-    for images, filters in conv_cases(seed=1301):
-        with no_ops("conv2d_loops"):
-            got = chapter.conv2d_loops(images, filters)
-        check_conv("conv2d_loops", got, images, filters)
+# --- fizzbuzz_classes -----------------------------------------------------------------------------
+def test_fizzbuzz_classes_eagerly(chapter):
+    for n in (0, 1, 15, 20):
+        got = chapter.fizzbuzz_classes(ef.constant(n))
+        want = [python_class(i) for i in range(1, n + 1)]
+        assert isinstance(got, Tensor) and got.dtype is ef.int32, (
+            f"expected an int32 tensor, got {got!r}"
+        )
+        assert got.numpy().tolist() == want, f"fizzbuzz_classes({n}): expected {want}, got {got}"
 
 
-def test_conv2d_loops_does_not_flip_the_filter(chapter):
-    # One input pixel set, a filter whose every weight is different: the output shows the
-    # filter as is (cross-correlation), or rotated by 180 degrees (a textbook convolution).
-    images = np.zeros((1, 5, 5, 1))
-    images[0, 2, 2, 0] = 1.0
-    filters = np.arange(1.0, 10.0).reshape(3, 3, 1, 1)
-    got = chapter.conv2d_loops(images, filters)
-    want = reference_conv(images, filters)
-    assert np.array_equal(got, want), (
-        f"one pixel through the filter 1..9 should give the filter rotated, {want[0, :, :, 0]}, "
-        f"got {np.asarray(got)[0, :, :, 0]}"
+def test_fizzbuzz_classes_is_one_while_node(chapter):
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        classes = chapter.fizzbuzz_classes(n)
+    types = op_types(graph)
+    assert types.count("While") == 1, f"expected one While node in the graph, got {types}"
+    assert isinstance(classes, SymbolicTensor) and classes.shape == (None,), (
+        f"expected a vector of unknown length, shape (None,), got {classes!r}"
+    )
+    with Session(graph) as session:
+        for value in (0, 7, 45):
+            got = session.run(classes, {n: value}).tolist()
+            want = [python_class(i) for i in range(1, value + 1)]
+            assert got == want, (
+                f"fizzbuzz_classes({value}) in a Session: expected {want}, got {got}"
+            )
+
+
+def test_fizzbuzz_classes_on_hidden_lengths(chapter):
+    lengths = np.random.default_rng(1213).integers(2, 120, 3).tolist()
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        classes = chapter.fizzbuzz_classes(n)
+    with Session(graph) as session:
+        for value in lengths:
+            want = [python_class(i) for i in range(1, value + 1)]
+            assert chapter.fizzbuzz_classes(ef.constant(value)).numpy().tolist() == want, (
+                f"fizzbuzz_classes({value}) eagerly"
+            )
+            assert session.run(classes, {n: value}).tolist() == want, (
+                f"fizzbuzz_classes({value}) in a Session"
+            )
+
+
+# --- binary_encode --------------------------------------------------------------------------------
+def numpy_encode(numbers, bits):
+    return np.array([[(n >> i) & 1 for i in range(bits)] for n in numbers], np.float32)
+
+
+def test_binary_encode_eagerly(chapter):
+    got = chapter.binary_encode(ef.constant([6]), 4)
+    assert isinstance(got, Tensor), f"expected a tensor, got {got!r}"
+    assert got.dtype is ef.float32, f"the network reads float32 features, got {got.dtype}"
+    assert got.numpy().tolist() == [[0.0, 1.0, 1.0, 0.0]], (
+        f"6 in 4 bits, least significant first: expected [[0, 1, 1, 0]], got {got.numpy()}"
+    )
+    numbers = [1, 2, 3, 100, 511, 1023]
+    got = chapter.binary_encode(np.array(numbers), 10)
+    assert got.shape == (6, 10), f"expected shape (6, 10), got {got.shape}"
+    np.testing.assert_array_equal(
+        got.numpy(), numpy_encode(numbers, 10), err_msg=f"encoding {numbers} in 10 bits"
     )
 
 
-# --- conv2d_im2col --------------------------------------------------------------------------------
-def test_conv2d_im2col_matches_conv2d_on_hidden_inputs(chapter):
-    for images, filters in conv_cases(seed=1302):
-        with no_ops("conv2d_im2col"):
-            got = chapter.conv2d_im2col(images, filters)
-        check_conv("conv2d_im2col", got, images, filters)
-
-
-def test_conv2d_im2col_runs_no_python_loop(chapter):
-    rng = np.random.default_rng(1303)
-    images = rng.normal(size=(4, 12, 10, 3))
-    filters = rng.normal(size=(3, 2, 3, 5))  # 4·10·9 = 360 output pixels, 5 channels each
-    got, lines = lines_run(chapter.conv2d_im2col, images, filters)
-    check_conv("conv2d_im2col", got, images, filters)
-    assert lines <= 40, (
-        f"conv2d_im2col ran {lines} lines of Python for 360 output pixels: a loop is still "
-        "there (a vectorised version runs about ten lines, whatever the input's size)"
+def test_binary_encode_on_a_placeholder(chapter):
+    graph = Graph()
+    with graph.as_default():
+        numbers = placeholder(ef.int32, (None,), name="numbers")
+        encoded = chapter.binary_encode(numbers, 10)
+    assert isinstance(encoded, SymbolicTensor) and encoded.shape == (None, 10), (
+        f"use eagerflow ops, so a placeholder of shape (None,) gives (None, 10); got {encoded!r}"
     )
+    with Session(graph) as session:
+        got = session.run(encoded, {numbers: [5, 96, 1000]})
+    np.testing.assert_array_equal(got, numpy_encode([5, 96, 1000], 10))
 
 
-# --- avg_pool2d_grad ------------------------------------------------------------------------------
-POOLS = [(2, 2), (3, 1), (3, 2), (2, 3)]  # (pool, stride): tiling, overlapping, with gaps
+def test_binary_encode_on_hidden_numbers(chapter):
+    rng = np.random.default_rng(1214)
+    for bits in (3, 7, 12):
+        numbers = rng.integers(0, 2**bits, 9)
+        for given in (numbers.astype(np.int64), ef.constant(numbers.astype(np.int32))):
+            got = chapter.binary_encode(given, bits)
+            assert isinstance(got, Tensor) and got.shape == (9, bits), (
+                f"binary_encode of 9 numbers in {bits} bits: expected a (9, {bits}) tensor, "
+                f"got {got!r}"
+            )
+            np.testing.assert_array_equal(
+                got.numpy(), numpy_encode(numbers.tolist(), bits),
+                err_msg=f"{numbers.tolist()} in {bits} bits, least significant first",
+            )  # fmt: skip
 
 
-def tape_gradient(x: np.ndarray, upstream: np.ndarray, pool: int, stride: int) -> np.ndarray:
-    """d(Σ avg_pool2d(x) · upstream)/dx, from a tape: the gradient the exercise writes."""
-    xt = ef.constant(x)
-    with GradientTape() as tape:
-        tape.watch(xt)
-        y = ef.nn.avg_pool2d(xt, ksize=pool, strides=stride, padding="VALID")
-        loss = ef.reduce_sum(y * upstream)
-    return tape.gradient(loss, xt).numpy()
+# --- decode ---------------------------------------------------------------------------------------
+def test_decode_follows_the_predictions(chapter):
+    numbers = [1, 3, 5, 15, 7, 9]
+    logits = np.full((6, 4), -1.0, np.float32)
+    for row, cls in enumerate([0, 1, 2, 3, 1, 0]):  # the last two are deliberately wrong
+        logits[row, cls] = 2.0
+    want = ["1", "Fizz", "Buzz", "FizzBuzz", "Fizz", "9"]
+    got = chapter.decode(numbers, logits)
+    assert got == want, (
+        f"expected {want} (decode the predicted class, even when it is wrong), got {got}"
+    )
+    got = chapter.decode(numbers, ef.constant(logits))
+    assert got == want, f"logits given as a tensor: expected {want}, got {got}"
 
 
-@pytest.mark.parametrize(("pool", "stride"), POOLS)
-def test_avg_pool2d_grad_matches_a_tape_on_hidden_inputs(chapter, pool, stride):
-    rng = np.random.default_rng(1304 + 10 * pool + stride)
-    for k in range(4):
-        dtype = np.float64 if k % 2 else np.float32
-        shape = (int(rng.integers(1, 3)), pool + int(rng.integers(0, 7)),
-                 pool + int(rng.integers(0, 7)), int(rng.integers(1, 4)))  # fmt: skip
-        x = rng.normal(size=shape).astype(dtype)
-        out_shape = ef.nn.avg_pool2d(x, ksize=pool, strides=stride, padding="VALID").shape
-        upstream = rng.normal(size=out_shape).astype(dtype)
-        with no_ops("avg_pool2d_grad"):
-            got = chapter.avg_pool2d_grad(upstream, shape, pool, stride)
-        want = tape_gradient(x, upstream, pool, stride)
-        where = f"avg_pool2d_grad(pool={pool}, stride={stride}) for an input of shape {shape}"
-        assert isinstance(got, np.ndarray), f"{where}: expected a NumPy array, got {type(got)}"
-        assert got.shape == shape, f"{where}: expected shape {shape}, got {got.shape}"
-        assert got.dtype == dtype, f"{where}: expected dtype {np.dtype(dtype)}, got {got.dtype}"
-        rtol = 1e-5 if dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol, err_msg=where)
+def test_decode_on_hidden_predictions(chapter):
+    rng = np.random.default_rng(1215)
+    numbers = rng.integers(1, 1000, 25).tolist()
+    logits = rng.normal(size=(25, 4)).astype(np.float32)
+    classes = logits.argmax(axis=1)
+    want = [
+        str(n) if c == 0 else ("", "Fizz", "Buzz", "FizzBuzz")[c]
+        for n, c in zip(numbers, classes, strict=True)
+    ]
+    for given in (logits, ef.constant(logits)):
+        got = chapter.decode(numbers, given)
+        assert got == want, (
+            f"decode of hidden numbers and scores: expected {want}, got {got} (decode each "
+            "row's highest score, whatever the number is)"
+        )

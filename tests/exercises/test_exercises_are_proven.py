@@ -49,7 +49,7 @@ def pristine_stubs(tmp_path: Path) -> Path:
 
 
 def test_every_chapter_has_exercises_and_tests() -> None:
-    assert len(CHAPTERS) == 14, CHAPTERS
+    assert len(CHAPTERS) == 15, CHAPTERS
     for chapter in CHAPTERS:
         assert (EXERCISES / "solutions" / f"{chapter}.py").exists(), chapter
         assert (ROOT / "tests" / "exercises" / f"test_{chapter}.py").exists(), chapter

@@ -65,9 +65,9 @@ def test_the_summary_counts_exercises_not_tests(tmp_path: Path) -> None:
     wrong = "return ef.constant(0.0)"  # attempted, and wrong
     changes = [("second_derivative", wrong), ("jacobian_by_rows", STUB)]
     folder = exercises(tmp_path, {"ch03": changes})
-    output = run(folder, "tests/exercises/test_ch03.py", "tests/exercises/test_ch14.py")
+    output = run(folder, "tests/exercises/test_ch03.py", "tests/exercises/test_ch15.py")
     assert "ch03: 10 attempted, 9 passed, 2 remaining" in output, output
-    assert "ch14: 5 attempted, 5 passed, 0 remaining" in output, output
+    assert "ch15: 5 attempted, 5 passed, 0 remaining" in output, output
     assert "ch01:" not in output, "only chapters whose tests ran"
 
 
@@ -114,7 +114,7 @@ while True:
 
 def test_an_error_names_the_exercise_it_came_from(tmp_path: Path) -> None:
     indexing = "return [str(n) for n in np.asarray(logits)[:, :, 0]]"  # too many indices
-    folder = exercises(tmp_path, {"ch12": [("decode", indexing)]})
-    output = run(folder, "tests/exercises/test_ch12.py", "-k", "decode")
+    folder = exercises(tmp_path, {"ch13": [("decode", indexing)]})
+    output = run(folder, "tests/exercises/test_ch13.py", "-k", "decode")
     assert "too many indices for array" in output, output
-    assert "(raised while ch12.decode ran, from line" in output, output
+    assert "(raised while ch13.decode ran, from line" in output, output

@@ -25,9 +25,9 @@ import test_ch07
 import test_ch08  # a module, not its names: pytest would collect an imported test again
 import test_ch09
 import test_ch10
-import test_ch12
 import test_ch13
 import test_ch14
+import test_ch15
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import (
@@ -609,7 +609,7 @@ def test_ch10_numpy_source_planted_mistakes_are_mistakes() -> None:
     test_ch10.test_numpy_source_on_hidden_networks(SimpleNamespace(numpy_source=_numpy_source), 0)
 
 
-# --- chapter 13: convolutions and pooling by hand -------------------------------------------------
+# --- chapter 14: convolutions and pooling by hand -------------------------------------------------
 def _conv_loops(images, filters, flip=False, shrink=0, dtype=None):  # type: ignore[no-untyped-def]
     batch, height, width, _ = images.shape
     kh, kw, _, out_channels = filters.shape
@@ -649,10 +649,10 @@ def _im2col_without_transpose(images, filters):  # type: ignore[no-untyped-def]
     ],
     ids=["flipped_filter", "one_row_short", "always_float64", "calls_conv2d"],
 )  # fmt: skip
-def test_ch13_conv2d_loops_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+def test_ch14_conv2d_loops_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
     chapter = SimpleNamespace(conv2d_loops=mistake)
     with pytest.raises(AssertionError, match=message):
-        getattr(test_ch13, f"test_conv2d_loops_{test}")(chapter)
+        getattr(test_ch14, f"test_conv2d_loops_{test}")(chapter)
 
 
 @pytest.mark.parametrize(
@@ -664,10 +664,10 @@ def test_ch13_conv2d_loops_rejects(mistake, test, message) -> None:  # type: ign
     ],
     ids=["rows_in_the_wrong_order", "loops", "calls_conv2d"],
 )
-def test_ch13_conv2d_im2col_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+def test_ch14_conv2d_im2col_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
     chapter = SimpleNamespace(conv2d_im2col=mistake)
     with pytest.raises(AssertionError, match=message):
-        getattr(test_ch13, f"test_conv2d_im2col_{test}")(chapter)
+        getattr(test_ch14, f"test_conv2d_im2col_{test}")(chapter)
 
 
 def _avg_grad(upstream, input_shape, pool, stride, add=True, scale=True, step=None):  # type: ignore[no-untyped-def]
@@ -687,7 +687,7 @@ def _avg_grad(upstream, input_shape, pool, stride, add=True, scale=True, step=No
 
 def _avg_grad_with_a_tape(upstream, input_shape, pool, stride):  # type: ignore[no-untyped-def]
     x = np.zeros(input_shape, upstream.dtype)
-    return test_ch13.tape_gradient(x, upstream, pool, stride)
+    return test_ch14.tape_gradient(x, upstream, pool, stride)
 
 
 @pytest.mark.parametrize(
@@ -701,18 +701,18 @@ def _avg_grad_with_a_tape(upstream, input_shape, pool, stride):  # type: ignore[
     ids=["assigns_instead_of_adding", "no_division_by_pool_squared", "steps_by_the_pool",
          "uses_a_tape"],
 )  # fmt: skip
-def test_ch13_avg_pool2d_grad_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
+def test_ch14_avg_pool2d_grad_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
     chapter = SimpleNamespace(avg_pool2d_grad=mistake)
     failures = 0
-    for pool, stride in test_ch13.POOLS:
+    for pool, stride in test_ch14.POOLS:
         try:
-            test_ch13.test_avg_pool2d_grad_matches_a_tape_on_hidden_inputs(chapter, pool, stride)
+            test_ch14.test_avg_pool2d_grad_matches_a_tape_on_hidden_inputs(chapter, pool, stride)
         except AssertionError:
             failures += 1
     assert failures, "every (pool, stride) case accepted the mistake"
 
 
-# --- chapter 14: early stopping (stretch) ---------------------------------------------------------
+# --- chapter 15: early stopping (stretch) ---------------------------------------------------------
 def _early_stopping(xt, yt, xv, yv, degree, lr, max_steps, patience, keep_last=False,
                     wait=None):  # type: ignore[no-untyped-def]  # fmt: skip
     train, val = xt[:, None] ** np.arange(degree + 1), xv[:, None] ** np.arange(degree + 1)
@@ -745,8 +745,8 @@ def _early_stopping_in_closed_form(xt, yt, xv, yv, degree, lr, max_steps, patien
     ],
     ids=["last_weights", "no_patience", "closed_form"],
 )
-def test_ch14_early_stopping_rejects(mistake, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    rejects(test_ch14.test_early_stopping_stretch_on_hidden_data, message, monkeypatch,
+def test_ch15_early_stopping_rejects(mistake, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch15.test_early_stopping_stretch_on_hidden_data, message, monkeypatch,
             early_stopping=mistake)  # fmt: skip
 
 
@@ -1199,14 +1199,14 @@ def test_ch08_find_duplicates_rejects(mistake, seed) -> None:
     rejects(test, "a hidden graph", seed, find_duplicates=mistake)
 
 
-# --- chapter 12: FizzBuzz ------------------------------------------------------------------------
+# --- chapter 13: FizzBuzz ------------------------------------------------------------------------
 def _decode_literally(numbers, logits):
     return ["1", "Fizz", "Buzz", "FizzBuzz", "Fizz", "9"]  # the visible test's answer
 
 
 def _decode_the_truth(numbers, logits):
     words = ("", "Fizz", "Buzz", "FizzBuzz")
-    return [str(n) if test_ch12.python_class(n) == 0 else words[test_ch12.python_class(n)]
+    return [str(n) if test_ch13.python_class(n) == 0 else words[test_ch13.python_class(n)]
             for n in numbers]  # fmt: skip
 
 
@@ -1221,11 +1221,11 @@ def _decode_with_fizz_and_buzz_swapped(numbers, logits):
     [_decode_literally, _decode_the_truth, _decode_with_fizz_and_buzz_swapped],
     ids=["literal_list", "the_true_class", "fizz_and_buzz_swapped"],
 )
-def test_ch12_decode_rejects(mistake) -> None:
-    rejects(test_ch12.test_decode_on_hidden_predictions, "hidden numbers", decode=mistake)
+def test_ch13_decode_rejects(mistake) -> None:
+    rejects(test_ch13.test_decode_on_hidden_predictions, "hidden numbers", decode=mistake)
 
 
-_CLASSES = {n: test_ch12.python_class(n) for n in range(1, 31)}
+_CLASSES = {n: test_ch13.python_class(n) for n in range(1, 31)}
 
 
 def _fizzbuzz_class_from_a_table(n):
@@ -1248,8 +1248,8 @@ def _fizzbuzz_class_testing_3_first(n):
     [_fizzbuzz_class_from_a_table, _fizzbuzz_class_testing_3_first],
     ids=["table_of_1_to_30", "multiple_of_3_tested_first"],
 )
-def test_ch12_fizzbuzz_class_rejects(mistake) -> None:
-    test = test_ch12.test_fizzbuzz_class_on_hidden_numbers
+def test_ch13_fizzbuzz_class_rejects(mistake) -> None:
+    test = test_ch13.test_fizzbuzz_class_on_hidden_numbers
     rejects(test, "fizzbuzz_class", fizzbuzz_class=mistake)
 
 
@@ -1274,11 +1274,11 @@ def _binary_encode_ten_bits_always(numbers, bits=10):
     ],
     ids=["most_significant_first", "bits_ignored"],
 )
-def test_ch12_binary_encode_rejects(mistake, message) -> None:
-    rejects(test_ch12.test_binary_encode_on_hidden_numbers, message, binary_encode=mistake)
+def test_ch13_binary_encode_rejects(mistake, message) -> None:
+    rejects(test_ch13.test_binary_encode_on_hidden_numbers, message, binary_encode=mistake)
 
 
-# --- chapter 14: linear regression ----------------------------------------------------------------
+# --- chapter 15: linear regression ----------------------------------------------------------------
 def _train_in_graph_with_numpy(x, y, steps, learning_rate):
     w, b, losses = 5.0, 10.0, []  # right numbers, and 0 == 0 ops for 10 and 200 steps
     x, y = x.astype(np.float64), y.astype(np.float64)
@@ -1310,8 +1310,8 @@ def _train_in_graph_eagerly(x, y, steps, learning_rate):
     ],
     ids=["numpy_no_ops", "numpy_no_session", "eager_loop"],
 )
-def test_ch14_train_in_graph_rejects(mistake, test, message, monkeypatch) -> None:
-    function = getattr(test_ch14, f"test_train_in_graph_{test}")
+def test_ch15_train_in_graph_rejects(mistake, test, message, monkeypatch) -> None:
+    function = getattr(test_ch15, f"test_train_in_graph_{test}")
     args = (monkeypatch,) if "session" in test else ()
     rejects(function, message, *args, train_in_graph=mistake)
 
@@ -1327,13 +1327,13 @@ def _least_squares_mixing_ddof(x, y):
     return float(w), float(y.mean() - w * x.mean())
 
 
-def test_ch14_mse_gradients_rejects_forgetting_the_2() -> None:
-    rejects(test_ch14.test_mse_gradients_on_hidden_data, "hidden points",
+def test_ch15_mse_gradients_rejects_forgetting_the_2() -> None:
+    rejects(test_ch15.test_mse_gradients_on_hidden_data, "hidden points",
             mse_gradients=_mse_gradients_without_the_2)  # fmt: skip
 
 
-def test_ch14_least_squares_rejects_mixing_ddof() -> None:
-    rejects(test_ch14.test_least_squares_on_hidden_data, "hidden points",
+def test_ch15_least_squares_rejects_mixing_ddof() -> None:
+    rejects(test_ch15.test_least_squares_on_hidden_data, "hidden points",
             least_squares=_least_squares_mixing_ddof)  # fmt: skip
 
 

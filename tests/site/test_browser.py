@@ -253,8 +253,8 @@ def test_diagram_text_is_readable(visit: Callable[[str], Visit], path: str) -> N
 
 
 def test_a_diagram_opens_full_size_on_click(browser: Any, site_url: str) -> None:
-    # Chapter 11's classifier is the widest graph: shrunk in the page, full size on a click.
-    path = "chapters/11-models/"
+    # Chapter 12's classifier is the widest graph: shrunk in the page, full size on a click.
+    path = "chapters/12-training/"
     result = Visit(path)
     context, page = new_page(browser, result)
     try:
@@ -270,7 +270,7 @@ def test_a_diagram_opens_full_size_on_click(browser: Any, site_url: str) -> None
         assert zoomed and zoomed[0] is not None, "the overlay should show the diagram"
         assert zoomed[0][0] > in_page[0] + 1, f"not larger: {zoomed[0]} vs {in_page} in the page"
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / "chapters-11-models-diagram-zoom.png"))
+        page.screenshot(path=str(SCREENSHOTS / "chapters-12-training-diagram-zoom.png"))
         page.keyboard.press("Escape")
         overlay.wait_for(state="detached")
         diagram.click()  # and a click on the overlay closes it too
@@ -335,8 +335,8 @@ def test_search_finds_gradienttape(browser: Any, site_url: str) -> None:
     assert not result.console_errors, result.console_errors
 
 
-# --- chapter 12's live demo: the exported FizzBuzz network, run by onnxruntime-web -------------
-FIZZBUZZ = "chapters/12-fizzbuzz/"
+# --- chapter 13's live demo: the exported FizzBuzz network, run by onnxruntime-web -------------
+FIZZBUZZ = "chapters/13-fizzbuzz/"
 # eagerflow's answers printed at build time: "  15: FizzBuzz probabilities [...]"
 BUILD_TIME_ANSWER = re.compile(r"^\s*(\d+): (\S+)\s+probabilities \[", re.MULTILINE)
 
@@ -372,7 +372,7 @@ def test_fizzbuzz_demo_runs_the_exported_model_offline(
             cells = demo.locator(".fizzbuzz-demo__probabilities td").all_inner_texts()
             shown[n] = (answer, [float(c) for c in cells[1::2]])
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        demo.screenshot(path=str(SCREENSHOTS / "chapters-12-fizzbuzz-demo.png"))
+        demo.screenshot(path=str(SCREENSHOTS / "chapters-13-fizzbuzz-demo.png"))
     finally:
         context.close()
     for n, (answer, probabilities) in shown.items():

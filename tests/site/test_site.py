@@ -182,6 +182,16 @@ def test_hand_drawn_diagram_is_the_same_everywhere_and_names_real_code(
         assert resolve(location) is not None, location
 
 
+@pytest.mark.parametrize("path", chapter_paths())
+def test_every_chapter_shows_a_picture(built_site: BuiltSite, path: str) -> None:
+    # A diagram (a graph, a tape, a concept drawn in mermaid) or a plot made at build time:
+    # a reader who would rather look than read finds something to look at in every chapter.
+    html = (built_site.folder / path / "index.html").read_text(encoding="utf-8")
+    diagrams = html.count('class="mermaid"')
+    plots = html.count('<img src="data:image/png')
+    assert diagrams + plots > 0, f"/{path} has no diagram and no plot"
+
+
 @pytest.mark.parametrize(("path", "expected"), sorted(FIGURES.items()))
 def test_plots_are_drawn_with_alt_texts_from_the_numbers(
     built_site: BuiltSite, path: str, expected: int
@@ -193,12 +203,12 @@ def test_plots_are_drawn_with_alt_texts_from_the_numbers(
         assert len(alt) > 60 and re.search(r"\d", alt), f"/{path}: a poor alt text {alt!r}"
 
 
-# --- chapter 12's exported model ---------------------------------------------------------------
+# --- chapter 13's exported model ---------------------------------------------------------------
 WORD_CLASSES = {"Fizz": 1, "Buzz": 2, "FizzBuzz": 3}
 
 
-def chapter_12_text(built_site: BuiltSite) -> str:
-    html = (built_site.folder / "chapters" / "12-fizzbuzz" / "index.html").read_text("utf-8")
+def chapter_13_text(built_site: BuiltSite) -> str:
+    html = (built_site.folder / "chapters" / "13-fizzbuzz" / "index.html").read_text("utf-8")
     return re.sub(r"<[^>]+>", "", html)  # the text, without the highlighting's spans
 
 
@@ -207,9 +217,9 @@ def test_fizzbuzz_model_is_published_and_onnx_runtime_agrees(built_site: BuiltSi
     # eagerflow's answers for 1..100 as a grid of words; ONNX Runtime must give the same.
     import onnxruntime
 
-    path = built_site.folder / "chapters" / "12-fizzbuzz" / "fizzbuzz.onnx"
-    assert path.is_file(), "chapter 12 should publish fizzbuzz.onnx next to its page"
-    text = chapter_12_text(built_site)
+    path = built_site.folder / "chapters" / "13-fizzbuzz" / "fizzbuzz.onnx"
+    assert path.is_file(), "chapter 13 should publish fizzbuzz.onnx next to its page"
+    text = chapter_13_text(built_site)
     grid = re.search(r"wrong predictions: \d+\s+((?:\S+\s+){99}\S+)", text)
     assert grid is not None, "the page should print its answers for 1..100"
     words = grid[1].split()
@@ -231,7 +241,7 @@ def test_fizzbuzz_model_is_published_and_onnx_runtime_agrees(built_site: BuiltSi
 
 
 def test_fizzbuzz_demo_ships_onnxruntime_web_when_installed(built_site: BuiltSite) -> None:
-    html = (built_site.folder / "chapters" / "12-fizzbuzz" / "index.html").read_text("utf-8")
+    html = (built_site.folder / "chapters" / "13-fizzbuzz" / "index.html").read_text("utf-8")
     if not LOCAL_ONNXRUNTIME_WEB.is_file():
         assert "no local onnxruntime-web" in built_site.log
         assert "The live demo cannot run" in html

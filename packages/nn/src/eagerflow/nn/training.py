@@ -1,7 +1,7 @@
 """Training loops: ``batches`` cuts NumPy data into shuffled mini-batches, ``fit`` trains
 on arrays or on a ``data.Dataset``.
 
-``fit`` is the loop a reader would write by hand (chapter 11 does, first): for each batch,
+``fit`` is the loop a reader would write by hand (chapter 12 does, first): for each batch,
 run the model under a GradientTape, take the loss's gradient for every trainable variable,
 and let the optimizer apply it. It prints one line per epoch, and a progress line whenever
 an epoch runs for more than a few seconds, so long training is never silent.
