@@ -1,7 +1,8 @@
 """Chapter 5 exercises — run `.venv/bin/pytest -m ch05`.
 
 Static graphs and Sessions: build a graph for a formula, keep state in a graph variable,
-find the operations a fetch needs, and run a graph with a tiny Session of your own.
+find the operations a fetch needs, run a graph with a tiny Session of your own, and (a
+stretch) give that Session a memory, where graph variables keep their values.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch05`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -160,3 +161,71 @@ def run_graph(
         in ``packages/graph/src/eagerflow/graph/session.py`` is the real thing.
     """
     raise NotImplementedError
+
+
+class MiniSession:
+    """★★★ Stretch: a Session with a memory of its own, where graph variables keep values.
+
+    ``run_graph`` left variables out: a graph variable's value is not in the graph, it is in
+    each Session (``accumulator_graph``'s two Sessions kept two totals). Give your Session
+    that memory, ``self.values``, a dict from each ``Variable`` to its value, and run the
+    variable ops yourself. Every other op runs its kernel, as in ``run_graph``:
+
+    - ``VariableV2`` and ``ReadVariableOp`` (no inputs) output the value of their variable,
+      ``operation.attrs["variable"]``. A variable with no value in this Session is an error,
+      ``ef.FailedPreconditionError``: its initializer has not run here;
+    - ``AssignVariableOp``, ``AssignAddVariableOp`` and ``AssignSubVariableOp`` make their
+      input, or the value plus or minus it, the variable's new value, and output it;
+    - ``global_variables_initializer()`` is a ``NoOp`` whose control inputs are the first
+      assignments: ``execution_order`` already runs them before it.
+
+    A Session's values are its own. Changing an array that the caller fed, or that ``run``
+    returned, must not change a variable, and one ``MiniSession`` never sees another's
+    values. The tests run graphs with variables (a training loop among them) in a
+    ``MiniSession`` and in a real ``Session`` side by side, compare every fetch, and refuse
+    the real Session's ``run`` and the variable store the real kernels read.
+
+    ``__init__`` is given: it makes the memory. Write ``run``.
+
+    Attributes:
+        graph: The graph this Session runs.
+        values: This Session's value of each graph variable that has one, by ``Variable``.
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        """A Session of ``graph`` whose variables have no values yet."""
+        self.graph = graph
+        self.values: dict[Variable, np.ndarray] = {}  # this Session's memory
+
+    def run(
+        self,
+        fetches: Sequence[SymbolicTensor | Operation],
+        feed_dict: Mapping[SymbolicTensor, np.ndarray] | None = None,
+    ) -> list[np.ndarray | None]:
+        """Run what ``fetches`` need, once, keeping the variables' new values in this Session.
+
+        Args:
+            fetches: Symbolic tensors and operations of ``self.graph``.
+            feed_dict: NumPy arrays (of the right dtype) for placeholders, or for any other
+                tensor whose computed value you want to replace.
+
+        Returns:
+            One entry per fetch: a tensor's value as a NumPy array, None for an operation.
+
+        Hint 1:
+            Start from ``run_graph``: the same walk over ``execution_order(fetches, feed)``,
+            the same dict of values by tensor. Only the five variable ops are new, and they
+            need no kernel: a lookup in ``self.values``, or an update of it.
+
+        Hint 2:
+            Make a new array for every new value (``old + delta``, not ``old += delta``: an
+            array ``run`` returned earlier may be that very array), and copy what comes in (a
+            fed value assigned) and what goes out (a fetched value).
+
+        Hint 3:
+            A table ``{"AssignVariableOp": lambda old, x: np.array(x),
+            "AssignAddVariableOp": lambda old, x: old + x, ...}``. For each operation:
+            ``variable = operation.attrs.get("variable")``; a read raises if ``variable not
+            in self.values``; an update stores ``UPDATES[operation.type](old, input)``.
+        """
+        raise NotImplementedError

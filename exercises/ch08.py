@@ -96,8 +96,9 @@ def mini_function(fn: Callable[..., Any]) -> Callable[..., Tensor]:
        placeholder the value of its argument, and returns the value as an eager tensor.
 
     So ``fn`` runs (traces) once per new signature, never on a cache hit; the tests count
-    its calls on hidden sequences of calls, and compare the values with ``fn`` run eagerly.
-    ``fn`` returns one tensor.
+    its calls on hidden sequences of calls, and compare the values (and dtypes) with ``fn``
+    run eagerly. They also swap your ``signature`` for others, to check that the cache's key
+    is what ``signature`` returns, no more and no less. ``fn`` returns one tensor.
 
     Args:
         fn: A function of tensors and plain Python values, written with eagerflow ops.

@@ -1,8 +1,9 @@
 """Chapter 9 exercises — run `.venv/bin/pytest -m ch09`.
 
-Why graphs: a compiler sees everything. Two pieces of the graph compiler written by hand:
-the code generation that turns a chain of elementwise ops into one loop, and the clustering
-rules that decide which ops may share a loop.
+Why graphs: a compiler sees everything. Three pieces of the graph compiler written by
+hand: the code generation that turns a chain of elementwise ops into one loop, the
+clustering rules that decide which ops may share a loop, and (a stretch) the memory planner
+that lets values share buffers.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch09`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -146,3 +147,50 @@ def program_for(
     fed. ``[op.operation.name for op in program_for(...).nodes]`` lists its nodes."""
     plan = Plan(list(fetches), list(feeds))
     return specialize(plan, {plan.slot[t]: tuple(shape) for t, shape in feeds.items()})
+
+
+def plan_buffers(program: Specialized) -> dict[int, int]:
+    """★★★ Stretch: the memory planner. A buffer for every value; values that are never
+    alive at the same time share one.
+
+    A compiled program writes each value into a buffer allocated once, when it is compiled,
+    and two values may use the same buffer if they have the same shape and dtype and are
+    never needed at the same time (the chapter's *Memory* section). Plan that, for every
+    value the program's nodes make.
+
+    Number the nodes of ``program.nodes`` 0, 1, 2, … in order. A value (an ``int``) is
+    made by one node (it is in its ``node.outputs``) and read by later ones (in their
+    ``node.inputs``). It is *alive* from the step of the node that makes it to the step of
+    the last node that reads it; a value no node reads is alive at its own step only, and a
+    fetched value (in ``program.fetches``) to the end of the program. Two values may share
+    a buffer when their shapes (``program.shapes[v]``) and dtypes (``program.dtypes[v]``)
+    are equal and no step has both alive. So a node's outputs never take the buffer of a
+    value it reads: both are alive at its step.
+
+    Use as few buffers as you can: for each shape and dtype, as many as the most values of
+    it alive at one step. The test runs the program with your plan, copying each node's
+    result into its value's buffer, compares the fetches with a Session's, and counts the
+    buffers. Fed values and constants (``program.constants``) get no buffer.
+
+    Args:
+        program: A specialized plan (``program_for`` above makes one).
+
+    Returns:
+        ``{value: buffer}`` for every value a node of ``program`` makes, each buffer an int.
+
+    Hint 1:
+        One walk over the nodes, in order, keeping the buffers that are free, by shape and
+        dtype: a new value takes a free buffer of its kind, or a new buffer.
+
+    Hint 2:
+        First find each value's last step: the index of the last node that reads it, or
+        ``len(program.nodes)`` if it is fetched. At step i, give the node's outputs their
+        buffers first; then free the buffers of the values whose last step is i.
+
+    Hint 3:
+        ``free: dict[tuple[shape, dtype], list[int]]``; a value takes ``free[key].pop()``
+        if that list is not empty, else the next new number. ``_plan_buffers`` in
+        ``packages/graph/src/eagerflow/graph/compiler/program.py`` plans the same way, for
+        the values the compiler can write into a buffer.
+    """
+    raise NotImplementedError

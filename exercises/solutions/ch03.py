@@ -3,8 +3,9 @@
 Automatic differentiation with a tape: a gradient rule for a new op, a second derivative
 from nested tapes, a Jacobian built row by row with a persistent tape, the numerical gradient
 that `check_gradients` compares tapes against; then the machinery itself: a MiniTape's
-backward walk in topological order, the gradients of broadcasting ``+`` and ``*``, and
-(a stretch) forward mode.
+backward walk in topological order, the gradients of broadcasting ``+`` and ``*``; forward
+mode with ``ForwardAccumulator``: a tall Jacobian column by column, a Hessian-vector product
+forward-over-reverse; and (a stretch) forward mode of your own.
 
 Reference solutions: the same functions as `exercises/ch03.py`, solved.
 """
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape, OpRecord, register_gradient
+from eagerflow.autodiff import ForwardAccumulator, GradientTape, OpRecord, register_gradient
 from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import FLOATS
@@ -356,6 +357,81 @@ def mul_gradient(op: OpRecord, grad: Tensor) -> tuple[Tensor, Tensor]:
     """
     x, y = op.inputs
     return unbroadcast(grad * y, x.shape), unbroadcast(grad * x, y.shape)
+
+
+def jacobian_by_columns(f: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
+    """★ The Jacobian of a tall ``f`` at ``x``, one *column* per input, by forward mode.
+
+    ``jacobian_by_rows`` asked a tape for one row per output: m backward passes. Forward
+    mode gives one column per pass instead: run ``f`` under a ``ForwardAccumulator`` whose
+    tangent for ``x`` is the unit vector eⱼ, and ``acc.jvp(y)`` is J·eⱼ, column j. For a
+    *tall* function (few inputs, many outputs, a curve of many points from a few
+    parameters) that is n passes instead of m. The test counts them: ``f`` must run exactly
+    n times, each time under an accumulator, and never under a tape.
+    (``forward_jacobian`` does this job; do not call it here.)
+
+    Args:
+        f: A function from a float64 vector of shape (n,) to one of shape (m,).
+        x: Where to differentiate, shape (n,).
+
+    Returns:
+        The Jacobian, a tensor of shape (m, n): ``J[i, j] = ∂y[i]/∂x[j]``.
+
+    Hint 1:
+        One pass per input j: ``with ForwardAccumulator(x, e_j) as acc:`` run ``y = f(x)``;
+        then ``acc.jvp(y)`` is column j.
+
+    Hint 2:
+        ``ef.one_hot(j, n, dtype=x.dtype)`` is eⱼ. ``ef.stack(columns, axis=1)`` puts the
+        columns side by side, giving shape (m, n).
+    """
+    n = x.shape[0]
+    columns = []
+    for j in range(n):
+        with ForwardAccumulator(x, ef.one_hot(j, n, dtype=x.dtype)) as acc:
+            y = f(x)
+        columns.append(acc.jvp(y))
+    return ef.stack(columns, axis=1)
+
+
+def hessian_vector_product(f: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> Tensor:
+    """★★ H·v, the Hessian of a scalar ``f`` at ``x`` times ``v``, forward-over-reverse.
+
+    The Hessian of a function of n inputs has n² entries; Newton-like optimizers and
+    curvature estimates only need its product with one vector. The gradient ``g(x)`` is a
+    function of x, and H is *its* Jacobian, so H·v is the JVP of the gradient: run a tape
+    (reverse mode) to get ``g``, inside a ``ForwardAccumulator`` (forward mode) with the
+    tangent ``v`` for ``x``, which hears the tape's own backward ops and carries their
+    tangents. One run of ``f``, one backward pass, no Hessian built. The test checks the
+    nesting: while ``f`` runs, the accumulator is recording, and a tape started inside it.
+
+    Args:
+        f: A function from a float64 vector of shape (n,) to a scalar.
+        x: Where to differentiate, shape (n,).
+        v: The vector, shape (n,).
+
+    Returns:
+        H·v, shape (n,).
+
+    Hint 1:
+        The tangent the accumulator gives for the gradient, ``acc.jvp(g)``, is H·v: the
+        gradient's derivative along v.
+
+    Hint 2:
+        Ask the tape for the gradient while still inside the accumulator's block: its ops must
+        run where the accumulator hears them.
+
+    Hint 3:
+        ``with ForwardAccumulator(x, v) as acc:``, and in it ``with GradientTape() as tape:``
+        ``tape.watch(x)``, ``y = f(x)``; still in the accumulator's block,
+        ``g = tape.gradient(y, x)``; return ``acc.jvp(g)``.
+    """
+    with ForwardAccumulator(x, v) as acc:
+        with GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+        g = tape.gradient(y, x)
+    return acc.jvp(g)
 
 
 def jvp(f: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:

@@ -1,14 +1,15 @@
 """Chapter 5 exercises — run `.venv/bin/pytest -m ch05`.
 
 Static graphs and Sessions: build a graph for a formula, keep state in a graph variable,
-find the operations a fetch needs, and run a graph with a tiny Session of your own.
+find the operations a fetch needs, run a graph with a tiny Session of your own, and (a
+stretch) give that Session a memory, where graph variables keep their values.
 
 Reference solutions: the same functions as `exercises/ch05.py`, solved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -186,3 +187,106 @@ def run_graph(
         for t, value in zip(operation.outputs, results, strict=True):
             values.setdefault(t, value)  # a fed value wins over a computed one
     return [np.asarray(values[f]) for f in fetches]
+
+
+# The variable ops a MiniSession runs itself: those that read a variable, and those that
+# give it a new value (a new array each time) from the old one and their input.
+READS = ("VariableV2", "ReadVariableOp")
+UPDATES: dict[str, Callable[[Any, np.ndarray], np.ndarray]] = {
+    "AssignVariableOp": lambda old, value: np.array(value),  # a copy: the feed stays the caller's
+    "AssignAddVariableOp": lambda old, delta: old + delta,
+    "AssignSubVariableOp": lambda old, delta: old - delta,
+}
+
+
+class MiniSession:
+    """★★★ Stretch: a Session with a memory of its own, where graph variables keep values.
+
+    ``run_graph`` left variables out: a graph variable's value is not in the graph, it is in
+    each Session (``accumulator_graph``'s two Sessions kept two totals). Give your Session
+    that memory, ``self.values``, a dict from each ``Variable`` to its value, and run the
+    variable ops yourself. Every other op runs its kernel, as in ``run_graph``:
+
+    - ``VariableV2`` and ``ReadVariableOp`` (no inputs) output the value of their variable,
+      ``operation.attrs["variable"]``. A variable with no value in this Session is an error,
+      ``ef.FailedPreconditionError``: its initializer has not run here;
+    - ``AssignVariableOp``, ``AssignAddVariableOp`` and ``AssignSubVariableOp`` make their
+      input, or the value plus or minus it, the variable's new value, and output it;
+    - ``global_variables_initializer()`` is a ``NoOp`` whose control inputs are the first
+      assignments: ``execution_order`` already runs them before it.
+
+    A Session's values are its own. Changing an array that the caller fed, or that ``run``
+    returned, must not change a variable, and one ``MiniSession`` never sees another's
+    values. The tests run graphs with variables (a training loop among them) in a
+    ``MiniSession`` and in a real ``Session`` side by side, compare every fetch, and refuse
+    the real Session's ``run`` and the variable store the real kernels read.
+
+    ``__init__`` is given: it makes the memory. Write ``run``.
+
+    Attributes:
+        graph: The graph this Session runs.
+        values: This Session's value of each graph variable that has one, by ``Variable``.
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        """A Session of ``graph`` whose variables have no values yet."""
+        self.graph = graph
+        self.values: dict[Variable, np.ndarray] = {}  # this Session's memory
+
+    def run(
+        self,
+        fetches: Sequence[SymbolicTensor | Operation],
+        feed_dict: Mapping[SymbolicTensor, np.ndarray] | None = None,
+    ) -> list[np.ndarray | None]:
+        """Run what ``fetches`` need, once, keeping the variables' new values in this Session.
+
+        Args:
+            fetches: Symbolic tensors and operations of ``self.graph``.
+            feed_dict: NumPy arrays (of the right dtype) for placeholders, or for any other
+                tensor whose computed value you want to replace.
+
+        Returns:
+            One entry per fetch: a tensor's value as a NumPy array, None for an operation.
+
+        Hint 1:
+            Start from ``run_graph``: the same walk over ``execution_order(fetches, feed)``,
+            the same dict of values by tensor. Only the five variable ops are new, and they
+            need no kernel: a lookup in ``self.values``, or an update of it.
+
+        Hint 2:
+            Make a new array for every new value (``old + delta``, not ``old += delta``: an
+            array ``run`` returned earlier may be that very array), and copy what comes in (a
+            fed value assigned) and what goes out (a fetched value).
+
+        Hint 3:
+            A table ``{"AssignVariableOp": lambda old, x: np.array(x),
+            "AssignAddVariableOp": lambda old, x: old + x, ...}``. For each operation:
+            ``variable = operation.attrs.get("variable")``; a read raises if ``variable not
+            in self.values``; an update stores ``UPDATES[operation.type](old, input)``.
+        """
+        feed = dict(feed_dict or {})
+        values: dict[SymbolicTensor, Any] = dict(feed)
+        for operation in execution_order(fetches, feed.keys()):
+            inputs = [values[t] for t in operation.inputs]
+            variable = operation.attrs.get("variable")
+            if operation.type in READS:
+                results: Any = (self.value_of(variable),)
+            elif operation.type in UPDATES:
+                old = None if operation.type == "AssignVariableOp" else self.value_of(variable)
+                self.values[variable] = UPDATES[operation.type](old, inputs[0])
+                results = (self.values[variable],)
+            else:
+                result = operation.op_def.kernel(*inputs, **operation.attrs)
+                results = result if operation.op_def.multi_output else (result,)
+            for t, value in zip(operation.outputs, results, strict=True):
+                values.setdefault(t, value)  # a fed value wins over a computed one
+        return [None if isinstance(f, Operation) else np.array(values[f]) for f in fetches]
+
+    def value_of(self, variable: Variable) -> np.ndarray:
+        """The variable's value in this Session, or the error a real Session gives."""
+        if variable not in self.values:
+            raise ef.FailedPreconditionError(
+                f"variable '{variable.name}' is not initialized: run its initializer in this "
+                "Session first"
+            )
+        return self.values[variable]

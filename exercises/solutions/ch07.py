@@ -2,8 +2,9 @@
 
 Control flow: Python ``if`` and ``while`` rewritten with ``cond`` and ``while_loop`` so the
 same function runs eagerly and builds a graph, gradients through a branch (one that stays
-finite where the other branch is not), and a loop whose state is a pair, with a cap on its
-number of steps.
+finite where the other branch is not), a loop whose state is a pair, with a cap on its
+number of steps, and (a stretch) a loop that runs a number of times decided at run time,
+with its gradient through every iteration.
 
 Reference solutions: the same functions as `exercises/ch07.py`, solved.
 """
@@ -162,3 +163,52 @@ def newton_sqrt(a: Tensor, tol: float, max_steps: int) -> tuple[Tensor, Tensor]:
         [a, ef.constant(0)],
     )
     return g, steps
+
+
+def power_by_squaring(x: Tensor, n: Tensor) -> Tensor:
+    """★★★ Stretch: ``x ** n`` for an integer ``n`` known only when the graph runs, in about
+    log₂|n| steps, and differentiable through the loop.
+
+    The chapter's ``power(x, n)`` unrolled a Python loop: n multiplications, for an ``n``
+    fixed when the graph is built. Here ``n`` is a tensor, a placeholder in a graph, so the
+    loop must be a ``While`` node; and it should not take n steps either. *Exponentiation
+    by squaring* takes one step per binary digit of n: x¹³ = x⁸·x⁴·x¹, since 13 is 1101 in
+    binary, and x², x⁴, x⁸ are each the square of the one before. A negative ``n`` gives
+    ``1 / x ** |n|``.
+
+    The tests run your function eagerly and in a graph, on values of ``n`` they choose up
+    to a thousand, and count the loop's iterations (at most one per binary digit of |n|,
+    plus one). They differentiate it both ways, with a tape and with ``gradients()``, and
+    expect n·xⁿ⁻¹ elementwise: the gradient goes back through every iteration that ran.
+    ``ef.pow`` would not be a loop: the tests refuse it.
+
+    Args:
+        x: A float64 tensor, of any shape (eager, or a placeholder in a graph).
+        n: An ``int32`` scalar tensor (eager, or a placeholder), any sign.
+
+    Returns:
+        ``x ** n`` elementwise, shaped like ``x``.
+
+    Hint 1:
+        Three loop variables: the result so far, the current power of x (x, then x², x⁴, …)
+        and what is left of the exponent. Each iteration looks at the lowest binary digit of
+        what is left, then drops it.
+
+    Hint 2:
+        Start from ``ef.ones_like(x)``, ``x`` and ``ef.abs(n)``, and loop while what is left
+        is above 0. In the body, multiply the result by the power when the lowest digit is 1
+        (``cond(ef.equal(k % 2, 1), ...)``), then square the power and halve what is left
+        (``k // 2``).
+
+    Hint 3:
+        The body returns ``(cond(ef.equal(k % 2, 1), lambda: result * power, lambda:
+        result), power * power, k // 2)``. After the loop, ``cond(n < 0, lambda: 1.0 /
+        result, lambda: result)``.
+    """
+
+    def step(result: Any, power: Any, k: Any) -> tuple[Any, Any, Any]:
+        result = cond(ef.equal(k % 2, 1), lambda: result * power, lambda: result)
+        return result, power * power, k // 2
+
+    result, _, _ = while_loop(lambda r, p, k: k > 0, step, [ef.ones_like(x), x, ef.abs(n)])
+    return cond(n < 0, lambda: 1.0 / result, lambda: result)

@@ -1,8 +1,9 @@
 """Chapter 10 exercises — run `.venv/bin/pytest -m ch10`.
 
 Why graphs: a graph is data. The encoder that writes an op's attributes as JSON data (and
-reads them back, every bit), and a saved function that still reports its calls after it is
-loaded.
+reads them back, every bit), a saved function that still reports its calls after it is
+loaded, and (a stretch) an exporter that turns a GraphDef into a function that needs only
+NumPy.
 
 Reference solutions: the same functions as `exercises/ch10.py`, solved.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -170,3 +172,98 @@ def reporting_square() -> Function:
         return y
 
     return square
+
+
+# Each op's value in NumPy, for numpy_source: {0}, {1} are its inputs, {axis} … its attributes.
+NUMPY = {
+    "AddV2": "{0} + {1}",
+    "Sub": "{0} - {1}",
+    "Mul": "{0} * {1}",
+    "RealDiv": "{0} / {1}",
+    "Maximum": "np.maximum({0}, {1})",
+    "Neg": "-{0}",
+    "Square": "np.square({0})",
+    "Exp": "np.exp({0})",
+    "Log": "np.log({0})",
+    "Tanh": "np.tanh({0})",
+    "Relu": "np.maximum({0}, 0)",
+    "Sum": "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})",
+    "Mean": "np.mean({0}, axis={axis!r}, keepdims={keepdims!r})",
+    "Reshape": "np.reshape({0}, {shape!r})",
+    "Transpose": "np.transpose({0}, {perm!r})",
+}
+
+
+def numpy_source(graph_def: dict[str, Any], fetches: Sequence[str]) -> str:
+    """★★★ Stretch: an exporter. A GraphDef as the source of a function that needs only
+    NumPy: a graph that runs where eagerflow is not.
+
+    ONNX Runtime ran the chapter's classifier without eagerflow, because it knows every op
+    of the ONNX file. Make NumPy the runtime: return the source of a function:
+
+        def run(feeds):
+            ...
+            return [...]
+
+    that computes the tensors named in ``fetches`` (``"add:0"``) from ``feeds``, a dict
+    from each placeholder's name (``"x"``) to a NumPy array. The test executes your source
+    with ``np`` as its only global and ``import`` refused, calls ``run`` on inputs of its
+    own, and compares each result, its values, shape and dtype, with a Session running the
+    original graph.
+
+    Translate the def's nodes in order, one rule per op type, as
+    ``eagerflow.graph.onnx`` does for ONNX. The test's graphs use these ops, each with one
+    output, and the attributes named (as the def writes them: ``decode_attr``, yours from
+    above, reads them):
+
+    - ``Placeholder``: ``feeds[name]``. ``Const``: its ``value``, an array, which the
+      source must hold itself (write its numbers and its dtype);
+    - ``AddV2``, ``Sub``, ``Mul``, ``RealDiv``, ``Maximum``: broadcasting as NumPy does;
+    - ``Neg``, ``Square``, ``Exp``, ``Log``, ``Tanh``, ``Relu``;
+    - ``MatMul`` (``transpose_a``, ``transpose_b``);
+    - ``Sum`` and ``Mean`` (``axis``: an int, a tuple or None; ``keepdims``);
+    - ``Reshape`` (``shape``) and ``Transpose`` (``perm``).
+
+    Args:
+        graph_def: A GraphDef without variables, as ``json.loads`` gives it back.
+        fetches: Names of tensors of the def, ``"node:0"``.
+
+    Returns:
+        Python source defining ``run(feeds)``, which returns one array per fetch, in order.
+
+    Hint 1:
+        One line per node: a local variable for its output, computed from its inputs'
+        variables. Node names are not always Python names (``"dense/MatMul"``): number the
+        variables ``v0``, ``v1``, … and keep a dict from tensor name to variable.
+
+    Hint 2:
+        A table from op type to a format string, ``"AddV2": "{0} + {1}"``, ``"Sum":
+        "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"``, filled with the inputs'
+        variables and the decoded attributes. A constant is ``np.array({list!r},
+        {dtype!r})`` of ``value.tolist()`` and ``value.dtype.name``.
+
+    Hint 3:
+        ``Relu`` is ``np.maximum({0}, 0)``; ``MatMul``'s ``transpose_a`` swaps the last two
+        axes of its first input, ``np.swapaxes({0}, -1, -2)``, before ``np.matmul``.
+    """
+    lines = ["def run(feeds):"]
+    variables: dict[str, str] = {}  # tensor name -> the local variable holding its value
+    for k, node in enumerate(graph_def["node"]):
+        attrs = {key: decode_attr(value) for key, value in node.get("attr", {}).items()}
+        args = [variables[name] for name in node.get("input", [])]
+        if node["op"] == "Placeholder":
+            expression = f"np.asarray(feeds[{node['name']!r}])"
+        elif node["op"] == "Const":
+            value = attrs["value"]
+            expression = f"np.array({value.tolist()!r}, {value.dtype.name!r})"
+        elif node["op"] == "MatMul":
+            a, b = args
+            a = f"np.swapaxes({a}, -1, -2)" if attrs["transpose_a"] else a
+            b = f"np.swapaxes({b}, -1, -2)" if attrs["transpose_b"] else b
+            expression = f"np.matmul({a}, {b})"
+        else:
+            expression = NUMPY[node["op"]].format(*args, **attrs)
+        lines.append(f"    v{k} = {expression}")
+        variables[f"{node['name']}:0"] = f"v{k}"
+    lines.append(f"    return [{', '.join(variables[name] for name in fetches)}]")
+    return "\n".join(lines) + "\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 
 import numpy as np
@@ -9,7 +10,13 @@ import numpy.polynomial.polynomial as P
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientCheckError, GradientTape, check_gradients
+from eagerflow.autodiff import (
+    ForwardAccumulator,
+    GradientCheckError,
+    GradientTape,
+    check_gradients,
+    forward_jacobian,
+)
 from eagerflow.autodiff import tape as tape_module
 from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.tensor.dtypes import FLOATS
@@ -510,6 +517,155 @@ def test_mul_gradient_has_a_second_derivative(chapter, monkeypatch):
 def numpy_unbroadcast_tensor(grad, shape):
     """``numpy_unbroadcast`` of a tensor, as a tensor (for the planted mistakes)."""
     return ef.constant(numpy_unbroadcast(grad.numpy(), shape), grad.dtype)
+
+
+# --- forward mode: jacobian_by_columns, hessian_vector_product ------------------------------------
+def recorders_now():
+    """Which recorders hear ops right now, oldest first: "forward" or "tape" for each."""
+    kinds = {ForwardAccumulator: "forward", GradientTape: "tape"}
+    return [name for r in active_recorders() for cls, name in kinds.items() if isinstance(r, cls)]
+
+
+def inside_forward_jacobian():
+    """Whether the library's ``forward_jacobian`` is running, somewhere up the stack."""
+    frame = sys._getframe()
+    while frame is not None:
+        if frame.f_code is forward_jacobian.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def watched(f, calls):
+    """``f``, noting for each call which recorders heard it (and whether the library's
+    ``forward_jacobian`` called it)."""
+
+    def spy(t):
+        calls.append((recorders_now(), inside_forward_jacobian()))
+        return f(t)
+
+    return spy
+
+
+def tall_function(rng, m, n):
+    """A hidden f from n inputs to m outputs, tall (m > n), and its Jacobian in NumPy."""
+    a, b = ef.constant(rng.uniform(-1, 1, (m, n))), ef.constant(rng.uniform(-1, 1, (m, n)))
+    c = float(rng.uniform(0.5, 2.0))
+
+    def f(t):
+        column = ef.reshape(t, (-1, 1))
+        first = ef.tanh(ef.reshape(a @ column, (-1,)))
+        return first * (c + ef.reduce_sum(t * t)) + 0.1 * ef.exp(ef.reshape(b @ column, (-1,)))
+
+    def jacobian(x):
+        z, s = a.numpy() @ x, c + np.sum(x * x)
+        first = (1 - np.tanh(z) ** 2)[:, None] * a.numpy() * s + np.outer(np.tanh(z), 2 * x)
+        return first + 0.1 * np.exp(b.numpy() @ x)[:, None] * b.numpy()
+
+    return f, jacobian
+
+
+def check_columns(chapter, f, x, expected, what):
+    calls = []
+    got = chapter.jacobian_by_columns(watched(f, calls), ef.constant(x))
+    m, n = expected.shape
+    assert not any(library for _, library in calls), (
+        "jacobian_by_columns called forward_jacobian: build the columns yourself"
+    )
+    assert len(calls) == n, (
+        f"{what}: f from {n} inputs to {m} outputs ran {len(calls)} times: forward mode takes "
+        f"one pass per input, {n} here (reverse mode would take one per output, {m})"
+    )
+    for recorders, _ in calls:
+        assert "forward" in recorders and "tape" not in recorders, (
+            f"{what}: f ran with the recorders {recorders or 'none'}: run each pass under a "
+            "ForwardAccumulator, and no GradientTape (forward mode, not reverse)"
+        )
+    assert got is not None and tuple(got.shape) == (m, n), (
+        f"{what}: expected a ({m}, {n}) Jacobian, one column per input; got {got!r}"
+    )
+    np.testing.assert_allclose(
+        got.numpy(), expected, rtol=1e-10, atol=1e-12, err_msg=f"{what}: the Jacobian"
+    )
+
+
+def test_jacobian_by_columns_of_a_curve(chapter):
+    ts = np.linspace(-1.0, 1.0, 20)
+
+    def curve(p):  # 2 parameters -> 20 points
+        return ef.tanh(p[0] * ef.constant(ts) + p[1])
+
+    p = np.array([2.0, 0.5])
+    slope = 1 - np.tanh(p[0] * ts + p[1]) ** 2
+    check_columns(chapter, curve, p, np.stack([slope * ts, slope], axis=1), "tanh(a·t + b)")
+
+
+def test_jacobian_by_columns_on_hidden_tall_functions(chapter):
+    rng = np.random.default_rng(343)
+    for m, n in [(30, 2), (50, 3), (9, 1), (12, 4)]:
+        f, jacobian = tall_function(rng, m, n)
+        x = rng.uniform(-1, 1, n)
+        check_columns(chapter, f, x, jacobian(x), f"a hidden ({m}, {n}) function")
+
+
+def scalar_function(rng, n):
+    """A hidden scalar f of n inputs, and its Hessian in NumPy."""
+    w, a, b = (rng.uniform(-1, 1, n) for _ in range(3))
+    c = float(rng.uniform(0.5, 2.0))
+
+    def f(t):
+        cubes = ef.reduce_sum(ef.constant(w) * t * t * t)
+        along_a = ef.reduce_sum(ef.constant(a) * t)
+        return cubes + c * along_a * along_a + ef.exp(ef.reduce_sum(ef.constant(b) * t))
+
+    def hessian(x):
+        return np.diag(6 * w * x) + 2 * c * np.outer(a, a) + np.exp(b @ x) * np.outer(b, b)
+
+    return f, hessian
+
+
+def check_hvp(chapter, monkeypatch, f, x, v, expected, what):
+    def refuse(*args, **kwargs):
+        raise AssertionError("hessian_vector_product called tape.jacobian: no Hessian is built")
+
+    calls = []
+    with monkeypatch.context() as patch:
+        patch.setattr(GradientTape, "jacobian", refuse)
+        got = chapter.hessian_vector_product(watched(f, calls), ef.constant(x), ef.constant(v))
+    assert len(calls) == 1, (
+        f"{what}: hessian_vector_product ran f {len(calls)} times: one run, under both "
+        "recorders (finite differences of gradients are not the exercise)"
+    )
+    recorders, _ = calls[0]
+    assert "forward" in recorders and "tape" in recorders, (
+        f"{what}: f ran with the recorders {recorders or 'none'}: a GradientTape inside a "
+        "ForwardAccumulator"
+    )
+    assert recorders.index("forward") < recorders.index("tape"), (
+        f"{what}: f ran with the recorders {recorders}, oldest first: the tape is outside the "
+        "accumulator (reverse-over-forward); the exercise is forward-over-reverse, the "
+        "accumulator outside"
+    )
+    assert got is not None and tuple(got.shape) == x.shape, (
+        f"{what}: expected H·v of shape {x.shape}, got {got!r}"
+    )
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-10, atol=1e-12, err_msg=what)
+
+
+def test_hessian_vector_product_of_a_sum_of_cubes(chapter, monkeypatch):
+    x, v = np.array([1.0, -2.0, 0.5]), np.array([1.0, 1.0, -2.0])
+    check_hvp(
+        chapter, monkeypatch, lambda t: ef.reduce_sum(t * t * t), x, v, 6 * x * v,
+        "sum(x³), whose Hessian is diag(6x)",
+    )  # fmt: skip
+
+
+def test_hessian_vector_product_on_hidden_functions(chapter, monkeypatch):
+    rng = np.random.default_rng(353)
+    for n in (1, 3, 6):
+        f, hessian = scalar_function(rng, n)
+        x, v = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
+        check_hvp(chapter, monkeypatch, f, x, v, hessian(x) @ v, f"a hidden f of {n} inputs")
 
 
 # --- jvp (stretch) --------------------------------------------------------------------------------

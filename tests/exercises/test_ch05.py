@@ -8,7 +8,17 @@ import pytest
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
-from eagerflow.graph import Graph, Operation, Session, SymbolicTensor, placeholder
+from eagerflow.graph import (
+    Graph,
+    Operation,
+    Session,
+    SymbolicTensor,
+    global_variables_initializer,
+    gradients,
+    group,
+    placeholder,
+)
+from eagerflow.graph.state import SessionStorage
 
 pytestmark = pytest.mark.ch05
 
@@ -293,3 +303,187 @@ def test_run_graph_on_hidden_graphs(chapter, seed: int) -> None:
     for g_value, e_value, t in zip(got, expected, fetches, strict=True):
         np.testing.assert_allclose(g_value, e_value, rtol=1e-6,
                                    err_msg=f"the value of {t.name} in a hidden graph")  # fmt: skip
+
+
+# --- MiniSession (stretch) ------------------------------------------------------------------------
+def refuse_real_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No real Session runs, and the variable kernels cannot reach a Session's store."""
+
+    def refuse_run(*args: object, **kwargs: object) -> None:
+        raise AssertionError("MiniSession should run the graph itself, not call Session.run")
+
+    def refuse_store(*args: object, **kwargs: object) -> None:
+        raise AssertionError(
+            "a variable kernel asked for a real Session's store: run the variable ops "
+            "(VariableV2, ReadVariableOp, Assign...VariableOp) yourself, with self.values"
+        )
+
+    monkeypatch.setattr(Session, "run", refuse_run)
+    monkeypatch.setattr(SessionStorage, "read", refuse_store)
+    monkeypatch.setattr(SessionStorage, "write", refuse_store)
+
+
+def running_total() -> tuple[Graph, Variable, SymbolicTensor, SymbolicTensor, Operation]:
+    g = Graph()
+    with g.as_default():
+        total = Variable(0.0, name="total")
+        value = placeholder(ef.float32, (), name="value")
+        update = total.assign_add(value)
+        init = global_variables_initializer()
+    assert init is not None
+    return g, total, value, update, init
+
+
+def test_mini_session_keeps_a_running_total_per_session(chapter, monkeypatch) -> None:
+    g, total, value, update, init = running_total()
+    refuse_real_sessions(monkeypatch)
+    first = chapter.MiniSession(g)
+    assert first.run([init]) == [None], "fetching an operation gives None"
+    got = [float(first.run([update], {value: np.float32(v)})[0]) for v in (1.0, 2.5, -0.5)]
+    assert got == [1.0, 3.5, 3.0], f"expected the totals [1.0, 3.5, 3.0], got {got}"
+    assert set(first.values) == {total} and float(first.values[total]) == 3.0, (
+        f"self.values should hold the total, 3.0, under its Variable; it holds {first.values}"
+    )
+    second = chapter.MiniSession(g)
+    assert second.values == {}, "a new MiniSession starts with no values"
+    second.run([init])
+    assert float(second.run([update], {value: np.float32(10.0)})[0]) == 10.0, (
+        "a second MiniSession should start again from 0"
+    )
+    assert float(first.run([update], {value: np.float32(0.0)})[0]) == 3.0, (
+        "running the second MiniSession must not change the first one's total"
+    )
+
+
+def test_mini_session_refuses_an_uninitialized_variable(chapter, monkeypatch) -> None:
+    g, _, value, update, init = running_total()
+    with g.as_default():
+        read = ef.identity(g.get_tensor_by_name("total:0"))
+    refuse_real_sessions(monkeypatch)
+    session = chapter.MiniSession(g)
+    for fetch, feed in [(read, {}), (update, {value: np.float32(1.0)})]:
+        with pytest.raises(ef.FailedPreconditionError):
+            session.run([fetch], feed)
+    session.run([init])
+    assert float(session.run([read])[0]) == 0.0, "after init, the total reads 0"
+
+
+def test_mini_session_values_are_its_own(chapter, monkeypatch) -> None:
+    g = Graph()
+    with g.as_default():
+        v = Variable(np.zeros(3, np.float32), name="v")
+        new = placeholder(ef.float32, (3,), name="new")
+        store = v.assign(new)
+        grow = v.assign_add(ef.ones_like(new))
+        read = ef.identity(v)
+        init = global_variables_initializer()
+    refuse_real_sessions(monkeypatch)
+    session = chapter.MiniSession(g)
+    session.run([init])
+    fed = np.array([1.0, 2.0, 3.0], np.float32)
+    session.run([store], {new: fed})
+    fed[:] = -7.0  # the caller reuses its array
+    (before,) = session.run([read])
+    np.testing.assert_array_equal(
+        before, [1.0, 2.0, 3.0], err_msg="changing a fed array afterwards changed the variable"
+    )
+    session.run([grow], {new: fed})
+    np.testing.assert_array_equal(
+        before, [1.0, 2.0, 3.0], err_msg="an array run returned changed when the variable grew"
+    )
+    (after,) = session.run([read])
+    after[:] = 100.0  # the caller writes into a fetched array
+    (again,) = session.run([read])
+    np.testing.assert_array_equal(
+        again, [2.0, 3.0, 4.0], err_msg="changing a fetched array changed the variable"
+    )
+
+
+def regression_graph(rng: np.random.Generator) -> dict[str, object]:
+    """A linear regression trained in a graph, on data the reader does not see."""
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None,), name="x")
+        y = placeholder(ef.float32, (None,), name="y")
+        w = Variable(float(rng.uniform(-1, 1)), name="w")
+        b = Variable(float(rng.uniform(-1, 1)), name="b")
+        loss = ef.reduce_mean(ef.square(w * x + b - y))
+        dw, db = gradients(loss, [w, b])
+        train = group(w.assign_sub(0.1 * dw), b.assign_sub(0.1 * db))
+        init = global_variables_initializer()
+    xs = rng.uniform(-2, 2, 40).astype(np.float32)
+    ys = (rng.uniform(-3, 3) * xs + rng.uniform(-1, 1) + rng.normal(0, 0.1, 40)).astype(np.float32)
+    return {"graph": g, "x": x, "y": y, "w": w, "b": b, "loss": loss, "train": train,
+            "init": init, "xs": xs, "ys": ys}  # fmt: skip
+
+
+def test_mini_session_trains_like_a_session_on_hidden_data(chapter, monkeypatch) -> None:
+    m = regression_graph(np.random.default_rng(525))
+    g, x, y, loss, train = m["graph"], m["x"], m["y"], m["loss"], m["train"]
+    feed = {x: m["xs"], y: m["ys"]}
+    with Session(g) as session:
+        session.run(m["init"])
+        expected = [session.run([loss, train], feed)[0] for _ in range(30)]
+        final = session.run([m["w"], m["b"]])
+    refuse_real_sessions(monkeypatch)
+    mine = chapter.MiniSession(g)
+    mine.run([m["init"]])
+    for step, e in enumerate(expected):
+        got = mine.run([loss, train], feed)
+        assert len(got) == 2 and got[1] is None, (
+            f"fetching [loss, train] should give [a value, None], got {got!r}"
+        )
+        np.testing.assert_allclose(
+            got[0], e, rtol=1e-6, err_msg=f"the loss at step {step}, as a Session gives it"
+        )
+    for variable, value in zip((m["w"], m["b"]), final, strict=True):
+        np.testing.assert_allclose(
+            mine.values.get(variable), value, rtol=1e-6,
+            err_msg=f"the trained value of {variable.name}",
+        )  # fmt: skip
+
+
+def stateful_graph(rng: np.random.Generator) -> tuple[Graph, SymbolicTensor, dict[str, object]]:
+    """Two variables, reads and updates of both: fetched in any combination."""
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (3,), name="x")
+        a = Variable(rng.uniform(-1, 1, 3).astype(np.float32), name="a")
+        b = Variable(float(rng.uniform(0.5, 1.5)), name="b")
+        fetchable: dict[str, object] = {"init": global_variables_initializer()}
+        fetchable["grow"] = a.assign_add(x * b)
+        fetchable["shrink"] = b.assign_sub(ef.reduce_mean(a) * 0.1)
+        fetchable["squash"] = a.assign(ef.tanh(a))
+        fetchable["y"] = ef.reduce_sum(a * x) + b
+        fetchable["reset"] = b.assign(ef.reduce_max(x))
+        fetchable["both"] = group(a.assign_sub(x * 0.5), b.assign_add(ef.reduce_min(x)))
+        fetchable["read_a"] = ef.identity(a)
+    return g, x, fetchable
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mini_session_on_hidden_run_sequences(chapter, monkeypatch, seed: int) -> None:
+    rng = np.random.default_rng(535 + seed)
+    g, x, fetchable = stateful_graph(rng)
+    names = [n for n in fetchable if n != "init"]
+    runs = []
+    for _ in range(12):
+        picked = [names[i] for i in rng.choice(len(names), int(rng.integers(1, 3)), replace=False)]
+        runs.append((picked, rng.uniform(-1, 1, 3).astype(np.float32)))
+    with Session(g) as session:
+        session.run(fetchable["init"])
+        expected = [session.run([fetchable[n] for n in picked], {x: v}) for picked, v in runs]
+    refuse_real_sessions(monkeypatch)
+    mine = chapter.MiniSession(g)
+    mine.run([fetchable["init"]])
+    for i, ((picked, v), e) in enumerate(zip(runs, expected, strict=True)):
+        got = mine.run([fetchable[n] for n in picked], {x: v})
+        assert len(got) == len(picked), f"run {i}: one value per fetch, got {got!r}"
+        for name, g_value, e_value in zip(picked, got, e, strict=True):
+            if e_value is None:
+                assert g_value is None, f"run {i}: {name} is an operation: expected None"
+            else:
+                np.testing.assert_allclose(
+                    g_value, e_value, rtol=1e-6, atol=1e-7,
+                    err_msg=f"run {i} of a hidden sequence, fetching {picked}: {name}",
+                )  # fmt: skip

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape
 from eagerflow.graph import Graph, Session, SymbolicTensor, gradients, placeholder
+from eagerflow.graph.control_flow import Subgraph
 from eagerflow.tensor import Tensor
+from eagerflow.tensor.execution import recording
 
 pytestmark = pytest.mark.ch07
 
@@ -238,3 +242,120 @@ def test_collatz_steps_and_newton_sqrt_on_hidden_numbers(chapter):
                 check_newton(got, value, tol, max_steps, "hidden, in a Session")
                 eager = chapter.newton_sqrt(ef.constant(value, ef.float64), tol, max_steps)
                 check_newton(eager, value, tol, max_steps, "hidden, eagerly")
+
+
+# --- power_by_squaring (stretch) ------------------------------------------------------------------
+class OpCounter:
+    """A recorder on the seam: counts the ops that run, by name."""
+
+    def __init__(self) -> None:
+        self.ops: Counter[str] = Counter()
+
+    def record(self, op, inputs, attrs, outputs) -> None:
+        self.ops[op.name] += 1
+
+
+def digits(n: int) -> int:
+    """How many binary digits |n| has: the iterations exponentiation by squaring needs."""
+    return abs(n).bit_length()
+
+
+def expected_power(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """xⁿ and its derivative n·xⁿ⁻¹, elementwise."""
+    return x**n, (n * x ** (n - 1) if n else np.zeros_like(x))
+
+
+def check_power(got, d_got, x, n, where) -> None:
+    value, slope = expected_power(x, n)
+    np.testing.assert_allclose(np.asarray(got), value, rtol=1e-9,
+                               err_msg=f"{where}: power_by_squaring(x, {n}), x = {x}")  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(d_got), slope, rtol=1e-9, atol=1e-300,
+        err_msg=f"{where}: the gradient of power_by_squaring(x, {n}), {n}·x^{n - 1}, x = {x}",
+    )  # fmt: skip
+
+
+def power_eagerly(chapter, x: np.ndarray, n: int) -> None:
+    xt = ef.constant(x)
+    with recording(OpCounter()) as counter, GradientTape() as tape:
+        tape.watch(xt)
+        y = chapter.power_by_squaring(xt, ef.constant(n, ef.int32))
+    assert isinstance(y, Tensor) and tuple(y.shape) == x.shape and y.dtype is ef.float64, (
+        f"power_by_squaring(x, {n}) eagerly: expected a float64 tensor of shape {x.shape}, "
+        f"got {y!r}"
+    )
+    assert "Pow" not in counter.ops, "power_by_squaring ran ef.pow: write the loop"
+    most = 2 * (digits(n) + 1) + 1
+    assert counter.ops["Mul"] <= most, (
+        f"power_by_squaring(x, {n}) eagerly ran {counter.ops['Mul']} multiplications; "
+        f"squaring needs at most two per binary digit of |n| ({digits(n)} digits): about "
+        f"{most}, not one per unit of n"
+    )
+    d = tape.gradient(y, xt)
+    check_power(y, np.zeros_like(x) if d is None else d, x, n, "eagerly")
+
+
+def power_graph(chapter, shape: tuple[int, ...]):
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float64, shape, name="x")
+        n = placeholder(ef.int32, (), name="n")
+        y = chapter.power_by_squaring(x, n)
+    types = op_types(g)
+    assert "While" in types, (
+        f"expected a While node (n is known only when the graph runs); the graph has {types}"
+    )
+    assert "Pow" not in types, "power_by_squaring used ef.pow: write the loop"
+    bodies = [o.attrs["body"] for o in g.get_operations() if o.type == "While"]
+    with g.as_default():
+        (dy,) = gradients(y, [x], unconnected_gradients="zero")
+    return g, x, n, y, dy, bodies
+
+
+def power_in_a_graph(chapter, monkeypatch, values: np.ndarray, exponents: list[int]) -> None:
+    g, x, n, y, dy, bodies = power_graph(chapter, values.shape)
+    runs = []
+    call = Subgraph.call
+
+    def counted(subgraph, arrays):
+        if any(subgraph is b for b in bodies):
+            runs.append(subgraph)
+        return call(subgraph, arrays)
+
+    with Session(g) as session:
+        for exponent in exponents:
+            runs.clear()
+            with monkeypatch.context() as patch:
+                patch.setattr(Subgraph, "call", counted)
+                got = session.run(y, {x: values, n: exponent})
+            assert len(runs) <= digits(exponent) + 1, (
+                f"in a Session, the loop body ran {len(runs)} times for n = {exponent}: "
+                f"squaring needs one iteration per binary digit of |n| ({digits(exponent)})"
+            )
+            check_power(got, session.run(dy, {x: values, n: exponent}), values, exponent,
+                        "in a Session")  # fmt: skip
+
+
+def test_power_by_squaring_eagerly(chapter):
+    x = np.array([1.5, -0.5, 2.0, -1.1])
+    for n in (0, 1, 2, 5, 13, -1, -4):
+        power_eagerly(chapter, x, n)
+    power_eagerly(chapter, np.array([[1.001, 0.999], [-1.0005, 1.0]]), 1000)
+
+
+def test_power_by_squaring_in_a_graph_loops_at_run_time(chapter, monkeypatch):
+    power_in_a_graph(chapter, monkeypatch, np.array([1.5, -0.5, 2.0, -1.1]), [0, 1, 2, 13, -3])
+    power_in_a_graph(chapter, monkeypatch, np.array([1.001, -0.9995]), [1000, -999])
+
+
+def test_power_by_squaring_on_hidden_exponents(chapter, monkeypatch):
+    rng = np.random.default_rng(717)
+    exponents = [int(e) for e in rng.integers(-60, 61, 6)] + [int(rng.integers(300, 1200))]
+    for n in exponents:
+        size = 1e-3 if abs(n) > 60 else 0.5  # |x| near 1 for the large ones: no overflow
+        x = rng.uniform(1 - size, 1 + size, 3) * rng.choice([-1.0, 1.0], 3)
+        power_eagerly(chapter, x, n)
+    for n in exponents:
+        size = 1e-3 if abs(n) > 60 else 0.5
+        x = rng.uniform(1 - size, 1 + size, (2, 2)) * rng.choice([-1.0, 1.0], (2, 2))
+        power_in_a_graph(chapter, monkeypatch, x, [n, -n])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import sys
 import textwrap
 import warnings
 
@@ -118,6 +119,10 @@ def check_mini_function(chapter, monkeypatch, fn, calls, what):
             got.numpy(), expected.numpy(), rtol=1e-6,
             err_msg=f"{what}, call {i} {args}: mini_function's value differs from fn's",
         )  # fmt: skip
+        assert got.dtype is expected.dtype, (
+            f"{what}, call {i} {args}: fn gives a {expected.dtype} tensor, mini_function a "
+            f"{got.dtype} one: was this call run on a graph traced for another dtype?"
+        )
         assert runs.count == i + 1, (
             f"{what}: after {i + 1} calls a Session ran {runs.count} times: run the traced "
             "graph with a Session on every call"
@@ -165,6 +170,62 @@ def test_mini_function_on_hidden_call_sequences(chapter, monkeypatch):
             mode = ["tanh", "max"][rng.integers(2)] if rng.random() < 0.9 else None
             calls.append((x, power, mode))
         check_mini_function(chapter, monkeypatch, _hidden_function, calls, f"hidden {round_}")
+
+
+def _scale_and_shift(x, factor):
+    return x * factor + ef.reduce_sum(x)
+
+
+def test_mini_function_on_hidden_dtypes_and_python_values(chapter, monkeypatch):
+    # Two calls that differ only in a tensor's dtype, or only in the type of a Python value
+    # (2 == 2.0 in Python, and they hash alike), must not share a trace.
+    rng = np.random.default_rng(818)
+    factors = [2, 2.0, 3, 3.0, 1, 1.0]
+    for round_ in range(3):
+        calls = []
+        for _ in range(12):
+            dtype = [np.float32, np.float64][rng.integers(2)]
+            x = rng.uniform(-1, 1, 3).astype(dtype)
+            calls.append((ef.constant(x), factors[rng.integers(len(factors))]))
+        calls += [(ef.constant(np.ones(3, np.float64)), 2), (ef.constant(np.ones(3)), 2.0)]
+        check_mini_function(
+            chapter, monkeypatch, _scale_and_shift, calls, f"hidden dtypes and values {round_}"
+        )
+
+
+def test_mini_function_keys_its_cache_on_your_signature(chapter, monkeypatch):
+    # The cache's key is what `signature` returns, no more, no less: with a signature that
+    # gives every call a new key, every call traces; with one that gives every call the same
+    # key, only the first does.
+    module = sys.modules[chapter.mini_function.__module__]
+    calls = [(ef.constant([1.0, 2.0]), 2.0), (ef.constant([3.0, 4.0]), 2.0),
+             (ef.constant([5.0, 6.0]), 3.0), (ef.constant([7.0, 8.0]), 2.0)]  # fmt: skip
+    for name, key, traces in [
+        ("a new key for every call", lambda number: ("call", number), len(calls)),
+        ("the same key for every call", lambda number: "always", 1),
+    ]:
+        number = [0]
+        asked = []
+
+        def spy(*args, key=key, number=number, asked=asked):
+            asked.append(number[0])
+            return key(number[0])
+
+        monkeypatch.setattr(module, "signature", spy, raising=False)
+        traced = Traced(lambda x, factor: x * factor)
+        mine = chapter.mini_function(traced)
+        for i, args in enumerate(calls):
+            number[0] = i
+            mine(*args)
+        assert sorted(set(asked)) == list(range(len(calls))), (
+            f"mini_function should look each call up by `signature(*args)` (yours, from above): "
+            f"it was called for calls {sorted(set(asked))} of {len(calls)}"
+        )
+        assert len(traced.calls) == traces, (
+            f"with a `signature` that gives {name}, fn should be traced {traces} time(s) in "
+            f"{len(calls)} calls, and was traced {len(traced.calls)} time(s): key the cache "
+            "on what `signature` returns"
+        )
 
 
 # --- train_step_function --------------------------------------------------------------------------

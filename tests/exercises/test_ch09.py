@@ -11,7 +11,7 @@ import pytest
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
-from eagerflow.graph import Graph, gradients, group, placeholder
+from eagerflow.graph import Graph, Session, gradients, group, placeholder
 from eagerflow.graph.compiler.fusion import Cluster, find_clusters
 from eagerflow.graph.compiler.specialize import Specialized, specialize
 from eagerflow.graph.session import Plan
@@ -214,3 +214,193 @@ HIDDEN_PROGRAMS = {
 @pytest.mark.parametrize("name", list(HIDDEN_PROGRAMS))
 def test_predict_clusters_agrees_with_the_compiler(chapter, name):
     check_clusters(chapter, HIDDEN_PROGRAMS[name]())
+
+
+# --- plan_buffers (stretch) -----------------------------------------------------------------------
+Feeds = dict[Any, tuple[int, ...]]
+
+
+def alive(program: Specialized) -> dict[int, tuple[int, int]]:
+    """Each value a node makes: the first and the last step it is alive."""
+    span: dict[int, list[int]] = {}
+    for step, node in enumerate(program.nodes):
+        for v in node.outputs:
+            span[v] = [step, step]
+        for v in node.inputs:
+            if v in span:
+                span[v][1] = step
+    for v in program.fetches:
+        if v in span:
+            span[v][1] = len(program.nodes)
+    return {v: (first, last) for v, (first, last) in span.items()}
+
+
+def fewest_buffers(program: Specialized) -> dict[tuple[Any, Any], int]:
+    """For each shape and dtype, the most values of it alive at one step."""
+    live = alive(program)
+    most: dict[tuple[Any, Any], int] = {}
+    for step in range(len(program.nodes) + 1):
+        counts: dict[tuple[Any, Any], int] = {}
+        for v, (first, last) in live.items():
+            if first <= step <= last:
+                key = (program.shapes[v], program.dtypes[v])
+                counts[key] = counts.get(key, 0) + 1
+        for key, count in counts.items():
+            most[key] = max(most.get(key, 0), count)
+    return most
+
+
+def name_of(program: Specialized, v: int) -> str:
+    """The tensor a value stands for: ``"mul:0"``."""
+    for node in program.nodes:
+        if v in node.outputs:
+            return node.operation.outputs[node.outputs.index(v)].name
+    return f"value {v}"
+
+
+def run_with_buffers(program: Specialized, plan: Any, feeds: dict[Any, np.ndarray],
+                     buffers_of: dict[int, Any]) -> list[Any]:  # fmt: skip
+    """Run ``program`` as a compiled program would with the plan ``buffers_of``: each node's
+    result is copied into its value's buffer, and later nodes read the buffer."""
+    values: dict[int, Any] = dict(program.constants)
+    values.update({plan.slot[t]: a for t, a in feeds.items()})
+    buffers: dict[Any, np.ndarray] = {}
+    for node in program.nodes:
+        op = node.operation.op_def
+        result = op.kernel(*(values[v] for v in node.inputs), **node.operation.attrs)
+        for v, r in zip(node.outputs, result if op.multi_output else (result,), strict=True):
+            shape, dtype = program.shapes[v], program.dtypes[v].np
+            buffer = buffers.setdefault(buffers_of[v], np.empty(shape, dtype))
+            buffer[...] = r
+            values[v] = buffer
+    return [values[v] for v in program.fetches]
+
+
+def check_buffers(chapter: Any, fetches: list[Any], feeds: Feeds, seed: int, what: str) -> None:
+    plan = Plan(list(fetches), list(feeds))
+    program = specialize(plan, {plan.slot[t]: tuple(s) for t, s in feeds.items()})
+    got = chapter.plan_buffers(program)
+    live = alive(program)
+    assert isinstance(got, dict) and set(got) == set(live), (
+        f"{what}: expected a buffer for each value the nodes make, {sorted(live)}; got {got!r:.300}"
+    )
+    by_buffer: dict[Any, list[int]] = {}
+    for v, b in got.items():
+        by_buffer.setdefault(b, []).append(v)
+    for b, values in by_buffer.items():
+        for i, u in enumerate(values):
+            for v in values[i + 1 :]:
+                pair = f"{name_of(program, u)} and {name_of(program, v)}"
+                assert (program.shapes[u], program.dtypes[u]) == (
+                    program.shapes[v], program.dtypes[v]
+                ), (
+                    f"{what}: {pair} share buffer {b!r}, but one is {program.dtypes[u]} "
+                    f"{program.shapes[u]} and the other {program.dtypes[v]} {program.shapes[v]}"
+                )  # fmt: skip
+                (a0, a1), (b0, b1) = live[u], live[v]
+                assert a1 < b0 or b1 < a0, (
+                    f"{what}: {pair} share buffer {b!r}, but both are alive at step "
+                    f"{max(a0, b0)} (alive at steps {a0}..{a1} and {b0}..{b1}, of "
+                    f"{len(program.nodes)} nodes)"
+                )
+    used: dict[tuple[Any, Any], set[Any]] = {}
+    for v, b in got.items():
+        used.setdefault((program.shapes[v], program.dtypes[v]), set()).add(b)
+    for key, fewest in fewest_buffers(program).items():
+        assert len(used.get(key, ())) == fewest, (
+            f"{what}: {len(used.get(key, ()))} buffers of dtype {key[1]} and shape {key[0]}; "
+            f"at most {fewest} of those values are alive at once, so {fewest} suffice"
+        )
+    rng = np.random.default_rng(seed)
+    arrays = {t: rng.uniform(-1, 1, feeds[t]).astype(t.dtype.np) for t in feeds}
+    with Session(fetches[0].graph) as session:
+        expected = session.run(list(fetches), arrays)
+    for value, e, t in zip(run_with_buffers(program, plan, arrays, got), expected, fetches,
+                           strict=True):  # fmt: skip
+        np.testing.assert_allclose(
+            value, e, rtol=1e-6, err_msg=f"{what}: {t.name}, run with your plan of buffers"
+        )
+
+
+def _mlp_step() -> tuple[list[Any], Feeds]:
+    """A 2-layer MLP's loss and its weights' gradients: forward, then backward."""
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (None, 16), name="x")
+        y = placeholder(ef.float32, (None, 4), name="y")
+        w1 = placeholder(ef.float32, (16, 32), name="w1")
+        w2 = placeholder(ef.float32, (32, 4), name="w2")
+        hidden = ef.relu(ef.matmul(x, w1))
+        out = ef.matmul(hidden, w2)
+        loss = ef.reduce_mean(ef.square(out - y))
+        dw1, dw2 = gradients(loss, [w1, w2])
+    return [loss, dw1, dw2], {x: (8, 16), y: (8, 4), w1: (16, 32), w2: (32, 4)}
+
+
+def test_plan_buffers_on_an_mlp_training_step(chapter):
+    fetches, feeds = _mlp_step()
+    check_buffers(chapter, fetches, feeds, 909, "an MLP's loss and gradients")
+
+
+def _chain_with_masks(seed: int) -> tuple[list[Any], Feeds]:
+    """Elementwise ops on vectors, bool masks of the same shape, a split and a reduction."""
+    rng = np.random.default_rng(seed)
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (10,), name="x")  # split needs the length
+        z = placeholder(ef.float32, (10,), name="z")
+        values = [x, z]
+        for _ in range(14):
+            a = values[int(rng.integers(max(0, len(values) - 3), len(values)))]
+            b = values[int(rng.integers(len(values)))]
+            kind = rng.random()
+            if kind < 0.2:
+                t = ef.where(a > b, a, 0.5 * b)  # a bool mask as long as the floats
+            elif kind < 0.3:
+                left, right = ef.split(a, 2)  # a multi-output op
+                t = ef.concat([right, left], axis=0)
+            elif kind < 0.6:
+                t = [ef.tanh, ef.square, ef.abs, ef.negative][int(rng.integers(4))](a)
+            else:
+                t = [ef.add, ef.multiply, ef.subtract, ef.maximum][int(rng.integers(4))](a, b)
+            values.append(t)
+        total = ef.reduce_sum(values[-1] * values[len(values) // 2])
+    return [values[-1], total, values[-4]], {x: (10,), z: (10,)}
+
+
+def _stateless(build: Any) -> Any:
+    def program() -> tuple[list[Any], Feeds]:
+        graph = Graph()
+        with graph.as_default():
+            fetches, feeds = build()
+        return fetches, feeds
+
+    return program
+
+
+def _layer_norm_parts() -> tuple[list[Any], Feeds]:
+    x = placeholder(ef.float32, (None, 16), name="x")
+    centred = x - ef.reduce_mean(x, axis=-1, keepdims=True)
+    variance = ef.reduce_mean(centred * centred, axis=-1, keepdims=True)
+    return [centred / ef.sqrt(variance + 1e-5) * 2.0, variance], {x: (8, 16)}
+
+
+def _two_shapes() -> tuple[list[Any], Feeds]:
+    x = placeholder(ef.float32, (None, 8), name="x")
+    a = ef.tanh(x * 2.0 + 1.0)
+    product = ef.matmul(a, ef.constant(np.ones((8, 3), np.float32)))
+    b = ef.exp(-ef.square(a)) * 3.0 - a
+    return [product * 2.0 + 1.0, b], {x: (4, 8)}
+
+
+HIDDEN_BUFFER_PROGRAMS = {
+    "layer_norm": _stateless(_layer_norm_parts),
+    "two_shapes": _stateless(_two_shapes),
+    **{f"chain_{seed}": lambda seed=seed: _chain_with_masks(seed) for seed in range(4)},
+}
+
+
+@pytest.mark.parametrize("name", list(HIDDEN_BUFFER_PROGRAMS))
+def test_plan_buffers_on_hidden_programs(chapter, name):
+    fetches, feeds = HIDDEN_BUFFER_PROGRAMS[name]()
+    check_buffers(chapter, fetches, feeds, 919, f"hidden program {name}")

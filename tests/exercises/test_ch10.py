@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import io
 import json
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow.graph import Function, saved_model
+from eagerflow.graph import Function, Graph, Session, placeholder, saved_model
 from eagerflow.graph import graph_def as chapter_format
 from eagerflow.tensor.dtypes import DType
 
@@ -199,3 +200,106 @@ def test_the_original_reports_too(chapter):
     result, printed, _ = call_capturing(square, x)
     assert printed == what_ef_print_prints(x * x), f"the second call printed {printed!r}"
     assert result.tobytes() == (x * x).tobytes()
+
+
+# --- numpy_source (stretch) -----------------------------------------------------------------------
+def _refuse_imports(name: str, *args: Any, **kwargs: Any) -> Any:
+    raise ImportError(f"the source imports {name!r}: it must run with np alone")
+
+
+def run_function(source: Any) -> Any:
+    """The ``run`` that ``source`` defines, executed with ``np`` as its only global and no
+    imports."""
+    assert isinstance(source, str), f"expected the source as a str, got {type(source).__name__}"
+    no_imports = {**vars(builtins), "__import__": _refuse_imports}
+    namespace: dict[str, Any] = {"np": np, "__builtins__": no_imports}
+    try:
+        exec(compile(source, "<numpy source>", "exec"), namespace)
+    except ImportError as error:
+        raise AssertionError(f"{error}:\n{source}") from None
+    assert callable(namespace.get("run")), f"the source defines no function run:\n{source}"
+    return namespace["run"]
+
+
+def check_numpy_source(chapter: Any, graph: Graph, fetches: list[Any], feeds: list[dict]) -> None:
+    graph_def = json.loads(json.dumps(graph.as_graph_def()))  # as another program reads it
+    source = chapter.numpy_source(graph_def, [t.name for t in fetches])
+    run = run_function(source)
+    placeholders = {o.name: o.outputs[0] for o in graph.get_operations() if o.type == "Placeholder"}
+    for feed in feeds:
+        with Session(graph) as session:
+            expected = session.run(fetches, {placeholders[n]: v for n, v in feed.items()})
+        try:
+            got = run({n: v.copy() for n, v in feed.items()})
+        except Exception as error:  # NumPy's errors name no node: show the source with them
+            raise AssertionError(
+                f"run(feeds) raised {type(error).__name__}: {error}\nthe source:\n{source}"
+            ) from error
+        assert isinstance(got, list | tuple) and len(got) == len(fetches), (
+            f"run(feeds) should return one array per fetch ({len(fetches)}), got {got!r:.200}"
+        )
+        for t, g_value, e_value in zip(fetches, got, expected, strict=True):
+            g_value = np.asarray(g_value)
+            where = f"{t.name} (from the op {t.op.type}), fed shapes " + str(
+                {n: v.shape for n, v in feed.items()}
+            )
+            assert g_value.shape == e_value.shape and g_value.dtype == e_value.dtype, (
+                f"{where}: expected {e_value.dtype} of shape {e_value.shape}, got "
+                f"{g_value.dtype} of shape {g_value.shape}"
+            )
+            np.testing.assert_allclose(g_value, e_value, rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{where}\nthe source:\n{source}")  # fmt: skip
+
+
+def test_numpy_source_of_the_chapters_prediction(chapter):
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder(ef.float32, shape=(None, 2), name="x")
+        w = ef.constant([[3.0], [-1.0]], name="w")
+        b = ef.constant(0.5, name="b")
+        y = ef.matmul(x, w) + b
+    rows = np.array([[1.0, 2.0], [0.5, -4.0], [2.0, 0.0]], np.float32)
+    check_numpy_source(chapter, graph, [y], [{"x": rows}, {"x": rows[:1]}])
+
+
+def hidden_network(seed: int) -> tuple[Graph, list[Any]]:
+    """A small network the reader does not see: dense layers under name scopes (node names
+    with a '/'), every op of the exercise's list, several fetches."""
+    rng = np.random.default_rng(seed)
+    graph = Graph()
+
+    def weights(*shape: int) -> Any:
+        return ef.constant(rng.uniform(-1, 1, shape).astype(np.float32))
+
+    with graph.as_default():
+        x = placeholder(ef.float32, (None, 4), name="input/x")
+        scale = placeholder(ef.float32, (), name="scale")
+        h = x
+        for i, width in enumerate(rng.integers(3, 6, 2).tolist()):
+            with graph.name_scope(f"dense_{i}"):
+                if rng.random() < 0.5:
+                    h = ef.matmul(h, weights(h.shape[1], width)) + weights(width)
+                else:  # the weights stored the other way round
+                    h = ef.matmul(h, weights(width, h.shape[1]), transpose_b=True) + weights(width)
+                h = [ef.relu, ef.tanh, lambda t: ef.exp(-ef.square(t))][int(rng.integers(3))](h)
+        g = ef.log(1.0 + ef.square(h)) / (1.0 + ef.square(scale)) - ef.maximum(h, -0.25) * scale
+        g = -g
+        width = h.shape[1]
+        mixed = ef.transpose(ef.matmul(weights(width, 2), h, transpose_a=True, transpose_b=True))
+        totals = ef.reduce_sum(g * h, axis=1, keepdims=True)
+        means = ef.reduce_mean(ef.transpose(g), axis=(0,))
+        flat = ef.reshape(g, (-1,))
+        overall = ef.reduce_mean(flat) + ef.reduce_sum(totals)
+    return graph, [g, mixed, totals, means, flat, overall]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_numpy_source_on_hidden_networks(chapter, seed):
+    graph, fetches = hidden_network(seed)
+    rng = np.random.default_rng(seed + 100)
+    feeds = [
+        {"input/x": rng.uniform(-2, 2, (rows, 4)).astype(np.float32),
+         "scale": np.float32(rng.uniform(0.5, 2))}
+        for rows in (1, 3, 6)
+    ]  # fmt: skip
+    check_numpy_source(chapter, graph, fetches, feeds)

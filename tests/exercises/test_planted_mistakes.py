@@ -30,7 +30,14 @@ import test_ch14
 import test_ch15
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape, OpRecord, Variable, register_gradient
+from eagerflow.autodiff import (
+    ForwardAccumulator,
+    GradientTape,
+    OpRecord,
+    Variable,
+    forward_jacobian,
+    register_gradient,
+)
 from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.graph import (
     Function,
@@ -43,10 +50,12 @@ from eagerflow.graph import (
     while_loop,
 )
 from eagerflow.graph import SymbolicTensor as SymbolicTensorType
+from eagerflow.graph import graph as ef_graph
 from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.graph_def import decode_attr, encode_attr
+from eagerflow.graph.state import session_values
 from eagerflow.tensor.dtypes import FLOATS, DType
 from eagerflow.tensor.errors import EagerflowError
 from eagerflow.tensor.execution import execute
@@ -329,6 +338,72 @@ def test_ch09_predict_clusters_rejects_a_constant_answer() -> None:
         test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, "layer_norm")
 
 
+# --- chapter 9: the memory planner (stretch) ------------------------------------------------------
+def _plan_buffers(program, kind=None, free_first=False, fetched_live=True, free_at="last"):  # type: ignore[no-untyped-def]
+    """A memory planner, wrong in the way its arguments say."""
+
+    def key(v):  # type: ignore[no-untyped-def]
+        return (program.shapes[v], program.dtypes[v]) if kind is None else kind(program, v)
+
+    ends: dict[int, list[int]] = {}
+    seen: dict[int, int] = {}
+    for step, node in enumerate(program.nodes):
+        for v in node.inputs:
+            if free_at == "last" or v not in seen:
+                seen[v] = step
+    for v in program.fetches if fetched_live else ():
+        seen[v] = len(program.nodes)
+    for v, step in seen.items():
+        ends.setdefault(step, []).append(v)
+    free: dict[object, list[int]] = {}
+    plan: dict[int, int] = {}
+    for step, node in enumerate(program.nodes):
+        freed = [v for v in ends.get(step, []) if v in plan]
+        if free_first:  # the node's outputs may take the buffers of its own inputs: wrong
+            for v in freed:
+                free.setdefault(key(v), []).append(plan[v])
+        for v in node.outputs:
+            pool = free.get(key(v))
+            plan[v] = pool.pop() if pool else len(set(plan.values()))
+            if v not in seen:  # never read: free at once
+                free.setdefault(key(v), []).append(plan[v])
+        if not free_first:
+            for v in freed:
+                free.setdefault(key(v), []).append(plan[v])
+    return plan
+
+
+def _a_buffer_per_value(program):  # type: ignore[no-untyped-def]
+    return {v: v for node in program.nodes for v in node.outputs}
+
+
+@pytest.mark.parametrize(
+    ("mistake", "program", "message"),
+    [
+        (_a_buffer_per_value, "chain_1", "suffice"),
+        (lambda p: _plan_buffers(p, kind=lambda p, v: p.shapes[v]), "chain_0", "bool"),
+        (lambda p: _plan_buffers(p, kind=lambda p, v: "any"), "two_shapes", "share buffer"),
+        (lambda p: _plan_buffers(p, free_first=True), "chain_2", "both are alive"),
+        (lambda p: _plan_buffers(p, fetched_live=False), "layer_norm", "both are alive"),
+        (lambda p: _plan_buffers(p, free_at="first"), "two_shapes", "both are alive"),
+    ],
+    ids=["no_sharing", "ignoring_dtypes", "ignoring_shapes", "outputs_take_inputs_buffers",
+         "fetched_values_freed", "freed_at_the_first_read"],
+)  # fmt: skip
+def test_ch09_plan_buffers_rejects(mistake, program, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch09.test_plan_buffers_on_hidden_programs, message, program,
+            plan_buffers=mistake)  # fmt: skip
+
+
+def test_ch09_plan_buffers_mistakes_pass_the_tests_own_check_of_the_solution() -> None:
+    # the planner above, with no mistake switched on, is a right answer: the mistakes are
+    # the switches, not the planner
+    for name in test_ch09.HIDDEN_BUFFER_PROGRAMS:
+        test_ch09.test_plan_buffers_on_hidden_programs(
+            SimpleNamespace(plan_buffers=_plan_buffers), name
+        )
+
+
 # --- chapter 10: attributes as JSON ---------------------------------------------------------------
 def _encoder(  # type: ignore[no-untyped-def]
     specials_as_strings=True, bytes_not_digits=True, bool_first=True, lists_marked=True
@@ -453,6 +528,85 @@ def test_ch10_reporting_square_rejects(mistake, message, tmp_path) -> None:  # t
     chapter = SimpleNamespace(reporting_square=mistake)
     with pytest.raises(AssertionError, match=message):
         test_ch10.test_the_loaded_function_reports_every_call(chapter, tmp_path)
+
+
+# --- chapter 10: a GraphDef as NumPy source (stretch) ---------------------------------------------
+_NUMPY_RULES = {
+    "AddV2": "{0} + {1}", "Sub": "{0} - {1}", "Mul": "{0} * {1}", "RealDiv": "{0} / {1}",
+    "Maximum": "np.maximum({0}, {1})", "Neg": "-{0}", "Square": "np.square({0})",
+    "Exp": "np.exp({0})", "Log": "np.log({0})", "Tanh": "np.tanh({0})",
+    "Relu": "np.maximum({0}, 0)", "Reshape": "np.reshape({0}, {shape!r})",
+    "Transpose": "np.transpose({0}, {perm!r})",
+    "Sum": "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})",
+    "Mean": "np.mean({0}, axis={axis!r}, keepdims={keepdims!r})",
+}  # fmt: skip
+
+
+def _numpy_source(graph_def, fetches, const_dtype=True, transposes=True, inline=False,  # type: ignore[no-untyped-def]
+                  keepdims=True, feed_dtype=""):  # fmt: skip
+    """numpy_source, wrong in the way its arguments say."""
+    lines, names = ["def run(feeds):"], {}
+    for k, node in enumerate(graph_def["node"]):
+        attrs = {key: decode_attr(value) for key, value in node.get("attr", {}).items()}
+        args = [names[t] for t in node.get("input", [])]
+        if node["op"] == "Placeholder":
+            expression = f"np.asarray(feeds[{node['name']!r}]{feed_dtype})"
+        elif node["op"] == "Const":
+            dtype = f", {attrs['value'].dtype.name!r}" if const_dtype else ""
+            expression = f"np.array({attrs['value'].tolist()!r}{dtype})"
+        elif node["op"] == "MatMul":
+            a, b = args
+            if transposes and attrs["transpose_a"]:
+                a = f"np.swapaxes({a}, -1, -2)"
+            if transposes and attrs["transpose_b"]:
+                b = f"np.swapaxes({b}, -1, -2)"
+            expression = f"np.matmul({a}, {b})"
+        else:
+            if not keepdims:
+                attrs["keepdims"] = False
+            expression = _NUMPY_RULES[node["op"]].format(*args, **attrs)
+        if inline:  # text pasted into text: "a + b" times c reads "a + b * c"
+            names[f"{node['name']}:0"] = expression
+        else:
+            lines.append(f"    v{k} = {expression}")
+            names[f"{node['name']}:0"] = f"v{k}"
+    lines.append(f"    return [{', '.join(names[f] for f in fetches)}]")
+    return "\n".join(lines) + "\n"
+
+
+def _numpy_source_with_eagerflow(graph_def, fetches):  # type: ignore[no-untyped-def]
+    return (
+        "import json\n"
+        "from eagerflow.graph import Graph, Session, import_graph_def\n"
+        "def run(feeds):\n"
+        "    graph = Graph()\n"
+        "    with graph.as_default():\n"
+        f"        tensors = import_graph_def({graph_def!r}, return_elements={list(fetches)!r})\n"
+        "    with Session(graph) as session:\n"
+        "        return session.run(tensors, {f'import/{k}:0': v for k, v in feeds.items()})\n"
+    )  # eagerflow does the work: not an exporter
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_numpy_source_with_eagerflow, "imports 'json'|imports 'eagerflow"),
+        (lambda d, f: _numpy_source(d, f, const_dtype=False), "expected float32 .* got float64"),
+        (lambda d, f: _numpy_source(d, f, transposes=False), "raised ValueError"),
+        (lambda d, f: _numpy_source(d, f, inline=True), "Mismatched"),
+        (lambda d, f: _numpy_source(d, f, keepdims=False), "of shape"),
+        (lambda d, f: _numpy_source(d, f, feed_dtype=", np.float64"), "got float64"),
+    ],
+    ids=["imports_eagerflow", "constants_as_float64", "transposes_ignored", "text_pasted",
+         "keepdims_ignored", "feeds_as_float64"],
+)  # fmt: skip
+def test_ch10_numpy_source_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch10.test_numpy_source_on_hidden_networks, message, 0, numpy_source=mistake)
+
+
+def test_ch10_numpy_source_planted_mistakes_are_mistakes() -> None:
+    # the translator above, with no mistake switched on, passes: the switches are the mistakes
+    test_ch10.test_numpy_source_on_hidden_networks(SimpleNamespace(numpy_source=_numpy_source), 0)
 
 
 # --- chapter 14: convolutions and pooling by hand -------------------------------------------------
@@ -932,6 +1086,109 @@ def _run_graph_computing_over_the_feed(fetches, feed_dict):
 def test_ch05_run_graph_rejects_computing_over_a_fed_tensor() -> None:
     rejects(test_ch05.test_run_graph_on_hidden_graphs, "hidden graph", 1,
             run_graph=_run_graph_computing_over_the_feed)  # fmt: skip
+
+
+# --- chapter 5: a Session with a memory (stretch) -------------------------------------------------
+def _needed(fetches, fed):  # type: ignore[no-untyped-def]
+    """The operations fetches need, in graph order (the reader's execution_order, solved)."""
+    needed = test_ch05.needed_operations(list(fetches), set(fed))
+    graph = next(iter(needed)).graph
+    return [o for o in graph.get_operations() if o in needed]
+
+
+class _MiniSession:
+    """A MiniSession, wrong in the way its class attributes say."""
+
+    shared: dict[object, np.ndarray] | None = None  # one store for every Session: wrong
+    in_place = False  # update the stored array itself, and hand it out: wrong
+    snapshot = False  # every op of a run sees the values from the start of the run: wrong
+    zeros_if_unset = False  # an uninitialized variable reads 0: wrong
+    real_kernels = False  # run the variable kernels in the framework's store
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.values = {} if self.shared is None else self.shared
+
+    def read(self, variable):  # type: ignore[no-untyped-def]
+        values = self.start if self.snapshot else self.values
+        if variable not in values:
+            if not self.zeros_if_unset:
+                raise ef.FailedPreconditionError(f"{variable.name} is not initialized")
+            values[variable] = np.zeros(variable.shape, variable.dtype.np)
+        return values[variable]
+
+    def run(self, fetches, feed_dict=None):  # type: ignore[no-untyped-def]
+        values = dict(feed_dict or {})
+        self.start = dict(self.values)
+        for operation in _needed(fetches, values):
+            inputs = [values[t] for t in operation.inputs]
+            variable, kind = operation.attrs.get("variable"), operation.type
+            if self.real_kernels and variable is not None:
+                with session_values(self.values):
+                    result = operation.op_def.kernel(*inputs, **operation.attrs)
+            elif kind in ("VariableV2", "ReadVariableOp"):
+                result = self.read(variable)
+            elif kind == "AssignVariableOp":
+                result = self.values[variable] = inputs[0] if self.in_place else inputs[0].copy()
+            elif kind in ("AssignAddVariableOp", "AssignSubVariableOp"):
+                ufunc = np.add if kind == "AssignAddVariableOp" else np.subtract
+                old = self.read(variable)
+                result = ufunc(old, inputs[0], out=old if self.in_place else None)
+                self.values[variable] = result
+            else:
+                result = operation.op_def.kernel(*inputs, **operation.attrs)
+            results = result if operation.op_def.multi_output else (result,)
+            for t, value in zip(operation.outputs, results, strict=True):
+                values.setdefault(t, value)
+        out = [None if isinstance(f, ef_graph.Operation) else values[f] for f in fetches]
+        return out if self.in_place else [None if v is None else np.array(v) for v in out]
+
+
+class _MiniSessionSharingOneStore(_MiniSession):
+    shared = {}  # noqa: RUF012 (the mistake)
+
+
+class _MiniSessionUpdatingInPlace(_MiniSession):
+    in_place = True
+
+
+class _MiniSessionReadingAtTheStart(_MiniSession):
+    snapshot = True
+
+
+class _MiniSessionReadingZeros(_MiniSession):
+    zeros_if_unset = True
+
+
+class _MiniSessionWithTheRealStore(_MiniSession):
+    real_kernels = True
+
+
+class _MiniSessionOfARealSession:
+    def __init__(self, graph: Graph) -> None:
+        self.values: dict[object, np.ndarray] = {}
+        self.session = test_ch05.Session(graph)
+
+    def run(self, fetches, feed_dict=None):  # type: ignore[no-untyped-def]
+        return self.session.run(list(fetches), feed_dict)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (_MiniSessionSharingOneStore, "keeps_a_running_total_per_session", "no values|second"),
+        (_MiniSessionUpdatingInPlace, "values_are_its_own", "changed"),
+        (_MiniSessionReadingAtTheStart, "on_hidden_run_sequences", "hidden sequence"),
+        (_MiniSessionReadingZeros, "refuses_an_uninitialized_variable", "DID NOT RAISE"),
+        (_MiniSessionWithTheRealStore, "on_hidden_run_sequences", "store"),
+        (_MiniSessionOfARealSession, "trains_like_a_session_on_hidden_data", "Session.run"),
+    ],
+    ids=["one_store_for_all", "in_place", "reads_at_the_start", "zeros", "real_store", "session"],
+)
+def test_ch05_mini_session_rejects(mistake, test, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    args = (0,) if test == "on_hidden_run_sequences" else ()
+    rejects(getattr(test_ch05, f"test_mini_session_{test}"), message, monkeypatch, *args,
+            MiniSession=mistake)  # fmt: skip
 
 
 # --- chapter 8: constant folding and CSE by hand --------------------------------------------------
@@ -1507,6 +1764,57 @@ def _collatz_steps(n):  # the right collatz_steps, for the tests that also call 
     return while_loop(lambda k, steps: k > 1, body, [n, ef.constant(0, ef.int64)])[1]
 
 
+# --- chapter 7: exponentiation by squaring (stretch) ----------------------------------------------
+def _power_one_factor_at_a_time(x, n):  # type: ignore[no-untyped-def]
+    result, _ = while_loop(lambda r, k: k > 0, lambda r, k: (r * x, k - 1),
+                           [ef.ones_like(x), ef.abs(n)])  # fmt: skip
+    return cond(n < 0, lambda: 1.0 / result, lambda: result)  # n steps, not log n
+
+
+def _power_with_pow(x, n):  # type: ignore[no-untyped-def]
+    return ef.pow(x, ef.cast(n, x.dtype))  # right, and no loop
+
+
+def _power_by_squaring(x, n, parity=1, negative=True):  # type: ignore[no-untyped-def]
+    def step(result, power, k):  # type: ignore[no-untyped-def]
+        odd = ef.equal(k % 2, parity)
+        return cond(odd, lambda: result * power, lambda: result), power * power, k // 2
+
+    k = ef.abs(n) if negative else n
+    result, _, _ = while_loop(lambda r, p, k: k > 0, step, [ef.ones_like(x), x, k])
+    return cond(n < 0, lambda: 1.0 / result, lambda: result) if negative else result
+
+
+def _power_unrolled_for_eleven_digits(x, n):  # type: ignore[no-untyped-def]
+    result, power, k = ef.ones_like(x), x, ef.abs(n)
+    for _ in range(11):  # enough for |n| < 2048, decided while building: no While node
+        result = ef.where(ef.equal(k % 2, 1), result * power, result)
+        power, k = power * power, k // 2
+    return cond(n < 0, lambda: 1.0 / result, lambda: result)
+
+
+_HIDDEN_POWERS = "on_hidden_exponents"
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (_power_one_factor_at_a_time, _HIDDEN_POWERS, "multiplications"),
+        (_power_one_factor_at_a_time, "in_a_graph_loops_at_run_time", "body ran"),
+        (_power_with_pow, _HIDDEN_POWERS, "pow"),
+        (lambda x, n: _power_by_squaring(x, n, parity=0), _HIDDEN_POWERS, "power_by_squaring"),
+        (lambda x, n: _power_by_squaring(x, n, negative=False), _HIDDEN_POWERS,
+         "power_by_squaring"),
+        (_power_unrolled_for_eleven_digits, "in_a_graph_loops_at_run_time", "While node"),
+    ],
+    ids=["one_factor_per_step", "one_iteration_per_factor", "pow", "even_digits",
+         "negative_n_ignored", "unrolled"],
+)  # fmt: skip
+def test_ch07_power_by_squaring_rejects(mistake, test, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    rejects(getattr(test_ch07, f"test_power_by_squaring_{test}"), message, monkeypatch,
+            power_by_squaring=mistake)  # fmt: skip
+
+
 # --- gradient rules and contexts that return the wrong thing --------------------------------------
 def _softsign(x):
     if "Softsign" not in OPS:  # as the chapter's file registers it
@@ -1890,6 +2198,50 @@ def test_ch08_mini_function_rejects(mistake, message, monkeypatch) -> None:
             mini_function=mistake)  # fmt: skip
 
 
+# --- chapter 8: a mini @function's cache key -----------------------------------------------------
+def _key_without_dtypes(args):  # type: ignore[no-untyped-def]
+    return tuple(("tensor", tuple(a.shape)) if isinstance(a, ef.Tensor) else ("value", type(a), a)
+                 for a in args)  # fmt: skip
+
+
+def _key_without_python_values(args):  # type: ignore[no-untyped-def]
+    return tuple(("tensor", a.dtype, tuple(a.shape)) for a in args if isinstance(a, ef.Tensor))
+
+
+def _key_without_the_values_types(args):  # type: ignore[no-untyped-def]
+    # 2 and 2.0 are equal, and hash alike: one key for both
+    return tuple(("tensor", a.dtype, tuple(a.shape)) if isinstance(a, ef.Tensor) else ("value", a)
+                 for a in args)  # fmt: skip
+
+
+def _key_on_shapes_only(args):  # type: ignore[no-untyped-def]
+    return tuple(tuple(a.shape) for a in args if isinstance(a, ef.Tensor))
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (_key_without_dtypes, "float64|fn ran"),
+        (_key_without_python_values, "differs from fn's"),
+        (_key_without_the_values_types, "fn ran"),
+        (_key_on_shapes_only, "differs from fn's|float64"),
+    ],
+    ids=["without_dtypes", "without_python_values", "without_the_values_types", "shapes_only"],
+)
+def test_ch08_mini_function_rejects_a_wrong_key(key, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    test = test_ch08.test_mini_function_on_hidden_dtypes_and_python_values
+    rejects(test, message, monkeypatch, mini_function=lambda fn: _mini_function(fn, key=key))
+    # and none of them asks the reader's `signature`: the spy sees it
+    test = test_ch08.test_mini_function_keys_its_cache_on_your_signature
+    rejects(test, "signature", monkeypatch, mini_function=lambda fn: _mini_function(fn, key=key))
+
+
+def test_ch08_mini_function_rejects_a_right_key_of_its_own(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # the right key, computed without the reader's `signature`: not the exercise
+    test = test_ch08.test_mini_function_keys_its_cache_on_your_signature
+    rejects(test, "signature", monkeypatch, mini_function=_mini_function)
+
+
 # --- chapter 3: forward mode (stretch) ------------------------------------------------------------
 def _jvp_by_differences(f, x, v, h=1e-6):
     y = f(x)
@@ -1951,6 +2303,116 @@ def _jvp_forgetting_a_product_term(f, x, v):
 def test_ch03_jvp_rejects(mistake, message, monkeypatch) -> None:
     test = test_ch03.test_jvp_stretch_matches_the_jacobian_on_hidden_programs
     rejects(test, message, monkeypatch, jvp=mistake)
+
+
+# --- chapter 3: forward mode with ForwardAccumulator ----------------------------------------------
+def _columns_from_a_tape(f, x):  # type: ignore[no-untyped-def]
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.jacobian(y, x)  # reverse mode: right numbers, one pass per output
+
+
+def _columns_from_the_library(f, x):  # type: ignore[no-untyped-def]
+    return forward_jacobian(f, x)
+
+
+def _columns_as_rows(f, x):  # type: ignore[no-untyped-def]
+    columns = []
+    for j in range(x.shape[0]):
+        with ForwardAccumulator(x, ef.one_hot(j, x.shape[0], dtype=x.dtype)) as acc:
+            y = f(x)
+        columns.append(acc.jvp(y))
+    return ef.stack(columns)  # (n, m): the transpose
+
+
+def _columns_in_one_pass(f, x):  # type: ignore[no-untyped-def]
+    with ForwardAccumulator(x, ef.ones_like(x)) as acc:
+        y = f(x)
+    return ef.stack([acc.jvp(y)] * x.shape[0], axis=1)  # every column is J·(1, ..., 1)
+
+
+def _columns_by_differences(f, x, h=1e-6):  # type: ignore[no-untyped-def]
+    n = x.shape[0]
+    steps = [h * ef.one_hot(j, n, dtype=x.dtype) for j in range(n)]
+    return ef.stack([(f(x + e) - f(x - e)) / (2 * h) for e in steps], axis=1)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_columns_from_a_tape, "inputs to .* outputs ran 1 times"),
+        (_columns_from_the_library, "forward_jacobian"),
+        (_columns_as_rows, "one column per input"),
+        (_columns_in_one_pass, "ran 1 times"),
+        (_columns_by_differences, "ran .* times"),
+    ],
+    ids=["reverse_mode_tape", "forward_jacobian", "transposed", "one_pass", "differences"],
+)
+def test_ch03_jacobian_by_columns_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch03.test_jacobian_by_columns_on_hidden_tall_functions, message,
+            jacobian_by_columns=mistake)  # fmt: skip
+
+
+def _hvp_with_the_hessian(f, x, v):  # type: ignore[no-untyped-def]
+    with GradientTape() as outer:
+        outer.watch(x)
+        with GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        g = inner.gradient(y, x)
+    return ef.reshape(outer.jacobian(g, x) @ ef.reshape(v, (-1, 1)), (-1,))  # n² entries
+
+
+def _hvp_reverse_over_forward(f, x, v):  # type: ignore[no-untyped-def]
+    with GradientTape() as tape:
+        tape.watch(x)
+        with ForwardAccumulator(x, v) as acc:
+            y = f(x)
+        along_v = acc.jvp(y)
+    return tape.gradient(along_v, x)  # the right numbers, the other nesting
+
+
+def _hvp_of_the_tape_closed_outside(f, x, v):  # type: ignore[no-untyped-def]
+    with ForwardAccumulator(x, v) as acc, GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    g = tape.gradient(y, x)  # after the accumulator's block: it hears none of this
+    tangent = acc.jvp(g)
+    return ef.zeros_like(x) if tangent is None else tangent
+
+
+def _hvp_the_gradient(f, x, v):  # type: ignore[no-untyped-def]
+    with ForwardAccumulator(x, v), GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    return tape.gradient(y, x)  # ∇f, not H·v
+
+
+def _hvp_by_differences(f, x, v, h=1e-5):  # type: ignore[no-untyped-def]
+    def gradient(t):  # type: ignore[no-untyped-def]
+        with GradientTape() as tape:
+            tape.watch(t)
+            y = f(t)
+        return tape.gradient(y, t)
+
+    return (gradient(x + h * v) - gradient(x - h * v)) / (2 * h)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_hvp_with_the_hessian, "no Hessian is built"),
+        (_hvp_reverse_over_forward, "reverse-over-forward"),
+        (_hvp_of_the_tape_closed_outside, "hidden f"),
+        (_hvp_the_gradient, "hidden f"),
+        (_hvp_by_differences, "ran f 2 times"),
+    ],
+    ids=["full_hessian", "reverse_over_forward", "gradient_outside", "gradient", "differences"],
+)
+def test_ch03_hessian_vector_product_rejects(mistake, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch03.test_hessian_vector_product_on_hidden_functions, message, monkeypatch,
+            hessian_vector_product=mistake)  # fmt: skip
 
 
 # --- chapter 8: relaxed shapes (stretch) ----------------------------------------------------------
