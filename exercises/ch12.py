@@ -1,7 +1,8 @@
 """Chapter 12 exercises — run `.venv/bin/pytest -m ch12`.
 
 Optimizers and training: an optimizer of your own (Adagrad) written as variable
-assignments, and the training step that ``fit`` repeats.
+assignments, the training step that ``fit`` repeats, and (stretch) a learning-rate schedule
+that eager code, a graph, a traced function and a checkpoint all follow.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch12`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -108,3 +109,85 @@ def train_step(model: nn.Layer, optimizer: nn.Optimizer, x: np.ndarray, y: np.nd
         float(loss)``.
     """
     raise NotImplementedError
+
+
+class ScheduledGradientDescent(nn.Optimizer):
+    """★★★ Stretch: gradient descent whose learning rate follows a schedule: warm up, then decay.
+
+    Large steps at the start of training, while the weights are random and the gradients
+    large and erratic, can throw a network far off; small steps late in training let it
+    settle. Transformers are trained with the schedule of Vaswani et al. (2017): the rate
+    grows linearly for ``warmup_steps`` steps up to ``peak_rate``, then falls as 1/√t. For
+    the t-th step (t = 1, 2, …: one per call of ``apply_gradients``):
+
+        rate(t) = peak_rate · min(t / warmup_steps, √(warmup_steps / t))
+        variable ← variable − rate(t) · gradient
+
+    ``__init__`` is written for you: write ``_apply`` and ``_finish`` (and anything else you
+    need). The whole difficulty is where t lives. The tests, on rates, warmups and gradients
+    you do not see, ask for all of this:
+
+    - eagerly, every variable of one ``apply_gradients`` call takes the same t, and two
+      optimizers count their steps apart;
+    - in a graph, ``apply_gradients`` builds the train op once, and a Session that runs it n
+      times takes steps 1, 2, …, n;
+    - in a ``function``, a training step traced once takes steps 1, 2, …, n over n calls;
+    - a ``Checkpoint`` of the optimizer keeps t: restored into a new optimizer, training goes
+      on with step t + 1.
+
+    So t cannot be a Python number, which a trace or a graph would freeze at the value it had
+    when they were built. It must be a variable of the optimizer, as Adam's β₁ᵗ is.
+
+    Args:
+        peak_rate: The rate at step ``warmup_steps``, the highest (> 0).
+        warmup_steps: How many steps the rate grows for (>= 1).
+        name: The optimizer's name, part of its variables' names.
+
+    Hint 1:
+        Adam's β₁ᵗ is also a number that changes once per step, and lives in a variable of
+        the optimizer itself: read ``AdamOptimizer._powers`` and ``_finish`` in
+        ``packages/nn/src/eagerflow/nn/optimizers.py``.
+
+    Hint 2:
+        ``self.non_slot(name, initial)`` makes the step variable on first use; a name in the
+        class's ``non_slot_names`` lets a checkpoint make it in a new optimizer. ``_finish``
+        runs once per ``apply_gradients``, after every ``_apply``: return the increment from
+        it, since in a graph only what ``_apply`` and ``_finish`` return runs. Compute the
+        rate with ops (``ef.cast`` the step to the variable's dtype, ``ef.minimum``,
+        ``ef.sqrt``).
+
+    Hint 3:
+        ``non_slot_names = ("step",)``; in ``_apply``,
+        ``t = ef.cast(self.non_slot("step", 0), variable.dtype) + 1.0``, then
+        ``rate = self.learning_rate * ef.minimum(t / self.warmup_steps,
+        ef.sqrt(self.warmup_steps / t))``; ``_finish`` returns
+        ``[self.non_slot("step", 0).assign_add(1, read_value=False)]``.
+    """
+
+    def __init__(
+        self, peak_rate: float, warmup_steps: int, name: str = "ScheduledGradientDescent"
+    ) -> None:
+        super().__init__(peak_rate, name)  # self.learning_rate is the peak rate
+        if int(warmup_steps) < 1:
+            raise ValueError(f"{name}: warmup_steps must be >= 1, got {warmup_steps}")
+        self.warmup_steps = int(warmup_steps)
+
+    def _apply(self, grad: Tensor, variable: Variable) -> Any:
+        """Move ``variable`` by ``rate(t) · grad``, t being this ``apply_gradients`` call's step.
+
+        Args:
+            grad: The variable's gradient.
+            variable: The variable to update.
+
+        Returns:
+            The assignment (in a graph, ``apply_gradients`` groups it into the train op).
+        """
+        raise NotImplementedError
+
+    def _finish(self) -> list[Any]:
+        """What changes once per ``apply_gradients``, after every variable's update.
+
+        Returns:
+            The assignments to run (in a graph, the train op runs them after the updates).
+        """
+        raise NotImplementedError

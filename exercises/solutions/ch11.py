@@ -1,7 +1,7 @@
 """Chapter 11 exercises — run `.venv/bin/pytest -m ch11`.
 
 Models and layers: a layer that makes its variables in ``build``, a model that holds a
-list of layers, and a dense layer that runs as one op.
+list of layers, a dense layer that runs as one op, and (stretch) layer normalization.
 
 Reference solutions: the same classes and functions as `exercises/ch11.py`, solved.
 """
@@ -277,3 +277,106 @@ class FusedDense(nn.Dense):
                   ef.convert_to_tensor(self.bias))  # fmt: skip
         outputs = execute("FusedDense", inputs, {"relu": relu})[0]
         return outputs if relu or self.activation is None else self.activation(outputs)
+
+
+class LayerNormalization(nn.Layer):
+    """★★★ Stretch: layer normalization, the transformers' normalization, as a layer of yours.
+
+    ``BatchNormalization`` (chapter 14) normalizes each feature over the *batch*: it must
+    compute differently while training, and keep moving averages for inference. Layer
+    normalization (Ba, Kiros and Hinton, 2016) normalizes each *example* over its own
+    features, the last axis, so it computes the same thing at all times:
+
+        mean = the mean of x over the last axis
+        variance = the mean of (x − mean)² over the last axis   (the biased variance)
+        outputs = gamma · (x − mean) / √(variance + epsilon) + beta
+
+    ``gamma`` (ones) and ``beta`` (zeros) are trainable vectors with one entry per feature,
+    assigned to ``self.gamma`` then ``self.beta``. ``__init__`` is written for you: write
+    ``build``, ``compute_output_shape`` and ``call``, with any ops you like. The tests use
+    inputs you do not see, and ask for all of this:
+
+    - inputs of any rank from 2 (``(batch, features)``, ``(batch, time, features)``, …),
+      whose sizes may be unknown except the last: the layer runs on a placeholder in a
+      Session, and in a ``function`` traced once for ``TensorSpec((None, None, features))``
+      that still reads ``gamma`` and ``beta`` when they have been trained since;
+    - each example's outputs depend on that example alone;
+    - float32 inputs far from zero (``x + 10000``) give the outputs of ``x``;
+    - a tape gives the gradients of the inputs, ``gamma`` and ``beta``, and an optimizer
+      trains the layer inside a model;
+    - a ``Sequential`` told its input shape builds the layer, and the layers after it, before
+      any call.
+
+    Args:
+        epsilon: Added to the variance, so that a constant example does not divide by zero.
+        name: The layer's name, and so its variables' (None: one from a counter).
+        input_shape: The shape of one example, to build the layer at once (as ``Dense``'s).
+
+    Hint 1:
+        Start from ``FeatureScale``: the same two variables, and the same ``build``. The
+        statistics are reductions over the last axis that keep it (``keepdims=True``), so
+        they broadcast back against the inputs whatever their rank.
+
+    Hint 2:
+        ``x + 10000`` in float32 keeps only about three decimals of ``x``, and its square
+        about none: mean(x²) − mean² subtracts two numbers near 10⁸. Centre first, then
+        square. ``Sequential.build`` asks each layer ``compute_output_shape`` to build the
+        next; a normalization does not change the shape.
+
+    Hint 3:
+        ``mean = ef.reduce_mean(inputs, axis=-1, keepdims=True)``; ``centred = inputs - mean``;
+        ``variance = ef.reduce_mean(ef.square(centred), axis=-1, keepdims=True)``; return
+        ``centred / ef.sqrt(variance + self.epsilon) * self.gamma + self.beta``.
+    """
+
+    def __init__(
+        self,
+        epsilon: float = 1e-3,
+        name: str | None = None,
+        *,
+        input_shape: Sequence[int] | None = None,
+    ) -> None:
+        super().__init__(name, input_shape=input_shape)
+        self.epsilon = float(epsilon)
+
+    def build(self, input_shape: tuple[int | None, ...] | None) -> None:
+        """Create ``self.gamma`` (ones) and ``self.beta`` (zeros), of shape (features,).
+
+        Args:
+            input_shape: The shape of the first input, e.g. ``(None, None, 8)`` in a graph.
+        """
+        if input_shape is None or len(input_shape) < 2 or input_shape[-1] is None:
+            raise ShapeError(
+                f"LayerNormalization '{self.name}': needs inputs (batch, ..., "
+                f"features) with known features, got {format_shape(input_shape)}"
+            )
+        features = input_shape[-1]
+        self.gamma = self.add_weight("gamma", (features,), "ones")
+        self.beta = self.add_weight("beta", (features,), "zeros")
+
+    def compute_output_shape(
+        self, input_shape: tuple[int | None, ...] | None
+    ) -> tuple[int | None, ...] | None:
+        """The shape ``call`` returns for inputs of ``input_shape``.
+
+        Args:
+            input_shape: The inputs' shape, e.g. ``(None, 8)``.
+
+        Returns:
+            The outputs' shape.
+        """
+        return input_shape
+
+    def call(self, inputs: Any) -> Tensor:
+        """Normalize each example over its last axis, then scale by gamma and shift by beta.
+
+        Args:
+            inputs: A float32 tensor of shape ``(batch, …, features)``, eager or symbolic.
+
+        Returns:
+            A tensor of the inputs' shape.
+        """
+        mean = ef.reduce_mean(inputs, axis=-1, keepdims=True)  # (batch, ..., 1): broadcasts
+        centred = inputs - mean  # first: a variance of centred values loses no digits
+        variance = ef.reduce_mean(ef.square(centred), axis=-1, keepdims=True)
+        return centred / ef.sqrt(variance + self.epsilon) * self.gamma + self.beta

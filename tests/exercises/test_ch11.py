@@ -8,7 +8,15 @@ import pytest
 import eagerflow.tensor as ef
 from eagerflow import nn
 from eagerflow.autodiff import GradientCheckError, GradientTape, check_gradients
-from eagerflow.graph import Graph, Session, global_variables_initializer, placeholder
+from eagerflow.graph import (
+    Graph,
+    Session,
+    TensorSpec,
+    function,
+    global_variables_initializer,
+    placeholder,
+)
+from eagerflow.tensor.errors import EagerflowError
 from eagerflow.tensor.execution import execute, recording
 
 pytestmark = pytest.mark.ch11
@@ -222,3 +230,209 @@ def test_fused_dense_works_in_a_graph(chapter):
         got = session.run(outputs, {inputs: x})
         kernel, bias = session.run(layer.variables)
     np.testing.assert_allclose(got, np.maximum(x @ kernel + bias, 0), rtol=1e-5, atol=1e-6)
+
+
+# --- LayerNormalization (stretch) -----------------------------------------------------------------
+def layer_norm_reference(x, gamma, beta, epsilon=1e-3):
+    """NumPy, in float64: each example normalized over its last axis, then scaled and shifted."""
+    x = np.asarray(x, np.float64)
+    centred = x - x.mean(axis=-1, keepdims=True)
+    variance = np.square(centred).mean(axis=-1, keepdims=True)
+    return centred / np.sqrt(variance + epsilon) * gamma + beta
+
+
+def hidden_examples(shape, seed):
+    """Examples of very different sizes: some near 0.01, where epsilon matters, some near 10."""
+    rng = np.random.default_rng(seed)
+    scales = 10.0 ** rng.uniform(-2, 1, size=(*shape[:-1], 1))
+    offsets = rng.normal(scale=3.0, size=(*shape[:-1], 1))
+    return (rng.normal(size=shape) * scales + offsets).astype(np.float32)
+
+
+def hidden_affine(features, seed):
+    rng = np.random.default_rng(seed + 100)
+    return (rng.normal(size=features).astype(np.float32),
+            rng.normal(size=features).astype(np.float32))  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", [(6, 5), (3, 4, 7), (2, 3, 2, 4)])
+def test_layer_norm_matches_numpy_on_hidden_inputs(chapter, shape):
+    seed = len(shape)
+    x = hidden_examples(shape, seed)
+    layer = chapter.LayerNormalization(name=f"norm_test_{len(shape)}")
+    assert layer.variables == [], "no variables before the first call: build makes them"
+    layer.build((None, *shape[1:]))  # what a first call does, before calling
+    features = shape[-1]
+    names = [v.name for v in layer.variables]
+    want_names = [f"{layer.name}/gamma:0", f"{layer.name}/beta:0"]
+    assert names == want_names, (
+        f"build should make gamma then beta with add_weight: expected {want_names}, got {names}"
+    )
+    shapes = [v.shape for v in layer.variables]
+    assert shapes == [(features,)] * 2, (
+        f"one entry per feature (the last axis, {features}) for gamma and beta, got {shapes}"
+    )
+    assert all(v.trainable for v in layer.variables), "gamma and beta must be trainable"
+    ones, zeros = np.ones(features), np.zeros(features)
+    rule = ("each example normalized over its last axis, with the biased variance and epsilon "
+            "1e-3 under the root")  # fmt: skip
+    np.testing.assert_allclose(
+        np.asarray(layer(x)), layer_norm_reference(x, ones, zeros), rtol=1e-4, atol=1e-4,
+        err_msg=f"a new layer (gamma 1, beta 0) on hidden inputs of shape {shape}: {rule}",
+    )  # fmt: skip
+    gamma, beta = hidden_affine(features, seed)
+    layer.gamma.assign(gamma)
+    layer.beta.assign(beta)
+    got = np.asarray(layer(x))
+    assert got.shape == shape, f"expected outputs of the inputs' shape {shape}, got {got.shape}"
+    np.testing.assert_allclose(
+        got, layer_norm_reference(x, gamma, beta), rtol=1e-4, atol=1e-4,
+        err_msg=f"hidden gamma and beta, hidden inputs of shape {shape}: {rule}",
+    )  # fmt: skip
+    alone = np.asarray(layer(x[:1]))
+    np.testing.assert_allclose(
+        alone, got[:1], rtol=1e-4, atol=1e-4,
+        err_msg="the first example alone should give the outputs it had in the batch: each "
+        "example is normalized over its own features, not over the batch",
+    )  # fmt: skip
+
+
+def test_layer_norm_is_unmoved_by_a_large_offset(chapter):
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(8, 16)).astype(np.float32)
+    far = x + np.float32(10_000.0)  # float32 keeps about three decimals of x here
+    layer = chapter.LayerNormalization(name="norm_offset")
+    want = layer_norm_reference(far, 1.0, 0.0)  # (exact, from the same float32 values)
+    got = np.asarray(layer(far))
+    assert np.all(np.isfinite(got)), (
+        "x + 10000 gave non-finite outputs: a variance computed as mean(x²) − mean² can come out "
+        "negative in float32; centre first, then square"
+    )
+    np.testing.assert_allclose(
+        got, want, atol=5e-3,
+        err_msg="x + 10000 should normalize to what x does; mean(x²) − mean² subtracts two "
+        "numbers near 10⁸ and keeps no digit of the variance: centre first",
+    )  # fmt: skip
+
+
+def test_layer_norm_gradients_train_it_inside_a_model(chapter):
+    x = hidden_examples((5, 6), seed=21)
+    gamma, beta = hidden_affine(6, seed=21)
+    upstream = np.random.default_rng(22).normal(size=(5, 6))
+
+    class Net(nn.Model):
+        def __init__(self, norm):
+            super().__init__(name="norm_net")
+            self.norm = norm
+
+        def call(self, inputs):
+            return self.norm(inputs)
+
+    model = Net(chapter.LayerNormalization(name="norm_grad"))
+    inputs = ef.constant(x)
+    model(inputs)
+    paths = [path for path, _ in model.variable_paths()]
+    assert paths == ["norm/gamma", "norm/beta"], (
+        f"the model should find its layer's variables, norm/gamma and norm/beta; got {paths}"
+    )
+    model.norm.gamma.assign(gamma)
+    model.norm.beta.assign(beta)
+    with GradientTape() as tape:
+        tape.watch(inputs)
+        loss = ef.reduce_sum(model(inputs) * upstream.astype(np.float32))
+    grads = tape.gradient(loss, [inputs, *model.trainable_variables])
+    missing = [n for n, g in zip(["x", "gamma", "beta"], grads, strict=True) if g is None]
+    assert not missing, f"the tape found no gradient for {missing}: compute with ops on them"
+    # by hand: x̂ = (x − mean) / σ; dx̂ = g·gamma; dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)) / σ
+    x64 = x.astype(np.float64)
+    centred = x64 - x64.mean(axis=-1, keepdims=True)
+    sigma = np.sqrt(np.square(centred).mean(axis=-1, keepdims=True) + 1e-3)
+    normalized = centred / sigma
+    d_normalized = upstream * gamma
+    d_x = (
+        d_normalized
+        - d_normalized.mean(axis=-1, keepdims=True)
+        - normalized * (d_normalized * normalized).mean(axis=-1, keepdims=True)
+    ) / sigma
+    wants = {"x": d_x, "gamma": (upstream * normalized).sum(0), "beta": upstream.sum(0)}
+    for (name, want), got in zip(wants.items(), grads, strict=True):
+        np.testing.assert_allclose(
+            got.numpy(), want, rtol=1e-3, atol=1e-3,
+            err_msg=f"the gradient for {name} (the mean and variance depend on x too: a "
+            "gradient flows through them)",
+        )  # fmt: skip
+    nn.GradientDescentOptimizer(0.1).apply_gradients(
+        zip(grads[1:], model.trainable_variables, strict=True)
+    )
+    np.testing.assert_allclose(model.norm.gamma.numpy(), gamma - 0.1 * wants["gamma"], rtol=1e-3,
+                               atol=1e-3, err_msg="gamma after one step of training")  # fmt: skip
+
+
+def test_layer_norm_runs_on_a_placeholder_in_a_session(chapter):
+    features = 5
+    gamma, beta = hidden_affine(features, seed=31)
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder(ef.float32, (None, None, features), name="x")
+        layer = chapter.LayerNormalization(name="norm_graph")
+        try:
+            y = layer(x)
+        except (EagerflowError, TypeError, ValueError) as e:  # (NumPy on a placeholder: TypeError)
+            pytest.fail(f"calling the layer on a placeholder (None, None, {features}) raised "
+                        f"{type(e).__name__}: {e}\n(call must add ops to the graph: no NumPy, no "
+                        ".numpy(), and no size but the last may be known)")  # fmt: skip
+        init = global_variables_initializer()
+        trained = [layer.gamma.assign(gamma), layer.beta.assign(beta)]  # as training would
+    assert tuple(y.shape) == (None, None, features), (
+        f"expected a symbolic (None, None, {features}) output, got {y!r}"
+    )
+    with Session(graph) as session:
+        session.run(init)
+        session.run(trained)
+        for seed, shape in enumerate([(2, 3, features), (4, 1, features)]):
+            values = hidden_examples(shape, 32 + seed)
+            np.testing.assert_allclose(
+                session.run(y, {x: values}), layer_norm_reference(values, gamma, beta),
+                rtol=1e-4, atol=1e-4, err_msg=f"a Session running the graph on a {shape} feed",
+            )  # fmt: skip
+
+
+def test_layer_norm_is_traced_once_and_reads_its_variables(chapter):
+    features = 5
+    gamma, beta = hidden_affine(features, seed=31)
+    traced = chapter.LayerNormalization(name="norm_function")
+    traces = []
+
+    def normalize(inputs):
+        traces.append(inputs.shape)
+        return traced(inputs)
+
+    normalize_fn = function(normalize, input_signature=[TensorSpec((None, None, features))])
+    for step, shape in enumerate([(2, 3, features), (1, 4, features), (3, 2, features)]):
+        if step == 1:  # the trace must read the variables, not copy their values in
+            traced.gamma.assign(gamma)
+            traced.beta.assign(beta)
+        values = hidden_examples(shape, 40 + step)
+        want = layer_norm_reference(values, *((gamma, beta) if step else (1.0, 0.0)))
+        np.testing.assert_allclose(
+            normalize_fn(values).numpy(), want, rtol=1e-4, atol=1e-4,
+            err_msg=f"the traced function, call {step + 1} ({shape}), after gamma and beta "
+            f"{'were assigned' if step else 'were made'}",
+        )  # fmt: skip
+    assert len(traces) == 1, (
+        f"one trace serves every (None, None, {features}) input, got {len(traces)}"
+    )
+
+
+def test_layer_norm_lets_sequential_build_before_any_call(chapter):
+    model = nn.Sequential([nn.Dense(6, input_shape=(3,)),
+                           chapter.LayerNormalization(name="norm_seq"), nn.Dense(2)])  # fmt: skip
+    paths = [f"{path} {variable.shape}" for path, variable in model.variable_paths()]
+    want = ["layers/0/kernel (3, 6)", "layers/0/bias (6,)", "layers/1/gamma (6,)",
+            "layers/1/beta (6,)", "layers/2/kernel (6, 2)", "layers/2/bias (2,)"]  # fmt: skip
+    assert paths == want, (
+        f"Sequential with an input shape should build every layer before any call, passing "
+        f"each layer's output shape (compute_output_shape) to the next; got {paths}"
+    )
+    out = model(np.ones((4, 3), np.float32))
+    assert out.shape == (4, 2), f"got {out.shape}"

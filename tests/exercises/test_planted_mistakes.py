@@ -25,11 +25,14 @@ import test_ch07
 import test_ch08  # a module, not its names: pytest would collect an imported test again
 import test_ch09
 import test_ch10
+import test_ch11
+import test_ch12
 import test_ch13
 import test_ch14
 import test_ch15
 
 import eagerflow.tensor as ef
+from eagerflow import nn
 from eagerflow.autodiff import (
     ForwardAccumulator,
     GradientTape,
@@ -1431,6 +1434,233 @@ def test_ch15_mse_gradients_rejects_forgetting_the_2() -> None:
 def test_ch15_least_squares_rejects_mixing_ddof() -> None:
     rejects(test_ch15.test_least_squares_on_hidden_data, "hidden points",
             least_squares=_least_squares_mixing_ddof)  # fmt: skip
+
+
+# --- chapter 11: layer normalization (stretch) ----------------------------------------------------
+class _LayerNorm(nn.Layer):
+    """A right layer normalization, which each mistake below changes in one place."""
+
+    def __init__(self, epsilon=1e-3, name=None, *, input_shape=None):  # type: ignore[no-untyped-def]
+        super().__init__(name, input_shape=input_shape)
+        self.epsilon = epsilon
+
+    def build(self, input_shape):  # type: ignore[no-untyped-def]
+        self.gamma = self.add_weight("gamma", (input_shape[-1],), "ones")
+        self.beta = self.add_weight("beta", (input_shape[-1],), "zeros")
+
+    def compute_output_shape(self, input_shape):  # type: ignore[no-untyped-def]
+        return input_shape
+
+    def call(self, inputs):  # type: ignore[no-untyped-def]
+        mean, variance = self.moments(inputs)
+        return self.scale(inputs - mean, variance) * self.gamma + self.beta
+
+    def moments(self, x):  # type: ignore[no-untyped-def]
+        mean = ef.reduce_mean(x, axis=-1, keepdims=True)
+        return mean, ef.reduce_mean(ef.square(x - mean), axis=-1, keepdims=True)
+
+    def scale(self, centred, variance):  # type: ignore[no-untyped-def]
+        return centred / ef.sqrt(variance + self.epsilon)
+
+
+class _LayerNormOverTheBatch(_LayerNorm):
+    def moments(self, x):  # type: ignore[no-untyped-def]
+        mean = ef.reduce_mean(x, axis=0, keepdims=True)  # batch normalization's axis
+        return mean, ef.reduce_mean(ef.square(x - mean), axis=0, keepdims=True)
+
+
+class _LayerNormWithEpsilonOutsideTheRoot(_LayerNorm):
+    def scale(self, centred, variance):  # type: ignore[no-untyped-def]
+        return centred / (ef.sqrt(variance) + self.epsilon)
+
+
+class _LayerNormWithTheUnbiasedVariance(_LayerNorm):
+    def moments(self, x):  # type: ignore[no-untyped-def]
+        mean, variance = super().moments(x)
+        n = x.shape[-1]
+        return mean, variance * (n / (n - 1))
+
+
+class _LayerNormWithOnePassVariance(_LayerNorm):
+    def moments(self, x):  # type: ignore[no-untyped-def]
+        mean = ef.reduce_mean(x, axis=-1, keepdims=True)
+        return mean, ef.reduce_mean(ef.square(x), axis=-1, keepdims=True) - ef.square(mean)
+
+
+class _LayerNormWithConstantStatistics(_LayerNorm):
+    def moments(self, x):  # type: ignore[no-untyped-def]
+        return tuple(ef.stop_gradient(m) for m in super().moments(x))  # as if they were data
+
+
+class _LayerNormFeaturesFromAxis1(_LayerNorm):
+    def build(self, input_shape):  # type: ignore[no-untyped-def]
+        self.gamma = self.add_weight("gamma", (input_shape[1],), "ones")
+        self.beta = self.add_weight("beta", (input_shape[1],), "zeros")
+
+
+class _LayerNormWithoutItsOutputShape(_LayerNorm):
+    def compute_output_shape(self, input_shape):  # type: ignore[no-untyped-def]
+        return nn.Layer.compute_output_shape(self, input_shape)  # raises: "does not say"
+
+
+class _LayerNormCopyingGammaAndBeta(_LayerNorm):
+    def call(self, inputs):  # type: ignore[no-untyped-def]
+        mean, variance = self.moments(inputs)
+        gamma, beta = ef.constant(self.gamma.numpy()), ef.constant(self.beta.numpy())
+        return self.scale(inputs - mean, variance) * gamma + beta  # their values, not them
+
+
+class _LayerNormMakingItsVariablesInCall(_LayerNorm):
+    def build(self, input_shape):  # type: ignore[no-untyped-def]
+        pass
+
+    def call(self, inputs):  # type: ignore[no-untyped-def]
+        super().build(inputs.shape)  # new variables at every call
+        return super().call(inputs)
+
+
+class _LayerNormInNumPy(_LayerNorm):
+    def call(self, inputs):  # type: ignore[no-untyped-def]
+        x = np.asarray(inputs, np.float64)  # right numbers, eagerly: no ops, no graph
+        centred = x - x.mean(axis=-1, keepdims=True)
+        scale = np.sqrt(np.square(centred).mean(axis=-1, keepdims=True) + self.epsilon)
+        return ef.constant((centred / scale * self.gamma.numpy() + self.beta.numpy()), ef.float32)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (_LayerNormInNumPy, "runs_on_a_placeholder_in_a_session", "on a placeholder"),
+        (_LayerNormInNumPy, "gradients_train_it_inside_a_model", "no gradient"),
+        (_LayerNormOverTheBatch, "matches_numpy_on_hidden_inputs", "over its last axis"),
+        (_LayerNormWithEpsilonOutsideTheRoot, "matches_numpy_on_hidden_inputs", "epsilon"),
+        (_LayerNormWithTheUnbiasedVariance, "matches_numpy_on_hidden_inputs", "the biased"),
+        (_LayerNormWithOnePassVariance, "is_unmoved_by_a_large_offset", "centre first"),
+        (_LayerNormWithConstantStatistics, "gradients_train_it_inside_a_model", "flows through"),
+        (_LayerNormFeaturesFromAxis1, "matches_numpy_on_hidden_inputs", "one entry per feature"),
+        (_LayerNormWithoutItsOutputShape, "lets_sequential_build_before_any_call", "before any"),
+        (_LayerNormCopyingGammaAndBeta, "is_traced_once_and_reads_its_variables", "were assigned"),
+        (_LayerNormCopyingGammaAndBeta, "gradients_train_it_inside_a_model", "no gradient"),
+        (_LayerNormMakingItsVariablesInCall, "matches_numpy_on_hidden_inputs", "build should"),
+    ],
+    ids=["numpy_on_a_placeholder", "numpy_under_a_tape", "over_the_batch",
+         "epsilon_outside_the_root", "unbiased_variance", "one_pass_variance",
+         "constant_statistics", "features_from_axis_1", "no_output_shape",
+         "copied_gamma_in_a_function", "copied_gamma_under_a_tape", "variables_made_in_call"],
+)  # fmt: skip
+def test_ch11_layer_normalization_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+    test_function = getattr(test_ch11, f"test_layer_norm_{test}")
+    args = [(3, 4, 7)] if test.startswith("matches") else []
+    rejects(test_function, message, *args, LayerNormalization=mistake)
+
+
+# --- chapter 12: a learning-rate schedule (stretch) -----------------------------------------------
+class _Scheduled(nn.Optimizer):
+    """A right scheduled gradient descent, which each mistake below changes in one place."""
+
+    non_slot_names = ("step",)
+
+    def __init__(self, peak_rate, warmup_steps, name="Scheduled"):  # type: ignore[no-untyped-def]
+        super().__init__(peak_rate, name)
+        self.warmup_steps = warmup_steps
+
+    def _apply(self, grad, variable):  # type: ignore[no-untyped-def]
+        return variable.assign_sub(self.rate(variable.dtype) * grad, read_value=False)
+
+    def rate(self, dtype):  # type: ignore[no-untyped-def]
+        t = ef.cast(self.step(), dtype) + 1.0
+        return self.learning_rate * ef.minimum(t / self.warmup_steps,
+                                               ef.sqrt(self.warmup_steps / t))  # fmt: skip
+
+    def _finish(self):  # type: ignore[no-untyped-def]
+        return [self.step().assign_add(1, read_value=False)]
+
+    def step(self):  # type: ignore[no-untyped-def]
+        return self.non_slot("step", 0)
+
+
+class _ScheduledCountingInPython(_Scheduled):
+    t = 0
+
+    def rate(self, dtype):  # type: ignore[no-untyped-def]
+        t, warmup = self.t + 1, self.warmup_steps
+        return self.learning_rate * min(t / warmup, math.sqrt(warmup / t))  # frozen when traced
+
+    def _finish(self):  # type: ignore[no-untyped-def]
+        self.t += 1
+        return []
+
+
+class _ScheduledCountingPerVariable(_Scheduled):
+    def _apply(self, grad, variable):  # type: ignore[no-untyped-def]
+        update = super()._apply(grad, variable)
+        self.step().assign_add(1)  # once per variable, not per call
+        return update
+
+    def _finish(self):  # type: ignore[no-untyped-def]
+        return []
+
+
+class _ScheduledFromStepZero(_Scheduled):
+    def rate(self, dtype):  # type: ignore[no-untyped-def]
+        t = ef.maximum(ef.cast(self.step(), dtype), 1e-6)  # the first step is step 0: rate 0
+        return self.learning_rate * ef.minimum(t / self.warmup_steps,
+                                               ef.sqrt(self.warmup_steps / t))  # fmt: skip
+
+
+class _ScheduledDecayingAsOneOverRootT(_Scheduled):
+    def rate(self, dtype):  # type: ignore[no-untyped-def]
+        t = ef.cast(self.step(), dtype) + 1.0  # min(t / w, 1 / √t): not peak_rate at the peak
+        return self.learning_rate * ef.minimum(t / self.warmup_steps, 1.0 / ef.sqrt(t))
+
+
+class _ScheduledNotReturningTheIncrement(_Scheduled):
+    def _finish(self):  # type: ignore[no-untyped-def]
+        self.step().assign_add(1, read_value=False)  # a graph node nothing runs
+        return []
+
+
+class _ScheduledReadingTheStepAsANumber(_Scheduled):
+    def rate(self, dtype):  # type: ignore[no-untyped-def]
+        t, warmup = float(self.step().numpy()) + 1, self.warmup_steps
+        return self.learning_rate * min(t / warmup, math.sqrt(warmup / t))
+
+
+class _ScheduledWithAStepOfItsOwn(_Scheduled):
+    def step(self):  # type: ignore[no-untyped-def]
+        if not hasattr(self, "_count"):
+            self._count = Variable(0, trainable=False)  # right, but no checkpoint sees it
+        return self._count
+
+
+class _ScheduledWithoutNonSlotNames(_Scheduled):
+    non_slot_names = ()
+
+
+@pytest.mark.parametrize(
+    ("mistake", "test", "message"),
+    [
+        (_ScheduledCountingInPython, "builds_a_train_op_a_session_runs_many_times", "Session"),
+        (_ScheduledCountingInPython, "in_a_function_traced_once", "frozen in the trace"),
+        (_ScheduledCountingPerVariable, "takes_one_step_per_call_eagerly", "the same rate"),
+        (_ScheduledFromStepZero, "takes_one_step_per_call_eagerly", "after step 1 "),
+        (_ScheduledDecayingAsOneOverRootT, "takes_one_step_per_call_eagerly", "rate\\(2\\)"),
+        (_ScheduledNotReturningTheIncrement, "builds_a_train_op_a_session_runs_many_times",
+         "after step 2 "),
+        (_ScheduledReadingTheStepAsANumber, "builds_a_train_op_a_session_runs_many_times",
+         "no value to read"),
+        (_ScheduledReadingTheStepAsANumber, "in_a_function_traced_once", "frozen in the trace"),
+        (_ScheduledWithAStepOfItsOwn, "resumes_from_a_checkpoint", "one of the optimizer's"),
+        (_ScheduledWithoutNonSlotNames, "resumes_from_a_checkpoint", "non_slot_names"),
+    ],
+    ids=["python_count_in_a_session", "python_count_in_a_function", "one_step_per_variable",
+         "from_step_zero", "one_over_root_t", "increment_not_returned", "numpy_in_a_graph",
+         "numpy_in_a_function", "step_of_its_own", "without_non_slot_names"],
+)  # fmt: skip
+def test_ch12_scheduled_gradient_descent_rejects(mistake, test, message, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    test_function = getattr(test_ch12, f"test_scheduled_descent_{test}")
+    args = [tmp_path] if "checkpoint" in test else []
+    rejects(test_function, message, *args, ScheduledGradientDescent=mistake)
 
 
 # --- chapter 1: shapes, broadcasting, the registry -----------------------------------------------
