@@ -171,7 +171,7 @@ def profile_ops(fn: Callable[..., Any], *args: Any) -> tuple[Any, dict[str, tupl
 
     Returns:
         ``(result, profile)``: what ``fn`` returned, and per op name ``(calls, seconds)``, the
-        number of times the op ran and the total time its kernel took.
+            number of times the op ran and the total time its kernel took.
 
     Hint 1:
         A context is an object with ``run_op(op, inputs, attrs, name)`` (which returns a tuple

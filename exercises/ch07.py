@@ -140,7 +140,7 @@ def newton_sqrt(a: Tensor, tol: float, max_steps: int) -> tuple[Tensor, Tensor]:
 
     Returns:
         ``(g, steps)``: the last ``g``, and the number of steps run, an ``int32`` scalar
-        tensor.
+            tensor.
 
     Hint 1:
         Two loop variables, ``g`` and the step count (start it as ``ef.constant(0)``); the

@@ -98,7 +98,7 @@ def binary_encode(numbers: Any, bits: int = 10) -> Tensor:
 
     Returns:
         A ``float32`` tensor of shape ``(len(numbers), bits)`` (``(None, bits)`` in a graph
-        fed by a ``(None,)`` placeholder).
+            fed by a ``(None,)`` placeholder).
 
     Hint 1:
         Digit i of n is ``(n // 2**i) % 2``: compute every digit of every number at once, by

@@ -209,7 +209,7 @@ def early_stopping(
 
     Returns:
         ``(weights, best_step, steps)``: the best step's ``degree + 1`` weights (a NumPy
-        array, ``w₀`` first), that step's number, and the number of steps taken.
+            array, ``w₀`` first), that step's number, and the number of steps taken.
 
     Hint 1:
         ``x[:, None] ** np.arange(degree + 1)`` is the (n, degree + 1) matrix of features; the
