@@ -1,11 +1,50 @@
 """Shared test set-up. This folder is on sys.path (pytest's default import mode puts the root
 conftest's folder there), so tests can `import op_cases`."""
 
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
 import pytest
 
 import eagerflow.tensor as ef
 from eagerflow.graph import reset_default_graph
 from eagerflow.nn import Layer
+
+EXERCISE_TESTS = Path(__file__).parent / "exercises"
+# `-m ch03`, `-m "ch03 or ch04"`: the command a reader runs for a chapter's exercises
+CHAPTERS_ONLY = re.compile(r"ch\d\d(\s+or\s+ch\d\d)*")
+
+
+def chapters_selected(config: pytest.Config) -> set[str] | None:
+    """The chapters a ``-m`` expression selects when it names nothing else, else None."""
+    expression = (config.getoption("markexpr", "") or "").strip()
+    if not CHAPTERS_ONLY.fullmatch(expression):
+        return None
+    return set(re.findall(r"ch\d\d", expression))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """``pytest -m ch03`` collects only chapter 3's test file, not the 3,500 tests it would
+    deselect (a few seconds instead of fifteen): whatever else it would find is skipped
+    before it is imported."""
+    chapters = chapters_selected(config)
+    if chapters is None:
+        return None
+    if collection_path == EXERCISE_TESTS or collection_path in EXERCISE_TESTS.parents:
+        return None  # a folder on the way to the chapters' tests
+    if collection_path.parent == EXERCISE_TESTS and collection_path.name == "conftest.py":
+        return None
+    wanted = {f"test_{chapter}.py" for chapter in chapters}
+    return not (collection_path.parent == EXERCISE_TESTS and collection_path.name in wanted)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A reader's chapter run shows short tracebacks: a line per frame, not every frame's
+    whole function (an exercise's fifty-line docstring with it). ``--tb`` still decides."""
+    if chapters_selected(config) is not None and config.option.tbstyle == "auto":
+        config.option.tbstyle = "short"
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,7 @@ many remain.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import linecache
 import os
@@ -56,8 +57,42 @@ def load_chapter(chapter: str) -> ModuleType:
         raise ImportError(f"cannot load exercises from {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]  # (so the next test does not get a half-run module)
+        raise
     return module
+
+
+BROKEN: dict[str, str] = {}  # chapter -> why its file does not import, said once per chapter
+
+
+def why_it_does_not_import(chapter: str, error: BaseException) -> str:
+    """One line: "exercises/ch03.py does not import: SyntaxError at line 12: invalid syntax"."""
+    path = exercise_folder() / f"{chapter}.py"
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    if isinstance(error, SyntaxError):
+        what = f"{type(error).__name__} at line {error.lineno}: {error.msg}"
+    else:
+        where = _exercise_frame(error.__traceback__)
+        at = f" at line {where[2]}" if where is not None else ""
+        what = f"{type(error).__name__}{at}: {error}"
+    return f"{shown} does not import: {what}"
+
+
+def reference_exercises(chapter: str) -> set[str]:
+    """The exercises of ``chapter`` as shipped: the names the reference solutions define with
+    a difficulty mark, read without running them. A reader who deletes a docstring or a
+    whole exercise from their file still sees it counted as remaining."""
+    path = ROOT / "exercises" / "solutions" / f"{chapter}.py"
+    tree = ast.parse(path.read_text(encoding="utf8"))
+    return {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        and (ast.get_docstring(node) or "").startswith(DIFFICULTY)
+    }
 
 
 # --- which exercise a frame belongs to ------------------------------------------------------------
@@ -125,16 +160,6 @@ OUTCOMES: dict[str, Outcome] = {}  # test id -> outcome, for the chapters' summa
 CHAPTERS: dict[str, set[str]] = {}  # chapter -> its exercises, for the summary lines
 
 
-def exercises_of(module: ModuleType) -> set[str]:
-    """The exercises of a chapter's module: what it defines with a difficulty mark."""
-    return {
-        name
-        for name, value in vars(module).items()
-        if getattr(value, "__module__", None) == module.__name__
-        and (getattr(value, "__doc__", None) or "").startswith(DIFFICULTY)
-    }
-
-
 class Chapter:
     """A chapter's exercise module, as a test sees it: every exercise it takes is noted."""
 
@@ -144,10 +169,7 @@ class Chapter:
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._module, name)
-        doc = getattr(value, "__doc__", None) or ""
-        if getattr(value, "__module__", None) == self._module.__name__ and doc.startswith(
-            DIFFICULTY
-        ):
+        if name in CHAPTERS[self._outcome.chapter]:
             self._outcome.touched.add(name)
         return value
 
@@ -225,9 +247,15 @@ def chapter(request: pytest.FixtureRequest) -> Chapter:
     """
     name = request.path.stem.removeprefix("test_")
     outcome = OUTCOMES.setdefault(request.node.nodeid, Outcome(name))
-    module = load_chapter(name)
     if name not in CHAPTERS:
-        CHAPTERS[name] = exercises_of(module)
+        CHAPTERS[name] = reference_exercises(name)
+    if name in BROKEN:
+        pytest.fail(BROKEN[name], pytrace=False)
+    try:
+        module = load_chapter(name)
+    except Exception as error:  # a syntax error, a bad import: one line, not a traceback
+        BROKEN[name] = why_it_does_not_import(name, error)
+        pytest.fail(BROKEN[name], pytrace=False)
     return Chapter(module, outcome)
 
 
@@ -293,6 +321,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if not lines:
         return
     terminalreporter.section("exercises")
+    for chapter in sorted(BROKEN):
+        terminalreporter.write_line(f"{chapter}: {BROKEN[chapter]}")
     for line in lines:
         terminalreporter.write_line(line)
     if not config.pluginmanager.hasplugin("timeout"):

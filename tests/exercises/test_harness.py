@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +120,68 @@ def test_an_error_names_the_exercise_it_came_from(tmp_path: Path) -> None:
     output = run(folder, "tests/exercises/test_ch13.py", "-k", "decode")
     assert "too many indices for array" in output, output
     assert "(raised while ch13.decode ran, from line" in output, output
+
+
+# --- the command a reader runs ----------------------------------------------------------------
+PRINTED = re.compile(r"\.venv/bin/pytest -m (ch\d\d)")
+
+
+def printed_commands() -> dict[str, set[str]]:
+    """Every chapter command the README, the site and the exercise files print, by file."""
+    texts = [ROOT / "README.md", *(ROOT / "site" / "docs").rglob("*.md")]
+    texts += (ROOT / "exercises").glob("ch[0-9][0-9].py")
+    found = {str(p.relative_to(ROOT)): set(PRINTED.findall(p.read_text())) for p in texts}
+    return {path: chapters for path, chapters in found.items() if chapters}
+
+
+def test_every_printed_command_names_a_chapter_with_tests() -> None:
+    printed = printed_commands()
+    assert "README.md" in printed and "site/docs/index.md" in printed, printed
+    for path, chapters in printed.items():
+        for chapter in chapters:
+            assert (ROOT / "tests" / "exercises" / f"test_{chapter}.py").is_file(), (path, chapter)
+
+
+def test_the_readers_command_runs_as_printed() -> None:
+    """`.venv/bin/pytest -m ch01`, as the README and chapter 1 print it, from the root of a
+    checkout: it collects only chapter 1's tests and ends with the chapter's summary."""
+    pytest_script = ROOT / ".venv" / "bin" / "pytest"
+    if not pytest_script.exists() and not os.environ.get("CI"):
+        pytest.skip("no .venv here: `make setup` makes the one the command names")
+    command = ".venv/bin/pytest -m ch01"
+    assert "ch01" in printed_commands()["site/docs/chapters/01-tensors.md"]
+    env = {k: v for k, v in os.environ.items() if k != "EAGERFLOW_EXERCISES"}
+    result = subprocess.run(
+        shlex.split(command), capture_output=True, text=True, cwd=ROOT, timeout=120, env=env
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    ran = set(re.findall(r"^(tests/\S+\.py) ", output, flags=re.MULTILINE))
+    assert ran == {"tests/exercises/test_ch01.py"}, output  # nothing else collected
+    assert re.search(r"^ch01: \d+ attempted, \d+ passed, \d+ remaining$", output, re.M), output
+
+
+def test_a_chapter_that_does_not_import_is_one_line_and_still_summed(tmp_path: Path) -> None:
+    folder = exercises(tmp_path, {})
+    with (folder / "ch03.py").open("a") as file:
+        file.write("\ndef unfinished(:\n")
+    output = run(folder, "-m", "ch03")
+    assert "ch03.py does not import: SyntaxError at line" in output, output
+    assert "ch03: 0 attempted, 0 passed, 11 remaining" in output, output
+    assert "Traceback" not in output and len(output.splitlines()) < 80, output
+
+
+def test_exercises_are_counted_from_the_shipped_list_and_tracebacks_are_short(
+    tmp_path: Path,
+) -> None:
+    folder = exercises(tmp_path, {"ch03": [("second_derivative", "return 1 / 0")]})
+    text = (folder / "ch03.py").read_text()
+    docstring = '    """★★ f\'\'(x), the second derivative of a scalar function'
+    assert docstring in text
+    start = text.index(docstring)
+    end = text.index('"""', start + len(docstring)) + 3
+    (folder / "ch03.py").write_text(text[:start] + text[end:])  # the reader deleted it
+    output = run(folder, "-m", "ch03")
+    assert "ch03: 11 attempted, 10 passed, 1 remaining" in output, output  # not 10 of 10
+    assert "ZeroDivisionError" in output, output
+    assert "from two nested tapes" not in output, "a failure printed the exercise's docstring"

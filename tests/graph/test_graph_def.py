@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from op_cases import CASES
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable, apply_gradient_descent, custom_gradient
@@ -45,7 +46,6 @@ from eagerflow.graph.graph_def import (
     encode_attr,
 )
 from eagerflow.tensor.errors import InvalidArgumentError, UnknownOpError
-from tests.op_cases import CASES
 
 Build = Callable[..., Any]
 
