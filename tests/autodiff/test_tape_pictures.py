@@ -11,7 +11,7 @@ import pytest
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.autodiff.draw import Node, short_number, short_value, to_dot, to_mermaid
+from eagerflow.tensor.pictures import Node, short_number, short_value, to_dot, to_mermaid
 
 
 def micrograd_tape(persistent: bool = False) -> tuple[GradientTape, ef.Tensor, ef.Tensor]:

@@ -21,12 +21,14 @@ from functools import cache
 from typing import Any
 
 import eagerflow.tensor as ef
+from eagerflow.autodiff.draw import tape_diagram
 from eagerflow.autodiff.registry import ACCEPTS_NONE, GRADIENTS, OpRecord, get_gradient
 from eagerflow.autodiff.variables import Variable
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import EagerflowError, ShapeError, format_shape
 from eagerflow.tensor.execution import add_recorder, remove_recorder
 from eagerflow.tensor.nest import flatten, pack_sequence_as
+from eagerflow.tensor.pictures import mermaid_bundle, to_dot, to_mermaid
 from eagerflow.tensor.registry import Attrs, OpDef
 from eagerflow.tensor.rules import compatible
 
@@ -488,6 +490,10 @@ class GradientTape:
         return pack_sequence_as(sources, jacobians)
 
     # --- pictures --------------------------------------------------------------------------
+    def records(self) -> list[OpRecord]:
+        """What the tape holds, in the order the ops ran: an ``OpRecord`` per op."""
+        return [unpack(entry) for entry in self._entries]
+
     def to_mermaid(self, values: bool = False, target: Any = None) -> str:
         """What the tape recorded, as a Mermaid flowchart (before a non-persistent tape's
         ``gradient()`` frees its records).
@@ -497,8 +503,6 @@ class GradientTape:
         d loss / d tensor, as micrograd's ``draw_dot`` shows data and grad. Working those out
         does not use the tape up: ``gradient()`` can still be called once afterwards.
         """
-        from eagerflow.autodiff.draw import tape_diagram, to_mermaid
-
         gradients = None if target is None else self._gradients_of_all(target)
         return to_mermaid(*tape_diagram(self, values, gradients))
 
@@ -528,15 +532,11 @@ class GradientTape:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter draws the tape's records (see ``mermaid_bundle``)."""
-        from eagerflow.autodiff.draw import mermaid_bundle
-
         return mermaid_bundle(self)
 
     def to_dot(self, values: bool = False, target: Any = None) -> str:
         """What the tape recorded, as Graphviz DOT text (``values`` and ``target`` as for
         ``to_mermaid``)."""
-        from eagerflow.autodiff.draw import tape_diagram, to_dot
-
         gradients = None if target is None else self._gradients_of_all(target)
         return to_dot(*tape_diagram(self, values, gradients), name="tape")
 

@@ -310,21 +310,21 @@ class Graph:
 
         ``branches=True`` also draws the graphs inside ``If`` and ``While`` nodes.
         """
-        from eagerflow.autodiff.draw import to_mermaid
         from eagerflow.graph.draw import graph_diagram
+        from eagerflow.tensor.pictures import to_mermaid
 
         return to_mermaid(*graph_diagram(self, branches), direction=direction)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter draws the graph (see ``mermaid_bundle``)."""
-        from eagerflow.autodiff.draw import mermaid_bundle
+        from eagerflow.tensor.pictures import mermaid_bundle
 
         return mermaid_bundle(self)
 
     def to_dot(self, branches: bool = False) -> str:
         """The graph as Graphviz DOT text (no Graphviz needed to make it)."""
-        from eagerflow.autodiff.draw import to_dot
         from eagerflow.graph.draw import graph_diagram
+        from eagerflow.tensor.pictures import to_dot
 
         return to_dot(*graph_diagram(self, branches), name="graph")
 

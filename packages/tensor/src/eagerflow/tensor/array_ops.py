@@ -953,6 +953,8 @@ def _index(k: Any) -> Index:
         ) from None
 
 
+Tensor.__getitem__ = getitem  # `t[1:, ::2]`: attached as math_ops attaches `+`
+
 __all__ = [
     "broadcast_to",
     "concat",

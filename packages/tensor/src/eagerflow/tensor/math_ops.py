@@ -496,6 +496,50 @@ def clip_by_value(
     return minimum(maximum(t, clip_value_min), clip_value_max, name=name)
 
 
+# --- Tensor's operators ------------------------------------------------------------------
+# Attached here, where the ops are defined, as TensorFlow's math_ops attaches its own: the
+# tensor module needs no op module. The plain operators are the public functions
+# themselves; the reflected ones (`2 * t`) swap their operands.
+def _reflected(function: Any) -> Any:
+    def reflected(self: Tensor, other: Any) -> Tensor:
+        return function(other, self)
+
+    reflected.__name__ = reflected.__qualname__ = f"r{function.__name__}"
+    return reflected
+
+
+def _compared(function: Any) -> Any:
+    """``t == x`` as ``equal(t, x)``; NotImplemented for what the op refuses (``t == None``),
+    so that Python falls back to identity."""
+
+    def compare(self: Tensor, other: object) -> Any:
+        try:
+            return function(self, other)
+        except DTypeError:
+            return NotImplemented
+
+    return compare
+
+
+def _power(self: Tensor, other: Any) -> Tensor:
+    return pow(self, other)  # (two arguments: `pow(a, b, mod)` is an error, not a `name`)
+
+
+_OPERATORS = {
+    "__add__": add, "__sub__": subtract, "__mul__": multiply, "__truediv__": divide,
+    "__floordiv__": floordiv, "__mod__": floormod, "__matmul__": matmul, "__pow__": _power,
+    "__lt__": less, "__le__": less_equal, "__gt__": greater, "__ge__": greater_equal,
+    "__and__": logical_and, "__or__": logical_or, "__neg__": negative, "__abs__": abs,
+    "__invert__": logical_not, "__eq__": _compared(equal), "__ne__": _compared(not_equal),
+    "__radd__": _reflected(add), "__rsub__": _reflected(subtract),
+    "__rmul__": _reflected(multiply), "__rtruediv__": _reflected(divide),
+    "__rfloordiv__": _reflected(floordiv), "__rmod__": _reflected(floormod),
+    "__rmatmul__": _reflected(matmul), "__rpow__": _reflected(pow),
+    "__rand__": _reflected(logical_and), "__ror__": _reflected(logical_or),
+}  # fmt: skip
+for _name, _function in _OPERATORS.items():
+    setattr(Tensor, _name, _function)
+
 __all__ = [
     "abs",
     "add",

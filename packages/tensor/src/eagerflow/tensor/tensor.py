@@ -192,13 +192,14 @@ class Tensor:
             raise TypeError(f"only integer tensors can be used as an index, got {describe(self)}")
         return int(self._item("index"))
 
-    def __getitem__(self, key: Any) -> Tensor:
-        return array_ops.getitem(self, key)
-
     # --- operators: each is the public op of the same meaning ---------------------------
-    # `a + b` calls `add(a, b)` itself: the plain operators *are* the public functions, set
-    # at the end of this module (math_ops needs Tensor first). A method that called the
-    # function would cost one Python call more, ~70 ns of a ~1 us `a + b`.
+    # `a + b` calls `add(a, b)` itself: the operators *are* the public functions, attached
+    # by the modules that define them (math_ops, array_ops), as TensorFlow's math_ops
+    # attaches its operators to Tensor. This module needs none of them, so it imports no
+    # op module, and a method that called the function would cost one Python call more
+    # (~70 ns of a ~1 us `a + b`). The reflected ones (`2 * t`) swap their operands; `**`
+    # is a two-argument function, so a third argument (`pow(a, b, mod)`) is an error
+    # rather than taken for pow()'s `name`.
     if TYPE_CHECKING:
         __add__: _Binary
         __sub__: _Binary
@@ -207,65 +208,38 @@ class Tensor:
         __floordiv__: _Binary
         __mod__: _Binary
         __matmul__: _Binary
+        __pow__: _Binary
         __lt__: _Binary
         __le__: _Binary
         __gt__: _Binary
         __ge__: _Binary
         __and__: _Binary
         __or__: _Binary
+        __radd__: _Binary
+        __rsub__: _Binary
+        __rmul__: _Binary
+        __rtruediv__: _Binary
+        __rfloordiv__: _Binary
+        __rmod__: _Binary
+        __rmatmul__: _Binary
+        __rpow__: _Binary
+        __rand__: _Binary
+        __ror__: _Binary
         __neg__: _Unary
         __abs__: _Unary
         __invert__: _Unary
-
-    # The reflected ones swap their operands; `**` stays a method, so that a third argument
-    # (`pow(a, b, mod)`) is an error rather than taken for pow()'s `name`.
-    def __radd__(self, other: Any) -> Tensor:
-        return math_ops.add(other, self)
-
-    def __rsub__(self, other: Any) -> Tensor:
-        return math_ops.subtract(other, self)
-
-    def __rmul__(self, other: Any) -> Tensor:
-        return math_ops.multiply(other, self)
-
-    def __rtruediv__(self, other: Any) -> Tensor:
-        return math_ops.divide(other, self)
-
-    def __rfloordiv__(self, other: Any) -> Tensor:
-        return math_ops.floordiv(other, self)
-
-    def __rmod__(self, other: Any) -> Tensor:
-        return math_ops.floormod(other, self)
-
-    def __pow__(self, other: Any) -> Tensor:
-        return math_ops.pow(self, other)
-
-    def __rpow__(self, other: Any) -> Tensor:
-        return math_ops.pow(other, self)
-
-    def __rmatmul__(self, other: Any) -> Tensor:
-        return math_ops.matmul(other, self)
+        __getitem__: _Binary
 
     def __pos__(self) -> Tensor:
         return self
 
-    def __rand__(self, other: Any) -> Tensor:
-        return math_ops.logical_and(other, self)
+    # `==` and `!=` are the ops `equal` and `not_equal` (attached by math_ops); declared
+    # here because object defines them, so their types must agree with object's.
+    if TYPE_CHECKING:
 
-    def __ror__(self, other: Any) -> Tensor:
-        return math_ops.logical_or(other, self)
+        def __eq__(self, other: object) -> Any: ...
 
-    def __eq__(self, other: object) -> Any:
-        try:
-            return math_ops.equal(self, other)
-        except DTypeError:
-            return NotImplemented  # e.g. `t == None`: Python falls back to identity
-
-    def __ne__(self, other: object) -> Any:
-        try:
-            return math_ops.not_equal(self, other)
-        except DTypeError:
-            return NotImplemented
+        def __ne__(self, other: object) -> Any: ...
 
 
 # --- conversion ---------------------------------------------------------------------------
@@ -391,18 +365,3 @@ __all__ = [
     "is_tensor",
     "to_array",
 ]
-
-# The ops import Tensor, so they are imported after it is defined.
-from eagerflow.tensor import array_ops, math_ops  # noqa: E402
-
-# The operator methods are the public functions themselves (one call less per operator);
-# named, not referenced, because math_ops is still being imported by mypy's reckoning here.
-OPERATORS = {
-    "__add__": "add", "__sub__": "subtract", "__mul__": "multiply", "__truediv__": "divide",
-    "__floordiv__": "floordiv", "__mod__": "floormod", "__matmul__": "matmul",
-    "__lt__": "less", "__le__": "less_equal", "__gt__": "greater", "__ge__": "greater_equal",
-    "__and__": "logical_and", "__or__": "logical_or", "__neg__": "negative", "__abs__": "abs",
-    "__invert__": "logical_not",
-}  # fmt: skip
-for _operator, _function in OPERATORS.items():
-    setattr(Tensor, _operator, getattr(math_ops, _function))

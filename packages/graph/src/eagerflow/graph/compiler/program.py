@@ -98,7 +98,7 @@ class Program:
         labelled by their exact shapes; each cluster a box (``clusters=False``: without the
         boxes, the program before fusion). ``buffers=True`` names the buffer each value is
         written into (``→ b2``): values that share a name share memory."""
-        from eagerflow.autodiff.draw import Edge, Node, safe_id, to_mermaid
+        from eagerflow.tensor.pictures import Edge, Node, safe_id, to_mermaid
 
         program = self.specialized
         assert program is not None
@@ -135,7 +135,7 @@ class Program:
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter draws the program (see ``mermaid_bundle``)."""
-        from eagerflow.autodiff.draw import mermaid_bundle
+        from eagerflow.tensor.pictures import mermaid_bundle
 
         return mermaid_bundle(self)
 
