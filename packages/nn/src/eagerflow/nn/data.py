@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import queue
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -47,7 +45,18 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.graph import Graph, SymbolicTensor, TensorSpec, placeholder
-from eagerflow.tensor import Tensor, nest
+from eagerflow.nn.elements import (
+    as_structure,
+    call_with,
+    checked_function,
+    count_argument,
+    function_name,
+    leaf_paths,
+    stack_elements,
+    to_numpy,
+)
+from eagerflow.nn.prefetch import PrefetchIterator
+from eagerflow.tensor import nest
 from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
 from eagerflow.tensor.execution import context, no_recording
 
@@ -61,7 +70,6 @@ UNKNOWN_CARDINALITY = -2
 #: takes ``AUTOTUNE_BUFFER`` elements, enough to overlap making one batch with using another.
 AUTOTUNE = -1
 AUTOTUNE_BUFFER = 2
-_POLL = 0.05  # seconds a prefetch thread waits on a full queue before it looks for a stop
 
 
 class Dataset:
@@ -96,7 +104,10 @@ class Dataset:
         if stop is None:
             start, stop = 0, start
         named = {"start": start, "stop": stop, "step": step}
-        bounds = [_count("Dataset.range", what, value, least=None) for what, value in named.items()]
+        bounds = [
+            count_argument("Dataset.range", what, value, least=None)
+            for what, value in named.items()
+        ]
         if step == 0:
             raise InvalidArgumentError("Dataset.range: step must not be 0")
         return _TensorSlices(np.arange(*bounds, dtype=np.int64), "range")
@@ -197,7 +208,7 @@ class Dataset:
     def as_numpy_iterator(self) -> Iterator[Any]:
         """One pass over the dataset, each tensor as a NumPy array (a NumPy scalar for a
         0-d tensor)."""
-        return (nest.map_structure(_to_numpy, element) for element in self._elements())
+        return (nest.map_structure(to_numpy, element) for element in self._elements())
 
     def __repr__(self) -> str:
         steps = []
@@ -233,9 +244,9 @@ class _TensorSlices(Dataset):
     """``from_tensor_slices``: the rows of some tensors, kept as NumPy arrays."""
 
     def __init__(self, tensors: Any, name: str = "from_tensor_slices") -> None:
-        self._structure = _as_structure(tensors, name)
+        self._structure = as_structure(tensors, name)
         leaves = nest.flatten(self._structure)
-        paths = _paths(self._structure)
+        paths = leaf_paths(self._structure)
         if not leaves:
             raise ValueError(f"{name}: give at least one tensor, got {tensors!r:.60}")
         for path, leaf in zip(paths, leaves, strict=True):
@@ -335,10 +346,10 @@ class _Shuffle(_Reordering):
         self, input_dataset: Dataset, buffer_size: int, seed: int | None, reshuffle: bool
     ) -> None:
         super().__init__(input_dataset)
-        self._buffer_size = _count("shuffle", "buffer_size", buffer_size, least=1)
+        self._buffer_size = count_argument("shuffle", "buffer_size", buffer_size, least=1)
         if seed is None:
             seed = _seed_from_global_generator()
-        self._seed = _count("shuffle", "seed", seed, least=0)
+        self._seed = count_argument("shuffle", "seed", seed, least=0)
         self._reshuffle = bool(reshuffle)
         # Which pass this is: pass k shuffles with the generator seeded (seed, k), so every
         # epoch has its own order and a dataset made again with the same seed repeats them.
@@ -396,7 +407,7 @@ class _Repeat(_Reordering):
     def __init__(self, input_dataset: Dataset, count: int | None) -> None:
         super().__init__(input_dataset)
         if count is not None:
-            count = _count("repeat", "count", count, least=-1)
+            count = count_argument("repeat", "count", count, least=-1)
         self._count = None if count == -1 else count  # -1 is TensorFlow's "forever"
 
     def _over(self, make: Callable[[], Iterator[_T]]) -> Iterator[_T]:
@@ -424,7 +435,7 @@ class _Repeat(_Reordering):
 class _Take(_Reordering):
     def __init__(self, input_dataset: Dataset, count: int) -> None:
         super().__init__(input_dataset)
-        self._count = _count("take", "count", count, least=-1)
+        self._count = count_argument("take", "count", count, least=-1)
 
     def _over(self, make: Callable[[], Iterator[_T]]) -> Iterator[_T]:
         return make() if self._count == -1 else itertools.islice(make(), self._count)
@@ -443,7 +454,7 @@ class _Take(_Reordering):
 class _Batch(_Transformation):
     def __init__(self, input_dataset: Dataset, batch_size: int, drop_remainder: bool) -> None:
         super().__init__(input_dataset)
-        self._size = _count("batch", "batch_size", batch_size, least=1)
+        self._size = count_argument("batch", "batch_size", batch_size, least=1)
         self._drop = bool(drop_remainder)
 
     def _elements(self) -> Iterator[Any]:
@@ -470,7 +481,7 @@ class _Batch(_Transformation):
             batch = list(itertools.islice(elements, self._size))
             if not batch or (self._drop and len(batch) < self._size):
                 return
-            yield _stack(batch)
+            yield stack_elements(batch)
 
     def _spec(self) -> Any:
         rows = self._size if self._drop else None
@@ -488,34 +499,10 @@ class _Batch(_Transformation):
         return f".batch({self._size}{drop})"
 
 
-def _stack(elements: list[Any]) -> Any:
-    """One batch: the elements' tensors stacked component by component."""
-    first = elements[0]
-    columns = [nest.flatten(first)]
-    for k, element in enumerate(elements[1:], start=1):
-        try:
-            nest.assert_same_structure(first, element)
-        except ValueError as e:
-            raise ValueError(f"batch: element {k} of a batch differs from element 0: {e}") from None
-        columns.append(nest.flatten(element))
-    stacked = []
-    for j, path in enumerate(_paths(first)):
-        column = [np.asarray(leaves[j]) for leaves in columns]
-        for k, value in enumerate(column):
-            if value.shape != column[0].shape or value.dtype != column[0].dtype:
-                raise ValueError(
-                    f"batch: cannot stack {path}: it is {format_shape(column[0].shape)} "
-                    f"{column[0].dtype} in the batch's element 0 but "
-                    f"{format_shape(value.shape)} {value.dtype} in element {k}"
-                )
-        stacked.append(ef.convert_to_tensor(np.stack(column)))
-    return nest.pack_sequence_as(first, stacked)
-
-
 class _Map(_Transformation):
     def __init__(self, input_dataset: Dataset, fn: Callable[..., Any]) -> None:
         super().__init__(input_dataset)
-        self._fn = _checked_function("map", fn)
+        self._fn = checked_function("map", fn)
         self._traced: Any = None  # element_spec, once traced
 
     def _elements(self) -> Iterator[Any]:
@@ -525,7 +512,7 @@ class _Map(_Transformation):
         # Eagerly and untaped, whatever the caller's thread is doing (building a graph,
         # recording a tape): the elements are data, not part of the caller's computation.
         with context(None), no_recording():
-            return _as_structure(_call(self._fn, element), "map")
+            return as_structure(call_with(self._fn, element), "map")
 
     def _spec(self) -> Any:
         """What ``map_func`` returns, learned as TensorFlow learns it: by calling it once on
@@ -536,32 +523,32 @@ class _Map(_Transformation):
                 arguments = nest.map_structure(lambda s: placeholder(s.dtype, s.static_shape),
                                                self._input._spec())  # fmt: skip
                 try:
-                    outputs = _as_structure(_call(self._fn, arguments), "map")
+                    outputs = as_structure(call_with(self._fn, arguments), "map")
                 except Exception as e:
                     raise TypeError(
-                        f"element_spec: could not call the map function "
-                        f"{_name(self._fn)} on graph placeholders to learn the shapes of its "
-                        f"results ({type(e).__name__}: {e}). Iterating the dataset still works: "
-                        "the function runs eagerly on each element"
+                        "element_spec: could not call the map function "
+                        f"{function_name(self._fn)} on graph placeholders to learn the shapes "
+                        f"of its results ({type(e).__name__}: {e}). Iterating the dataset still "
+                        "works: the function runs eagerly on each element"
                     ) from e
             self._traced = nest.map_structure(lambda t: TensorSpec(t.shape, t.dtype), outputs)
         return self._traced
 
     def _describe(self) -> str:
-        return f".map({_name(self._fn)})"
+        return f".map({function_name(self._fn)})"
 
 
 class _Filter(_Transformation):
     def __init__(self, input_dataset: Dataset, predicate: Callable[..., Any]) -> None:
         super().__init__(input_dataset)
-        self._predicate = _checked_function("filter", predicate)
+        self._predicate = checked_function("filter", predicate)
 
     def _elements(self) -> Iterator[Any]:
         return (element for element in self._input._elements() if self._keep(element))
 
     def _keep(self, element: Any) -> bool:
         with context(None), no_recording():
-            verdict = _call(self._predicate, element)
+            verdict = call_with(self._predicate, element)
         try:
             verdict = ef.convert_to_tensor(verdict)
         except (DTypeError, ShapeError) as e:
@@ -577,7 +564,7 @@ class _Filter(_Transformation):
         return 0 if self._input._cardinality() == 0 else UNKNOWN_CARDINALITY
 
     def _describe(self) -> str:
-        return f".filter({_name(self._predicate)})"
+        return f".filter({function_name(self._predicate)})"
 
 
 # --- prefetch: a producer thread and a bounded queue ----------------------------------------
@@ -586,155 +573,13 @@ class _Prefetch(_Transformation):
         super().__init__(input_dataset)
         if buffer_size == AUTOTUNE:
             buffer_size = AUTOTUNE_BUFFER
-        self._buffer_size = _count("prefetch", "buffer_size", buffer_size, least=1)
+        self._buffer_size = count_argument("prefetch", "buffer_size", buffer_size, least=1)
 
     def _elements(self) -> Iterator[Any]:
         return PrefetchIterator(self._input._elements(), self._buffer_size)
 
     def _describe(self) -> str:
         return f".prefetch({self._buffer_size})"
-
-
-class PrefetchIterator:
-    """One pass over a prefetched dataset: a thread runs the pipeline into a queue of
-    ``buffer_size`` elements, and ``next()`` takes from the queue.
-
-    Lifetime: the thread ends by itself at the end of the input or at an error (which
-    ``next()`` raises again, in the consumer). ``close()``, or dropping the iterator
-    (``break`` out of a ``for``; the garbage collector calls ``__del__``), sets a stop event:
-    the thread sees it within ``_POLL`` seconds of waiting on a full queue, or after the
-    element it is making, and ends. It is a daemon thread, so it never keeps Python from
-    exiting. The thread is handed the queue, the event and the input, never this object,
-    so a dropped iterator really is garbage: nothing in the thread refers to it.
-    """
-
-    def __init__(self, elements: Iterator[Any], buffer_size: int) -> None:
-        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=buffer_size)
-        self._stop = threading.Event()
-        self._finished = False
-        self._thread = threading.Thread(
-            target=_produce, args=(elements, self._queue, self._stop),
-            name="eagerflow-prefetch", daemon=True,
-        )  # fmt: skip
-        self._thread.start()
-
-    def __iter__(self) -> PrefetchIterator:
-        return self
-
-    def __next__(self) -> Any:
-        if self._finished:
-            raise StopIteration
-        kind, value = self._queue.get()
-        if kind == "element":
-            return value
-        self._finished = True
-        self._thread.join()  # it has just put its last message: this returns at once
-        if kind == "error":
-            raise value
-        raise StopIteration
-
-    def close(self) -> None:
-        """Stop the thread and wait until it has ended (after the element it is making)."""
-        self._finished = True
-        self._stop.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join()
-
-    def __del__(self) -> None:
-        # Only signal: the garbage collector may run this anywhere, and must not wait on a
-        # thread that is in the middle of a slow map function.
-        stop = getattr(self, "_stop", None)  # (absent if __init__ failed)
-        if stop is not None:
-            stop.set()
-
-
-def _produce(
-    elements: Iterator[Any], out: queue.Queue[tuple[str, Any]], stop: threading.Event
-) -> None:
-    """The prefetch thread: the input's elements into ``out``, then ("end", None), or
-    ("error", the exception) if making one raised."""
-    try:
-        for element in elements:
-            if not _put(out, stop, ("element", element)):
-                return
-        _put(out, stop, ("end", None))
-    except BaseException as e:  # whatever it is: left uncaught, a thread's error is only printed
-        _put(out, stop, ("error", e))
-    finally:
-        close = getattr(elements, "close", None)
-        if close is not None:  # a generator: run its cleanup now (a nested prefetch stops)
-            close()
-
-
-def _put(out: queue.Queue[tuple[str, Any]], stop: threading.Event, item: tuple[str, Any]) -> bool:
-    """Put ``item`` when there is room; False if told to stop first."""
-    while not stop.is_set():
-        try:
-            out.put(item, timeout=_POLL)
-            return True
-        except queue.Full:
-            continue
-    return False
-
-
-# --- helpers ---------------------------------------------------------------------------------
-def _as_structure(value: Any, caller: str, path: str = "") -> Any:
-    """``value`` with tuples (named ones too) and dicts kept as structure and everything else,
-    lists included, converted to one tensor each (``tf.data``'s rule for its inputs)."""
-    if isinstance(value, dict):
-        return type(value)((k, _as_structure(v, caller, f"{path}[{k!r}]"))
-                           for k, v in value.items())  # fmt: skip
-    if isinstance(value, tuple):
-        items = [_as_structure(v, caller, f"{path}[{i}]") for i, v in enumerate(value)]
-        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
-    try:
-        return ef.convert_to_tensor(value)
-    except (DTypeError, ShapeError) as e:
-        where = f"component {path}" if path else "the value"
-        raise TypeError(f"{caller}: {where} is not a tensor: {e}") from None
-
-
-def _paths(structure: Any, prefix: str = "") -> list[str]:
-    """A name for each leaf, in ``nest.flatten``'s order: ``component ['x']``, ``component
-    [0][1]``, or ``the tensor`` when the structure is one tensor."""
-    if isinstance(structure, dict):
-        return [p for k, v in structure.items() for p in _paths(v, f"{prefix}[{k!r}]")]
-    if isinstance(structure, tuple):
-        return [p for i, v in enumerate(structure) for p in _paths(v, f"{prefix}[{i}]")]
-    return [f"component {prefix}" if prefix else "the tensor"]
-
-
-def _call(fn: Callable[..., Any], element: Any) -> Any:
-    """``tf.data``'s calling convention: a tuple (exactly a tuple, not a named one) is spread
-    over positional arguments; any other element is one argument."""
-    return fn(*element) if type(element) is tuple else fn(element)
-
-
-def _checked_function(caller: str, fn: Any) -> Callable[..., Any]:
-    if not callable(fn):
-        raise TypeError(
-            f"{caller}: expected a function (called with each element's components), got "
-            f"{type(fn).__name__} {fn!r:.60}"
-        )
-    return fn
-
-
-def _count(caller: str, what: str, value: Any, least: int | None) -> int:
-    """``value`` as an int >= ``least`` (any int if None), or an error naming ``caller`` and
-    ``what``. (A bool is an int to Python, but ``batch(True)`` is surely a mistake.)"""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{caller}: {what} must be an int, got {value!r:.40}")
-    if least is not None and value < least:
-        raise InvalidArgumentError(f"{caller}: {what} must be >= {least}, got {value}")
-    return int(value)
-
-
-def _name(fn: Callable[..., Any]) -> str:
-    return getattr(fn, "__name__", type(fn).__name__)
-
-
-def _to_numpy(t: Tensor) -> Any:
-    return t.numpy()
 
 
 __all__ = [

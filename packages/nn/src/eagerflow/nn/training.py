@@ -126,63 +126,97 @@ def fit(
         )
     if epochs < 0:
         raise ValueError(f"fit: epochs must be >= 0, got {epochs}")
-    epoch_batches: Callable[[], Iterator[tuple[Any, ...]]]
-    if isinstance(x, Dataset):
-        _check_dataset_arguments(x, y=y, batch_size=batch_size, shuffle=shuffle, seed=seed)
-        n = None  # unknown until an epoch has run
-
-        def epoch_batches() -> Iterator[tuple[Any, ...]]:
-            return (_pair("fit", element) for element in x)
-
-    else:
-        if y is None:
-            raise ValueError("fit: give y, the labels of x (or make x a Dataset of (x, y) "
-                             "batches)")  # fmt: skip
-        n = _examples("fit", {"x": np.asarray(x), "y": np.asarray(y)})
-        if n == 0:
-            raise ValueError("fit: x and y hold no examples")
-        rng = np.random.default_rng(seed)
-        size = 32 if batch_size is None else batch_size
-        mix = True if shuffle is None else shuffle
-
-        def epoch_batches() -> Iterator[tuple[Any, ...]]:
-            return batches(x, y, batch_size=size, shuffle=mix, seed=rng)
-
+    epoch_batches, n = _epoch_source(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed)
     if isinstance(validation_data, Dataset):
         _check_finite("fit: validation_data", validation_data)
+    progress = _Progress(epochs, n, print_fn if verbose else None)
     history = History()
     for epoch in range(1, epochs + 1):
-        start = last_print = time.perf_counter()
-        sums = dict.fromkeys(["loss", *metric_fns], 0.0)
-        seen = 0
-        for xb, yb in epoch_batches():
-            with GradientTape() as tape:
-                outputs = model(xb, training=True)
-                value = loss_fn(yb, outputs)
-            variables = model.trainable_variables
-            optimizer.apply_gradients(zip(tape.gradient(value, variables), variables, strict=True))
-            rows = _rows(xb)
-            sums["loss"] += float(value) * rows
-            for name, fn in metric_fns.items():
-                sums[name] += float(fn(yb, outputs)) * rows
-            seen += rows
-            if verbose and time.perf_counter() - last_print > PROGRESS_EVERY:
-                last_print = time.perf_counter()
-                of = "" if n is None else f"/{n}"
-                print_fn(f"epoch {epoch}/{epochs}  {seen}{of} examples  "
-                         f"loss {sums['loss'] / seen:.4f}")  # fmt: skip
-        if seen == 0:
-            raise ValueError(f"fit: the dataset gave no examples in epoch {epoch}")
-        logs = {name: total / seen for name, total in sums.items()}
+        progress.start(epoch)
+        logs = _train_epoch(model, epoch_batches(), loss_fn, metric_fns, optimizer, progress)
         if isinstance(validation_data, Dataset):
             logs.update(evaluate(model, validation_data, loss=loss_fn, metrics=metric_fns))
         elif validation_data is not None:
             logs.update(evaluate(model, *validation_data, loss=loss_fn, metrics=metric_fns))
         history.epochs.append(logs)
-        if verbose:
-            shown = "  ".join(f"{name} {value:.4f}" for name, value in logs.items())
-            print_fn(f"epoch {epoch}/{epochs}  {shown}  ({time.perf_counter() - start:.2f} s)")
+        progress.end(logs)
     return history
+
+
+def _train_epoch(
+    model: Layer,
+    epoch: Iterator[tuple[Any, ...]],
+    loss_fn: LossFn,
+    metric_fns: dict[str, LossFn],
+    optimizer: Optimizer,
+    progress: _Progress,
+) -> dict[str, float]:
+    """One pass of ``fit`` over the epoch's batches, a step per batch; the loss and metrics
+    averaged over the epoch's examples (each batch weighted by its size)."""
+    sums = dict.fromkeys(["loss", *metric_fns], 0.0)
+    seen = 0
+    for xb, yb in epoch:
+        with GradientTape() as tape:
+            outputs = model(xb, training=True)
+            value = loss_fn(yb, outputs)
+        variables = model.trainable_variables
+        optimizer.apply_gradients(zip(tape.gradient(value, variables), variables, strict=True))
+        rows = _rows(xb)
+        sums["loss"] += float(value) * rows
+        for name, fn in metric_fns.items():
+            sums[name] += float(fn(yb, outputs)) * rows
+        seen += rows
+        progress.batch(seen, sums["loss"])
+    if seen == 0:
+        raise ValueError(f"fit: the dataset gave no examples in epoch {progress.epoch}")
+    return {name: total / seen for name, total in sums.items()}
+
+
+def _epoch_source(
+    x: Any, y: Any, *, batch_size: int | None, shuffle: bool | None, seed: int | None
+) -> tuple[Callable[[], Iterator[tuple[Any, ...]]], int | None]:
+    """``fit``'s data as a function giving each epoch's ``(x, y)`` batches, and the number of
+    examples (None for a Dataset: unknown until an epoch has run)."""
+    if isinstance(x, Dataset):
+        _check_dataset_arguments(x, y=y, batch_size=batch_size, shuffle=shuffle, seed=seed)
+        return (lambda: (_pair("fit", element) for element in x)), None
+    if y is None:
+        raise ValueError("fit: give y, the labels of x (or make x a Dataset of (x, y) batches)")
+    n = _examples("fit", {"x": np.asarray(x), "y": np.asarray(y)})
+    if n == 0:
+        raise ValueError("fit: x and y hold no examples")
+    rng = np.random.default_rng(seed)
+    size = 32 if batch_size is None else batch_size
+    mix = True if shuffle is None else shuffle
+    return (lambda: batches(x, y, batch_size=size, shuffle=mix, seed=rng)), n
+
+
+class _Progress:
+    """What ``fit`` prints: a line every ``PROGRESS_EVERY`` seconds within an epoch, and one
+    at its end with its averages and time (nothing when ``print_fn`` is None)."""
+
+    def __init__(self, epochs: int, n: int | None, print_fn: Callable[[str], None] | None) -> None:
+        self.epochs, self.print_fn = epochs, print_fn
+        self.of = "" if n is None else f"/{n}"  # "/1437" after the examples seen
+        self.epoch, self.started, self.last_print = 0, 0.0, 0.0
+
+    def start(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.started = self.last_print = time.perf_counter()
+
+    def batch(self, seen: int, loss_sum: float) -> None:
+        if self.print_fn is None or time.perf_counter() - self.last_print <= PROGRESS_EVERY:
+            return
+        self.last_print = time.perf_counter()
+        self.print_fn(f"epoch {self.epoch}/{self.epochs}  {seen}{self.of} examples  "
+                      f"loss {loss_sum / seen:.4f}")  # fmt: skip
+
+    def end(self, logs: dict[str, float]) -> None:
+        if self.print_fn is None:
+            return
+        shown = "  ".join(f"{name} {value:.4f}" for name, value in logs.items())
+        took = time.perf_counter() - self.started
+        self.print_fn(f"epoch {self.epoch}/{self.epochs}  {shown}  ({took:.2f} s)")
 
 
 def evaluate(
