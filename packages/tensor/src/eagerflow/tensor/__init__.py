@@ -6,17 +6,21 @@ Read it in this order:
 2. ``tensor.py``    the ``Tensor`` value and how Python values become tensors;
 3. ``registry.py``  one ``OpDef`` row per op: kernel, shape rule, dtype rule;
 4. ``execution.py`` the seam: ``execute()``, contexts (eager here) and recorders;
-5. ``math_ops.py``, ``array_ops.py``, ``nn_ops.py``, ``conv_ops.py`` (convolution and
-   pooling, ``ef.nn.conv2d``...), ``random_ops.py``, ``logging_ops.py`` (``print``): the
-   ops themselves, each kernel right above the public function that calls ``execute``;
-6. ``nest.py``      nested structures (TensorFlow's ``tf.nest``), used by every package.
+5. ``math_ops.py``, ``array_ops.py``, ``nn_ops.py``, ``conv_ops.py`` and ``pool_ops.py``
+   (convolution and pooling, ``ef.nn.conv2d``..., their geometry in ``windows.py``),
+   ``random_ops.py``, ``logging_ops.py`` (``print``): the ops themselves, each kernel right
+   above the public function that calls ``execute``; ``math_ops`` and ``array_ops`` also
+   attach Tensor's operators (``a + b`` *is* ``add(a, b)``);
+6. ``nest.py``      nested structures (TensorFlow's ``tf.nest``), used by every package;
+7. ``pictures.py``  Mermaid and Graphviz text for any picture of nodes and edges: tapes,
+   graphs and compiled plans are all drawn by it.
 """
 
 from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-tensor")  # from the repository's VERSION file
 
-# `tensor` first: it defines Tensor, then imports the op modules, which need Tensor.
+# `tensor` first: every op module needs Tensor (and attaches its operators to it).
 from eagerflow.tensor.tensor import Tensor, TensorShape, convert_to_tensor, is_tensor  # isort: skip
 from eagerflow.tensor import dtypes, errors, execution, nest, registry
 from eagerflow.tensor.array_ops import (
