@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from eagerflow.graph import SymbolicTensor
-from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.compiler.specialize import Specialized, specialize
@@ -101,8 +100,8 @@ def predict_clusters(program: Specialized) -> list[list[str]]:
 
     - a node of domain ``None`` joins nothing. If it reads a value of a cluster, that
       cluster is *sealed*: it takes no more nodes. If it is stateful
-      (``node.operation.op_def.stateful``) and not a variable read (its type not in
-      ``READS``), it seals every cluster;
+      (``node.operation.op_def.stateful``) and not a variable read (not
+      ``node.operation.op_def.reads_state``), it seals every cluster;
     - any other node reads, perhaps, values of clusters. A cluster it reads from is sealed
       if it is of another domain, or if the value read is the result of one of its
       reductions (``node.type in REDUCTIONS``: that value exists only when its loop is
@@ -143,7 +142,7 @@ def predict_clusters(program: Specialized) -> list[list[str]]:
         if domain is None:
             for cluster in sources:
                 cluster["sealed"] = True
-            if node.operation.op_def.stateful and node.type not in READS:
+            if node.operation.op_def.stateful and not node.operation.op_def.reads_state:
                 for cluster in clusters:
                     cluster["sealed"] = True
             continue

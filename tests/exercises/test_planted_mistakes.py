@@ -54,7 +54,6 @@ from eagerflow.graph import (
 )
 from eagerflow.graph import SymbolicTensor as SymbolicTensorType
 from eagerflow.graph import graph as ef_graph
-from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.graph_def import decode_attr, encode_attr
@@ -285,7 +284,8 @@ def _clusters_with(  # type: ignore[no-untyped-def]
             if outside_readers_seal:
                 for cluster in sources:
                     cluster["sealed"] = True
-            if writes_seal and node.operation.op_def.stateful and node.type not in READS:
+            op = node.operation.op_def
+            if writes_seal and op.stateful and not op.reads_state:
                 for cluster in clusters:
                     cluster["sealed"] = True
             previous = None

@@ -407,7 +407,7 @@ def test_every_rule_has_a_case() -> None:
     covered: set[str] = set()
     for c in CASES:
         _op_types(exported(c)[0].graph, covered)
-    ours = set(ef_onnx.RULES)
+    ours = set(ef_onnx.RULES) - {"NoOp"}  # translated to nothing: no output to compare
     assert not ours - covered, f"mapped ops without a test case: {sorted(ours - covered)}"
 
 

@@ -184,7 +184,7 @@ class ForwardAccumulator:
         self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, outputs: tuple[Tensor, ...]
     ) -> None:
         """Called by the seam after every op while active: the outputs' tangents, now."""
-        if op.name == "ReadVariableOp":
+        if op.reads_state:
             tangent = self._variables.get(attrs["variable"])
             if tangent is not None:
                 self._tangents[outputs[0]] = tangent

@@ -331,7 +331,7 @@ class GradientTape:
         self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, outputs: tuple[Tensor, ...]
     ) -> None:
         """Called by the seam after every op while this tape is active."""
-        if op.name == "ReadVariableOp":
+        if op.reads_state:
             self._variable_read(attrs["variable"], outputs[0])
             return
         if self._tracked.isdisjoint(inputs):

@@ -81,13 +81,20 @@ def _private_value(variable: Variable) -> np.ndarray | None:
     return None
 
 
-@op("VariableV2", shape=_variable_shape, dtype=_variable_dtype, stateful=True)
+@op(
+    "VariableV2",
+    shape=_variable_shape,
+    dtype=_variable_dtype,
+    stateful=True,
+    reads_state=True,
+    defines_variable=True,
+)
 def variable_kernel(variable: Variable) -> np.ndarray:
     """A variable's node in a graph; its output is the variable's current value."""
     return _value(variable)
 
 
-@op("ReadVariableOp", shape=_variable_shape, dtype=_variable_dtype, stateful=True)
+@op("ReadVariableOp", shape=_variable_shape, dtype=_variable_dtype, stateful=True, reads_state=True)
 def read_variable_kernel(variable: Variable) -> np.ndarray:
     """The variable's current value (the op tapes watch to see a variable used)."""
     return _value(variable)
@@ -141,13 +148,25 @@ _SCALAR_UPDATES: dict[Any, Callable[[Any, Any], Any]] = {
 }
 
 
-@op("AssignAddVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
+@op(
+    "AssignAddVariableOp",
+    shape=_assign_shape,
+    dtype=_assign_dtype,
+    stateful=True,
+    retains_inputs=False,
+)
 def assign_add_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     """Store value + delta as the variable's new value; returns it."""
     return _update(variable, delta, np.add)
 
 
-@op("AssignSubVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
+@op(
+    "AssignSubVariableOp",
+    shape=_assign_shape,
+    dtype=_assign_dtype,
+    stateful=True,
+    retains_inputs=False,
+)
 def assign_sub_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     """Store value - delta as the variable's new value; returns it."""
     return _update(variable, delta, np.subtract)
@@ -179,7 +198,7 @@ def apply_gradient_descent_kernel(alpha: Any, delta: np.ndarray, variable: Varia
 
 
 @op("ApplyGradientDescent", apply_gradient_descent_kernel, shape=_gradient_descent_shape,
-    dtype=_gradient_descent_dtype, stateful=True)  # fmt: skip
+    dtype=_gradient_descent_dtype, stateful=True, retains_inputs=False)  # fmt: skip
 def apply_gradient_descent(variable: Variable, alpha: Any, delta: Any) -> Any:
     """``variable -= alpha * delta`` as one op; returns the op's output (the new value)."""
     # Python and NumPy values take the variable's dtype; a tensor of another dtype is refused

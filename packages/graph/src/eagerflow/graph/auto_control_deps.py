@@ -25,8 +25,6 @@ from typing import Any
 
 from eagerflow.graph.graph import Graph, Operation
 
-READS = frozenset({"ReadVariableOp", "VariableV2"})  # state read, never written
-
 
 def add_automatic_control_dependencies(graph: Graph) -> list[Operation]:
     """Order ``graph``'s stateful ops as they were created; returns the ops that must run."""
@@ -44,13 +42,13 @@ def add_automatic_control_dependencies(graph: Graph) -> list[Operation]:
             barrier = operation
             last_write.clear()
             reads.clear()
-        elif operation.type in READS:
+        elif operation.op_def.reads_state:
             _wait_for(operation, [last_write.get(variable, barrier)])
             reads.setdefault(variable, []).append(operation)
         else:  # a write
             _wait_for(operation, [last_write.get(variable, barrier), *reads.pop(variable, [])])
             last_write[variable] = operation
-        if operation.type not in READS:
+        if not operation.op_def.reads_state:
             effects.append(operation)
     return effects
 

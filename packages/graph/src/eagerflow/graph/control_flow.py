@@ -24,7 +24,7 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, Variable, register_gradient
-from eagerflow.graph.auto_control_deps import READS, add_automatic_control_dependencies
+from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
 from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
@@ -58,7 +58,7 @@ class FunctionGraph(Graph):
     def run_op(
         self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
     ) -> tuple[SymbolicTensor, ...]:
-        if op.name == "ReadVariableOp":
+        if op.reads_state:
             self.variables[attrs["variable"]] = None
         return super().run_op(op, inputs, attrs, name)
 
@@ -699,9 +699,9 @@ def _placeholders_behind(tensors: Sequence[SymbolicTensor]) -> set[SymbolicTenso
         if operation in seen:
             continue
         seen.add(operation)
-        if operation.type == "Placeholder":
+        if operation.op_def.fed:
             found.update(operation.outputs)
-        elif operation.type in READS and isinstance(operation.graph, FunctionGraph):
+        elif operation.op_def.reads_state and isinstance(operation.graph, FunctionGraph):
             handles = operation.graph.handles
             found.update(h for h, v in handles.items() if v is operation.attrs["variable"])
         stack.extend(t.op for t in operation.inputs)
@@ -715,7 +715,7 @@ def _check_rerunnable(*subgraphs: Subgraph | None) -> None:
         if subgraph is None:
             continue
         for operation in subgraph.graph.get_operations():
-            if not operation.op_def.stateful or operation.type in READS:
+            if not operation.op_def.stateful or operation.op_def.reads_state:
                 continue
             inner = [a for a in operation.attrs.values() if isinstance(a, Subgraph)]
             if not inner:

@@ -14,8 +14,16 @@ from eagerflow.graph.control_flow import Subgraph
 from eagerflow.graph.graph import Graph, Operation
 from eagerflow.tensor.errors import format_shape
 from eagerflow.tensor.pictures import Edge, Node, describe, safe_id
+from eagerflow.tensor.registry import OpDef
 
-KINDS = {"Placeholder": "input", "VariableV2": "variable", "Const": "const"}
+
+def kind(op: OpDef) -> str:
+    """How a diagram draws a node of ``op``: as an input, a variable, a constant or an op."""
+    if op.fed:
+        return "input"
+    if op.defines_variable:
+        return "variable"
+    return "const" if op.constant else "op"
 
 
 def graph_diagram(graph: Graph, branches: bool = False) -> tuple[list[Node], list[Edge]]:
@@ -43,14 +51,14 @@ def _draw(
     operations = graph.get_operations()
     # a variable's node feeds its reads and assignments, in inner graphs too
     variables = variables | {o.attrs["variable"]: node_id(o) for o in operations
-                             if o.type == "VariableV2"}  # fmt: skip
+                             if o.op_def.defines_variable}  # fmt: skip
     for o in operations:
-        if o.type != "VariableV2" and o.attrs.get("variable") in variables:
+        if not o.op_def.defines_variable and o.attrs.get("variable") in variables:
             edges.append(Edge(variables[o.attrs["variable"]], node_id(o)))
         scope, _, short = o.name.rpartition("/")
         scope = box + (scope and scope + "/")
         detail = o.type + (f": {describe(o.outputs[0])}" if o.outputs else "")
-        nodes.append(Node(node_id(o), short, detail, KINDS.get(o.type, "op"), scope))
+        nodes.append(Node(node_id(o), short, detail, kind(o.op_def), scope))
         for t in o.inputs:
             edges.append(Edge(node_id(t.op), node_id(o), format_shape(t.shape)))
         edges.extend(Edge(node_id(c), node_id(o), control=True) for c in o.control_inputs)
@@ -73,4 +81,4 @@ def _draw(
                 edges.append(Edge(safe_id(inner_prefix + t.op.name), node_id(o), label))
 
 
-__all__ = ["KINDS", "graph_diagram"]
+__all__ = ["graph_diagram", "kind"]

@@ -222,7 +222,7 @@ class ConcreteFunction(Subgraph):
 
             graph = self.graph
             # fed, though computed in the graph: a gradient function's kept inputs
-            fed = [t for t in self.arguments if t.op.type != "Placeholder"]
+            fed = [t for t in self.arguments if not t.op.op_def.fed]
             with graph.as_default():
                 seeds = [graph.input_like(t, "grad") for t in self.outputs]
                 grads = gradients(self.outputs, self.arguments, grad_ys=seeds, stop_gradients=fed,

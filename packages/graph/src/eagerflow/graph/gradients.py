@@ -19,8 +19,6 @@ from eagerflow.graph.graph import Graph, SymbolicTensor
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.nest import flatten
 
-VARIABLE_READS = ("ReadVariableOp", "VariableV2")
-
 
 def gradients(
     ys: Any,
@@ -75,7 +73,7 @@ def _keys(graph: Graph, x: Any, what: str = "xs") -> list[SymbolicTensor]:
         return [
             o.outputs[0]
             for o in graph.get_operations()
-            if o.type in VARIABLE_READS and o.attrs["variable"] is x
+            if o.op_def.reads_state and o.attrs["variable"] is x
         ]
     if isinstance(x, SymbolicTensor):
         if x.graph is not graph:
@@ -86,4 +84,4 @@ def _keys(graph: Graph, x: Any, what: str = "xs") -> list[SymbolicTensor]:
     raise TypeError(f"{what} must be tensors or variables, got {type(x).__name__}")
 
 
-__all__ = ["VARIABLE_READS", "gradients"]
+__all__ = ["gradients"]

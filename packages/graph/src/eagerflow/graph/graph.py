@@ -28,12 +28,6 @@ if TYPE_CHECKING:
 
 Shape = tuple[int | None, ...] | None  # None: not even the rank is known
 
-# TensorFlow names the nodes of Python operators after the operator, not the op type.
-DEFAULT_NAMES = {
-    "AddV2": "add", "Sub": "sub", "Mul": "mul", "RealDiv": "truediv", "FloorDiv": "floordiv",
-    "FloorMod": "mod", "Pow": "pow", "Neg": "Neg",
-}  # fmt: skip
-
 
 class SymbolicTensor(Tensor):
     """An output of an ``Operation`` in a graph: a static shape and dtype, no value.
@@ -194,7 +188,7 @@ class Graph:
     ) -> Operation:
         """Add an operation with the given static outputs (the graph's one constructor)."""
         control = tuple(dict.fromkeys(o for block in self._building.control for o in block))
-        unique = self.unique_name(name or DEFAULT_NAMES.get(op.name, op.name))
+        unique = self.unique_name(name or op.default_name or op.name)
         operation = Operation(self, op, unique, inputs, attrs, control)
         operation.outputs = tuple(
             SymbolicTensor(operation, i, None if s is None else tuple(s), d)
@@ -352,7 +346,6 @@ def reset_default_graph() -> None:
 
 
 __all__ = [
-    "DEFAULT_NAMES",
     "Graph",
     "Operation",
     "Shape",

@@ -252,7 +252,7 @@ class _Exporter:
         self.variable_keys: dict[int, str] = {}  # by id: a Variable's == is elementwise
         self.variable_objects: dict[str, Variable] = {}  # the other way round
         self.variable_nodes = {
-            id(o.attrs["variable"]): o for o in graph.get_operations() if o.type == "VariableV2"
+            id(o.attrs["variable"]): o for o in graph.get_operations() if o.op_def.defines_variable
         }
         self.hint = "graph"  # the node whose attribute is being written: names new entries
 

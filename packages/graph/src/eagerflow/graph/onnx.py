@@ -57,7 +57,8 @@ its ``points``, exports as (each ONNX name is the eagerflow node's, then the ONN
 What cannot be translated is refused before anything is written, in one
 ``UnsupportedOpError`` that lists *every* such node (type and name): ops with state or
 effects (``AssignVariableOp``, ``PrintV2``, random ops: an ONNX graph is a pure function)
-and ops no rule covers. ``RULES`` is the list of what can be exported.
+and ops no rule covers. ``RULES`` is the list of what can be exported, and
+``NOT_EXPORTABLE`` says why each other op cannot be.
 
 The ``onnx`` package is an optional extra (``pip install "eagerflow-graph[onnx]"``),
 imported only when ``export`` runs: ``import eagerflow.graph`` never imports it.
@@ -201,7 +202,7 @@ class OnnxBuilder:
             rule = RULES.get(operation.type)
             try:
                 if rule is None:  # (listed by the check before export already)
-                    raise _Refused(_REFUSED.get(operation.type, "no ONNX rule for this op"))
+                    raise _Refused(NOT_EXPORTABLE.get(operation.type, "no ONNX rule for this op"))
                 # (inside a branch, loop or inlined call: prefixed by that node's name)
                 outer = self.current
                 self.current = f"{outer}/{operation.name}" if outer else operation.name
@@ -331,22 +332,33 @@ def _leaky_relu(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
     return b.node("LeakyRelu", x, alpha=float(op.attrs["alpha"]))
 
 
-@rule("FloorMod", "FloorDiv")
-def _floor_div_mod(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
-    """Python's ``%`` and ``//``. Integers: ``Mod(fmod=0)`` takes the divisor's sign, as
-    Python does, and (x - x % y) / y divides exactly. Floats: NumPy's own recipe, from C's
-    ``fmod`` (exact): the remainder moves by y when its sign differs from y's, and the
-    quotient (x - fmod) / y then rounds to the nearest integer below."""
+@rule("FloorMod")
+def _floor_mod(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    """Python's ``%``: see ``_floor_div_mod``."""
+    return _floor_div_mod(b, op, x, remainder=True)
+
+
+@rule("FloorDiv")
+def _floor_div(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    """Python's ``//``: see ``_floor_div_mod``."""
+    return _floor_div_mod(b, op, x, remainder=False)
+
+
+def _floor_div_mod(b: OnnxBuilder, op: Operation, x: list[str], remainder: bool) -> list[str]:
+    """Python's ``%`` (``remainder``) or ``//``. Integers: ``Mod(fmod=0)`` takes the
+    divisor's sign, as Python does, and (x - x % y) / y divides exactly. Floats: NumPy's
+    own recipe, from C's ``fmod`` (exact): the remainder moves by y when its sign differs
+    from y's, and the quotient (x - fmod) / y then rounds to the nearest integer below."""
     dtype = op.inputs[0].dtype
     a, y = x
     if not dtype.is_floating:
         mod = b.one("Mod", x, fmod=0)
-        return [mod] if op.type == "FloorMod" else b.node("Div", [b.one("Sub", [a, mod]), y])
+        return [mod] if remainder else b.node("Div", [b.one("Sub", [a, mod]), y])
     zero = _zero_like(b, dtype)
     fmod = b.one("Mod", x, fmod=1)
     signs_differ = b.one("Xor", [b.one("Less", [y, zero]), b.one("Less", [fmod, zero])])
     adjust = b.one("And", [b.one("Not", [b.one("Equal", [fmod, zero])]), signs_differ])
-    if op.type == "FloorMod":
+    if remainder:
         return b.node("Where", [adjust, b.one("Add", [fmod, y]), fmod])
     one, half = _zero_like(b, dtype, 1), _zero_like(b, dtype, 0.5)
     div = b.one("Div", [b.one("Sub", [a, fmod]), y])
@@ -415,34 +427,62 @@ def _conv2d(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
     return b.node("Transpose", [conv], perm=_TO_NHWC)
 
 
-@rule("MaxPool", "AvgPool")
-def _pool(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+@rule("MaxPool")
+def _max_pool(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    """``MaxPool`` between Transposes: see ``_pool``."""
+    return _pool(b, op, x, "MaxPool")
+
+
+@rule("AvgPool")
+def _avg_pool(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    """``AveragePool`` between Transposes: see ``_pool``."""
+    return _pool(b, op, x, "AveragePool")
+
+
+def _pool(b: OnnxBuilder, op: Operation, x: list[str], onnx_type: str) -> list[str]:
     """``MaxPool`` or ``AveragePool`` between Transposes (NHWC to NCHW and back). Both skip
     padded cells, as TensorFlow does (``AveragePool``'s ``count_include_pad`` is 0)."""
     kernel = list(op.attrs["ksize"])
-    onnx_type = "MaxPool" if op.type == "MaxPool" else "AveragePool"
     image = b.one("Transpose", [x[0]], perm=_TO_NCHW)
     pooled = b.one(onnx_type, [image], kernel_shape=kernel, strides=list(op.attrs["strides"]),
                    pads=_spatial_pads(op, kernel, [1, 1]))  # fmt: skip
     return b.node("Transpose", [pooled], perm=_TO_NHWC)
 
 
-@rule("Sum", "Mean", "Max", "Min", "Prod")
-def _reduce(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
-    """``Reduce<Op>`` with ``keepdims``; the axes (none: all of them) are an input of
-    ReduceSum from opset 13 and of the others from opset 18. An integer ``Mean`` is
-    ReduceSum divided by the count, truncated toward zero, as eagerflow's kernel does."""
-    onnx_type = {"Sum": "ReduceSum", "Mean": "ReduceMean", "Max": "ReduceMax",
-                 "Min": "ReduceMin", "Prod": "ReduceProd"}[op.type]  # fmt: skip
-    keepdims = int(bool(op.attrs["keepdims"]))
+def _reduce(onnx_type: str) -> Rule:
+    """The rule of a reduction that is ``onnx_type`` (``ReduceSum``, ...) with ``keepdims``;
+    the axes (none: all of them) are an input of ReduceSum from opset 13 and of the others
+    from opset 18."""
+
+    def translate(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+        return [_reduce_node(b, onnx_type, x[0], *_reduced(op))]
+
+    translate.__doc__ = f"One ``{onnx_type}`` node."
+    return translate
+
+
+for _ours, _theirs in {"Sum": "ReduceSum", "Max": "ReduceMax", "Min": "ReduceMin",
+                       "Prod": "ReduceProd"}.items():  # fmt: skip
+    RULES[_ours] = _reduce(_theirs)
+
+
+@rule("Mean")
+def _mean(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    """``ReduceMean``; an integer ``Mean`` is ReduceSum divided by the count, truncated toward
+    zero, as eagerflow's kernel does."""
+    dtype = op.inputs[0].dtype
+    if dtype.is_floating:
+        return [_reduce_node(b, "ReduceMean", x[0], *_reduced(op))]
+    total = _reduce_node(b, "ReduceSum", x[0], *_reduced(op))
+    count = b.one("Div", [b.one("Size", x), b.one("Size", [total])])
+    return b.node("Div", [total, b.one("Cast", [count], to=b.elem_type(dtype))])
+
+
+def _reduced(op: Operation) -> tuple[list[int] | None, int]:
+    """A reduction's axes (None: all of them) and its ONNX ``keepdims``."""
     axis = op.attrs["axis"]
     axes = None if axis is None else [axis] if isinstance(axis, int) else list(axis)
-    dtype = op.inputs[0].dtype
-    if op.type == "Mean" and not dtype.is_floating:
-        total = _reduce_node(b, "ReduceSum", x[0], axes, keepdims)
-        count = b.one("Div", [b.one("Size", x), b.one("Size", [total])])
-        return b.node("Div", [total, b.one("Cast", [count], to=b.elem_type(dtype))])
-    return [_reduce_node(b, onnx_type, x[0], axes, keepdims)]
+    return axes, int(bool(op.attrs["keepdims"]))
 
 
 def _reduce_node(
@@ -579,10 +619,20 @@ def _one_hot(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
     return b.node("Where", [hot, on, off])
 
 
-@rule("ZerosLike", "OnesLike")
-def _fill_like(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
-    """``ConstantOfShape`` of the input's ``Shape``."""
-    value = np.full([1], 1 if op.type == "OnesLike" else 0, op.inputs[0].dtype.np)
+@rule("ZerosLike")
+def _zeros_like(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    """``ConstantOfShape`` of the input's ``Shape``, filled with 0."""
+    return _fill_like(b, op, x, 0)
+
+
+@rule("OnesLike")
+def _ones_like(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    """``ConstantOfShape`` of the input's ``Shape``, filled with 1."""
+    return _fill_like(b, op, x, 1)
+
+
+def _fill_like(b: OnnxBuilder, op: Operation, x: list[str], fill: int) -> list[str]:
+    value = np.full([1], fill, op.inputs[0].dtype.np)
     tensor = b.onnx.numpy_helper.from_array(value, "value")
     return b.node("ConstantOfShape", [b.one("Shape", x)], value=tensor)
 
@@ -771,8 +821,15 @@ def _while(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
     return b.node("Loop", ["", start, *x[:n]], n, body=graph)
 
 
+@rule("NoOp")
+def _no_op(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    """Nothing: it has no outputs, and an ONNX graph runs what its outputs need."""
+    return []
+
+
 # --- what cannot be exported ---------------------------------------------------------------------
-_REFUSED = {
+# Every registered op has a rule above or its reason here (tests/tensor/test_op_rows.py).
+NOT_EXPORTABLE = {
     "PrintV2": "prints when it runs: an ONNX graph has no effects",
     "AssignVariableOp": "changes a variable: an ONNX graph has no state",
     "AssignAddVariableOp": "changes a variable: an ONNX graph has no state",
@@ -784,6 +841,11 @@ _REFUSED = {
     "Placeholder": "a placeholder the function does not take as an input",
     "VariableV2": "a graph variable's node (export a function of eager variables)",
     "StridedSliceGrad": "the gradient of indexing: no rule yet (export the forward function)",
+    "Conv2DBackpropInput": "a convolution's gradient: no rule yet (export the forward function)",
+    "Conv2DBackpropFilter": "a convolution's gradient: no rule yet (export the forward function)",
+    "MaxPoolGrad": "a pooling's gradient: no rule yet (export the forward function)",
+    "MaxPoolGradGrad": "a pooling's gradient: no rule yet (export the forward function)",
+    "AvgPoolGrad": "a pooling's gradient: no rule yet (export the forward function)",
 }
 
 
@@ -802,10 +864,8 @@ def _unsupported(
             seen.add(operation)
             stack.extend(t.op for t in operation.inputs)
             stack.extend(operation.control_inputs)
-            if operation.type == "NoOp":
-                continue
             if operation.type not in RULES:
-                why = _REFUSED.get(operation.type, "no ONNX rule for this op")
+                why = NOT_EXPORTABLE.get(operation.type, "no ONNX rule for this op")
                 found.append((operation.type, operation.name, why))
             nested = [v for v in operation.attrs.values() if isinstance(v, Subgraph)]
             _unsupported(nested, found, seen)
@@ -931,6 +991,7 @@ def export(
 
 __all__ = [
     "MIN_OPSET",
+    "NOT_EXPORTABLE",
     "RULES",
     "OnnxBuilder",
     "Rule",

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from eagerflow.autodiff import Variable
+from eagerflow.autodiff import Variable, not_differentiable
 from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
@@ -26,7 +26,7 @@ def placeholder_kernel(shape: Any, dtype: DType) -> np.ndarray:
     raise InvalidArgumentError("a placeholder must be fed a value (feed_dict)")
 
 
-@op("Placeholder", placeholder_kernel, shape=_placeholder_shape, dtype=attr_dtype_rule)
+@op("Placeholder", placeholder_kernel, shape=_placeholder_shape, dtype=attr_dtype_rule, fed=True)
 def placeholder(
     dtype: DType | str, shape: Sequence[int | None] | None = None, name: str | None = None
 ) -> SymbolicTensor:
@@ -54,6 +54,10 @@ def no_op_kernel(*inputs: np.ndarray) -> tuple[()]:
     return ()
 
 
+# Neither takes an input, so neither has one to pass a gradient to.
+not_differentiable("Placeholder", "NoOp")
+
+
 def group(*inputs: Any, name: str | None = None) -> Operation | None:
     """One op that runs all of ``inputs`` (ops or tensors); None in eager mode."""
     if executing_eagerly():
@@ -74,7 +78,7 @@ def no_op(name: str | None = None) -> Operation | None:
 def global_variables(graph: Graph | None = None) -> list[Variable]:
     """The variables created in ``graph`` (default: the current one), in creation order."""
     graph = graph or get_default_graph()
-    return [o.attrs["variable"] for o in graph.get_operations() if o.type == "VariableV2"]
+    return [o.attrs["variable"] for o in graph.get_operations() if o.op_def.defines_variable]
 
 
 def trainable_variables(graph: Graph | None = None) -> list[Variable]:

@@ -144,7 +144,7 @@ def _needed_operations(fetches: Sequence[Fetch], fed: set[SymbolicTensor]) -> li
         stack.extend(t.op for t in operation.inputs if t not in fed)
         stack.extend(operation.control_inputs)
     for operation in needed:
-        if operation.type == "Placeholder":
+        if operation.op_def.fed:
             (t,) = operation.outputs
             raise InvalidArgumentError(
                 f"you must feed a value for placeholder '{t.name}' with dtype {t.dtype} and "
@@ -171,7 +171,7 @@ def _fold_and_merge(
     folded = merged = 0
     for o in operations:
         inputs = [alias.get(t, t) for t in o.inputs]
-        pure = not o.op_def.stateful and o.type != "Placeholder" and not o.control_inputs
+        pure = not o.op_def.stateful and not o.op_def.fed and not o.control_inputs
         if pure and all(t in constants for t in inputs):
             args = [constants[t] for t in inputs]
             try:
@@ -187,7 +187,7 @@ def _fold_and_merge(
                     constants[t] = value
                 else:
                     alias[t] = first
-            folded += o.type != "Const"  # a Const is a constant already, not a folding
+            folded += not o.op_def.constant  # a Const is a constant already, not a folding
             continue
         key = (o.type, tuple(inputs), _attrs_key(o.attrs)) if pure else None
         if key is not None and key in seen:
@@ -376,7 +376,7 @@ class Session:
 
     def _variable_value(self, variable: Variable) -> SymbolicTensor:
         for o in self.graph.get_operations():
-            if o.type == "VariableV2" and o.attrs["variable"] is variable:
+            if o.op_def.defines_variable and o.attrs["variable"] is variable:
                 return o.outputs[0]
         raise ValueError(f"variable '{variable.name}' does not belong to this Session's graph")
 

@@ -78,7 +78,7 @@ def const_kernel(value: np.ndarray) -> np.ndarray:
     return value
 
 
-@op("Const", const_kernel, shape=const_shape, dtype=const_dtype)
+@op("Const", const_kernel, shape=const_shape, dtype=const_dtype, constant=True)
 def constant(
     value: Any,
     dtype: DType | str | None = None,
@@ -149,7 +149,13 @@ def zeros_like_kernel(x: np.ndarray) -> np.ndarray:
     return np.zeros(x.shape, x.dtype)
 
 
-@op("ZerosLike", zeros_like_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
+@op(
+    "ZerosLike",
+    zeros_like_kernel,
+    shape=same_shape_rule,
+    dtype=same_dtype(ANY),
+    needs_only_shapes=True,
+)
 def zeros_like(x: Any, name: str | None = None) -> Tensor:
     """Zeros of x's shape and dtype."""
     x = x if type(x) is Tensor else convert_to_tensor(x)
@@ -162,7 +168,13 @@ def ones_like_kernel(x: np.ndarray) -> np.ndarray:
     return ones
 
 
-@op("OnesLike", ones_like_kernel, shape=same_shape_rule, dtype=same_dtype(ANY))
+@op(
+    "OnesLike",
+    ones_like_kernel,
+    shape=same_shape_rule,
+    dtype=same_dtype(ANY),
+    needs_only_shapes=True,
+)
 def ones_like(x: Any, name: str | None = None) -> Tensor:
     """Ones of x's shape and dtype."""
     x = x if type(x) is Tensor else convert_to_tensor(x)
@@ -354,7 +366,7 @@ def size_kernel(x: np.ndarray, dtype: DType) -> np.ndarray:
     return np.asarray(np.size(x), dtype=dtype.np)
 
 
-@op("Size", size_kernel, shape=size_shape, dtype=attr_dtype_rule)
+@op("Size", size_kernel, shape=size_shape, dtype=attr_dtype_rule, needs_only_shapes=True)
 def size(x: Any, out_type: DType | str = dtypes.int32, name: str | None = None) -> Tensor:
     """The number of elements of x, as a scalar tensor (in a graph, known only when it runs if
     x's shape is not)."""
@@ -490,7 +502,13 @@ def broadcast_to_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
-@op("BroadcastTo", broadcast_to_kernel, shape=broadcast_to_shape, dtype=same_dtype(ANY))
+@op(
+    "BroadcastTo",
+    broadcast_to_kernel,
+    shape=broadcast_to_shape,
+    dtype=same_dtype(ANY),
+    expands=True,
+)
 def broadcast_to(x: Any, shape: ShapeLike, name: str | None = None) -> Tensor:
     """x stretched to ``shape`` by NumPy's broadcasting rules."""
     attrs = {"shape": check_dims(static_shape(shape, "broadcast_to"))}
@@ -773,7 +791,7 @@ def where_kernel(condition: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndar
     return np.where(condition, x, y)
 
 
-@op("SelectV2", where_kernel, shape=broadcast_rule, dtype=where_dtype)
+@op("SelectV2", where_kernel, shape=broadcast_rule, dtype=where_dtype, retains_inputs=False)
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
     """Elementwise choice: ``x`` where ``condition`` is True, else ``y`` (broadcasting).
 

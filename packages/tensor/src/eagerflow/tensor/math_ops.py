@@ -68,19 +68,40 @@ warnings.filterwarnings(
 )
 
 
-@op("AddV2", np.add, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
+@op(
+    "AddV2",
+    np.add,
+    shape=broadcast_rule,
+    dtype=same_dtype(NUMBERS),
+    retains_inputs=False,
+    default_name="add",
+)
 def add(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x + y, elementwise with broadcasting."""
     return _binary("AddV2", x, y, name)
 
 
-@op("Sub", np.subtract, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
+@op(
+    "Sub",
+    np.subtract,
+    shape=broadcast_rule,
+    dtype=same_dtype(NUMBERS),
+    retains_inputs=False,
+    default_name="sub",
+)
 def subtract(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x - y, elementwise with broadcasting."""
     return _binary("Sub", x, y, name)
 
 
-@op("Mul", np.multiply, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
+@op(
+    "Mul",
+    np.multiply,
+    shape=broadcast_rule,
+    dtype=same_dtype(NUMBERS),
+    retains_inputs=False,
+    default_name="mul",
+)
 def multiply(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x * y, elementwise with broadcasting."""
     return _binary("Mul", x, y, name)
@@ -91,7 +112,14 @@ def real_div_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.true_divide(x, y)
 
 
-@op("RealDiv", real_div_kernel, shape=broadcast_rule, dtype=same_dtype(FLOATS))
+@op(
+    "RealDiv",
+    real_div_kernel,
+    shape=broadcast_rule,
+    dtype=same_dtype(FLOATS),
+    retains_inputs=False,
+    default_name="truediv",
+)
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x / y, elementwise with broadcasting (x/0 is ±inf or nan, as in IEEE 754). Integers
     are first cast to float64, as TensorFlow's ``truediv`` does."""
@@ -113,7 +141,14 @@ def floordiv_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.floor_divide(x, y)
 
 
-@op("FloorDiv", floordiv_kernel, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
+@op(
+    "FloorDiv",
+    floordiv_kernel,
+    shape=broadcast_rule,
+    dtype=same_dtype(NUMBERS),
+    retains_inputs=False,
+    default_name="floordiv",
+)
 def floordiv(x: Any, y: Any, name: str | None = None) -> Tensor:
     """floor(x / y), elementwise (Python's ``//``); integer division by zero is an error."""
     return _binary("FloorDiv", x, y, name)
@@ -125,7 +160,14 @@ def floormod_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.mod(x, y)
 
 
-@op("FloorMod", floormod_kernel, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
+@op(
+    "FloorMod",
+    floormod_kernel,
+    shape=broadcast_rule,
+    dtype=same_dtype(NUMBERS),
+    retains_inputs=False,
+    default_name="mod",
+)
 def floormod(x: Any, y: Any, name: str | None = None) -> Tensor:
     """The remainder of floor division, x - floor(x / y) * y, elementwise (Python's ``%``):
     it takes the divisor's sign."""
@@ -139,7 +181,14 @@ def pow_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.power(x, y)
 
 
-@op("Pow", pow_kernel, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
+@op(
+    "Pow",
+    pow_kernel,
+    shape=broadcast_rule,
+    dtype=same_dtype(NUMBERS),
+    retains_inputs=False,
+    default_name="pow",
+)
 def pow(
     x: Any, y: Any, name: str | None = None
 ) -> Tensor:  # TensorFlow's name; shadows the builtin here
@@ -147,13 +196,13 @@ def pow(
     return _binary("Pow", x, y, name)
 
 
-@op("Maximum", np.maximum, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
+@op("Maximum", np.maximum, shape=broadcast_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def maximum(x: Any, y: Any, name: str | None = None) -> Tensor:
     """max(x, y), elementwise with broadcasting (nan if either is nan)."""
     return _binary("Maximum", x, y, name)
 
 
-@op("Minimum", np.minimum, shape=broadcast_rule, dtype=same_dtype(NUMBERS))
+@op("Minimum", np.minimum, shape=broadcast_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def minimum(x: Any, y: Any, name: str | None = None) -> Tensor:
     """min(x, y), elementwise with broadcasting (nan if either is nan)."""
     return _binary("Minimum", x, y, name)
@@ -163,80 +212,100 @@ def minimum(x: Any, y: Any, name: str | None = None) -> Tensor:
 ORDERED = same_dtype(NUMBERS, dtypes.bool_)  # two numbers of one dtype in, bool out
 
 
-@op("Less", np.less, shape=broadcast_rule, dtype=ORDERED)
+@op("Less", np.less, shape=broadcast_rule, dtype=ORDERED, retains_inputs=False)
 def less(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x < y, elementwise; a bool tensor."""
     return _binary("Less", x, y, name)
 
 
-@op("LessEqual", np.less_equal, shape=broadcast_rule, dtype=ORDERED)
+@op("LessEqual", np.less_equal, shape=broadcast_rule, dtype=ORDERED, retains_inputs=False)
 def less_equal(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x <= y, elementwise; a bool tensor."""
     return _binary("LessEqual", x, y, name)
 
 
-@op("Greater", np.greater, shape=broadcast_rule, dtype=ORDERED)
+@op("Greater", np.greater, shape=broadcast_rule, dtype=ORDERED, retains_inputs=False)
 def greater(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x > y, elementwise; a bool tensor."""
     return _binary("Greater", x, y, name)
 
 
-@op("GreaterEqual", np.greater_equal, shape=broadcast_rule, dtype=ORDERED)
+@op("GreaterEqual", np.greater_equal, shape=broadcast_rule, dtype=ORDERED, retains_inputs=False)
 def greater_equal(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x >= y, elementwise; a bool tensor."""
     return _binary("GreaterEqual", x, y, name)
 
 
-@op("Equal", np.equal, shape=broadcast_rule, dtype=same_dtype(ANY, dtypes.bool_))
+@op(
+    "Equal",
+    np.equal,
+    shape=broadcast_rule,
+    dtype=same_dtype(ANY, dtypes.bool_),
+    retains_inputs=False,
+)
 def equal(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x == y, elementwise; a bool tensor (also what ``==`` on tensors does)."""
     return _binary("Equal", x, y, name)
 
 
-@op("NotEqual", np.not_equal, shape=broadcast_rule, dtype=same_dtype(ANY, dtypes.bool_))
+@op(
+    "NotEqual",
+    np.not_equal,
+    shape=broadcast_rule,
+    dtype=same_dtype(ANY, dtypes.bool_),
+    retains_inputs=False,
+)
 def not_equal(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x != y, elementwise; a bool tensor."""
     return _binary("NotEqual", x, y, name)
 
 
-@op("LogicalAnd", np.logical_and, shape=broadcast_rule, dtype=same_dtype(BOOL))
+@op(
+    "LogicalAnd", np.logical_and, shape=broadcast_rule, dtype=same_dtype(BOOL), retains_inputs=False
+)
 def logical_and(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x and y, elementwise on bool tensors (``&``)."""
     return _binary("LogicalAnd", x, y, name)
 
 
-@op("LogicalOr", np.logical_or, shape=broadcast_rule, dtype=same_dtype(BOOL))
+@op("LogicalOr", np.logical_or, shape=broadcast_rule, dtype=same_dtype(BOOL), retains_inputs=False)
 def logical_or(x: Any, y: Any, name: str | None = None) -> Tensor:
     """x or y, elementwise on bool tensors (``|``)."""
     return _binary("LogicalOr", x, y, name)
 
 
-@op("LogicalNot", np.logical_not, shape=same_shape_rule, dtype=same_dtype(BOOL))
+@op(
+    "LogicalNot",
+    np.logical_not,
+    shape=same_shape_rule,
+    dtype=same_dtype(BOOL),
+    retains_inputs=False,
+)
 def logical_not(x: Any, name: str | None = None) -> Tensor:
     """not x, elementwise on a bool tensor (``~``)."""
     return _unary("LogicalNot", x, name)
 
 
 # --- unary math ------------------------------------------------------------------------------
-@op("Neg", np.negative, shape=same_shape_rule, dtype=same_dtype(NUMBERS))
+@op("Neg", np.negative, shape=same_shape_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def negative(x: Any, name: str | None = None) -> Tensor:
     """-x, elementwise."""
     return _unary("Neg", x, name)
 
 
-@op("Abs", np.abs, shape=same_shape_rule, dtype=same_dtype(NUMBERS))
+@op("Abs", np.abs, shape=same_shape_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def abs(x: Any, name: str | None = None) -> Tensor:  # TensorFlow's name; shadows the builtin here
     """|x|, elementwise."""
     return _unary("Abs", x, name)
 
 
-@op("Sign", np.sign, shape=same_shape_rule, dtype=same_dtype(NUMBERS))
+@op("Sign", np.sign, shape=same_shape_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def sign(x: Any, name: str | None = None) -> Tensor:
     """-1, 0 or 1 by the sign of x, elementwise."""
     return _unary("Sign", x, name)
 
 
-@op("Square", np.square, shape=same_shape_rule, dtype=same_dtype(NUMBERS))
+@op("Square", np.square, shape=same_shape_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def square(x: Any, name: str | None = None) -> Tensor:
     """x², elementwise."""
     return _unary("Square", x, name)
@@ -247,7 +316,7 @@ def sqrt_kernel(x: np.ndarray) -> np.ndarray:
     return np.sqrt(x)
 
 
-@op("Sqrt", sqrt_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
+@op("Sqrt", sqrt_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS), retains_inputs=False)
 def sqrt(x: Any, name: str | None = None) -> Tensor:
     """√x, elementwise (nan below 0)."""
     return _unary("Sqrt", x, name)
@@ -258,7 +327,14 @@ def exp_kernel(x: np.ndarray) -> np.ndarray:
     return np.exp(x)
 
 
-@op("Exp", exp_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
+@op(
+    "Exp",
+    exp_kernel,
+    shape=same_shape_rule,
+    dtype=same_dtype(FLOATS),
+    retains_inputs=False,
+    transcendental=True,
+)
 def exp(x: Any, name: str | None = None) -> Tensor:
     """eˣ, elementwise (inf on overflow)."""
     return _unary("Exp", x, name)
@@ -269,13 +345,27 @@ def log_kernel(x: np.ndarray) -> np.ndarray:
     return np.log(x)
 
 
-@op("Log", log_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
+@op(
+    "Log",
+    log_kernel,
+    shape=same_shape_rule,
+    dtype=same_dtype(FLOATS),
+    retains_inputs=False,
+    transcendental=True,
+)
 def log(x: Any, name: str | None = None) -> Tensor:
     """ln x, elementwise (-inf at 0, nan below 0)."""
     return _unary("Log", x, name)
 
 
-@op("Tanh", np.tanh, shape=same_shape_rule, dtype=same_dtype(FLOATS))
+@op(
+    "Tanh",
+    np.tanh,
+    shape=same_shape_rule,
+    dtype=same_dtype(FLOATS),
+    retains_inputs=False,
+    transcendental=True,
+)
 def tanh(x: Any, name: str | None = None) -> Tensor:
     """tanh x, elementwise."""
     return _unary("Tanh", x, name)
@@ -285,7 +375,9 @@ def sigmoid_kernel(x: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0, -x))  # exp(-log(1 + e⁻ˣ)), which never overflows
 
 
-@op("Sigmoid", sigmoid_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
+@op(
+    "Sigmoid", sigmoid_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS), retains_inputs=False
+)
 def sigmoid(x: Any, name: str | None = None) -> Tensor:
     """1 / (1 + e⁻ˣ), elementwise."""
     return _unary("Sigmoid", x, name)
@@ -297,7 +389,7 @@ def cast_kernel(x: np.ndarray, dtype: DType) -> np.ndarray:
     return x.astype(dtype.np)
 
 
-@op("Cast", cast_kernel, shape=same_shape_rule, dtype=attr_dtype_rule)
+@op("Cast", cast_kernel, shape=same_shape_rule, dtype=attr_dtype_rule, retains_inputs=False)
 def cast(x: Any, dtype: DType | str, name: str | None = None) -> Tensor:
     """x converted to ``dtype`` (the only way to change a tensor's dtype): floats to ints
     truncate toward zero; to bool, nonzero is True."""
@@ -334,7 +426,7 @@ def matmul_kernel(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: 
     return np.matmul(a, b)
 
 
-@op("MatMul", matmul_kernel, shape=matmul_shape, dtype=same_dtype(NUMBERS))
+@op("MatMul", matmul_kernel, shape=matmul_shape, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def matmul(
     a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False, name: str | None = None
 ) -> Tensor:
@@ -378,7 +470,7 @@ def sum_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     return np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)  # type: ignore[call-overload]
 
 
-@op("Sum", sum_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS))
+@op("Sum", sum_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def reduce_sum(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -397,7 +489,7 @@ def mean_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     return (np.sign(total) * (np.abs(total) // count)).astype(x.dtype)
 
 
-@op("Mean", mean_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS))
+@op("Mean", mean_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def reduce_mean(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -410,7 +502,7 @@ def max_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     return np.max(x, axis=axis, keepdims=keepdims)
 
 
-@op("Max", max_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS))
+@op("Max", max_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def reduce_max(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -422,7 +514,7 @@ def min_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     return np.min(x, axis=axis, keepdims=keepdims)
 
 
-@op("Min", min_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS))
+@op("Min", min_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def reduce_min(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -434,7 +526,7 @@ def prod_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
 
 
-@op("Prod", prod_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS))
+@op("Prod", prod_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def reduce_prod(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -461,7 +553,7 @@ def argmax_kernel(x: np.ndarray, axis: int, output_type: DType) -> np.ndarray:
     return np.argmax(x, axis=axis).astype(output_type.np)
 
 
-@op("ArgMax", argmax_kernel, shape=arg_shape, dtype=arg_dtype)
+@op("ArgMax", argmax_kernel, shape=arg_shape, dtype=arg_dtype, retains_inputs=False)
 def argmax(
     x: Any, axis: int = 0, output_type: DType = dtypes.int64, name: str | None = None
 ) -> Tensor:
@@ -476,7 +568,7 @@ def argmin_kernel(x: np.ndarray, axis: int, output_type: DType) -> np.ndarray:
     return np.argmin(x, axis=axis).astype(output_type.np)
 
 
-@op("ArgMin", argmin_kernel, shape=arg_shape, dtype=arg_dtype)
+@op("ArgMin", argmin_kernel, shape=arg_shape, dtype=arg_dtype, retains_inputs=False)
 def argmin(
     x: Any, axis: int = 0, output_type: DType = dtypes.int64, name: str | None = None
 ) -> Tensor:

@@ -25,7 +25,7 @@ def relu_kernel(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0).astype(x.dtype, copy=False)
 
 
-@op("Relu", relu_kernel, shape=same_shape_rule, dtype=same_dtype(NUMBERS))
+@op("Relu", relu_kernel, shape=same_shape_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
 def relu(x: Any, name: str | None = None) -> Tensor:
     """max(x, 0), elementwise."""
     return execute("Relu", (convert_to_tensor(x),), NO_ATTRS, name)[0]
@@ -48,7 +48,13 @@ def relu_grad_kernel(gradients: np.ndarray, outputs: np.ndarray) -> np.ndarray:
     return gradients * (outputs > 0)
 
 
-@op("ReluGrad", relu_grad_kernel, shape=equal_shapes_rule, dtype=same_dtype(NUMBERS))
+@op(
+    "ReluGrad",
+    relu_grad_kernel,
+    shape=equal_shapes_rule,
+    dtype=same_dtype(NUMBERS),
+    retains_inputs=False,
+)
 def relu_grad(gradients: Any, outputs: Any, name: str | None = None) -> Tensor:
     """The gradient of ``relu``: ``gradients`` masked by ``outputs > 0`` (one op, as in TF,
     rather than a compare, a cast and a multiply)."""
@@ -61,7 +67,13 @@ def softplus_kernel(x: np.ndarray) -> np.ndarray:
     return np.logaddexp(np.zeros((), x.dtype), x)
 
 
-@op("Softplus", softplus_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
+@op(
+    "Softplus",
+    softplus_kernel,
+    shape=same_shape_rule,
+    dtype=same_dtype(FLOATS),
+    retains_inputs=False,
+)
 def softplus(x: Any, name: str | None = None) -> Tensor:
     """log(1 + eˣ), elementwise: a smooth relu."""
     return execute("Softplus", (convert_to_tensor(x),), NO_ATTRS, name)[0]
@@ -72,7 +84,7 @@ def elu_kernel(x: np.ndarray) -> np.ndarray:
     return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
 
 
-@op("Elu", elu_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
+@op("Elu", elu_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS), retains_inputs=False)
 def elu(features: Any, name: str | None = None) -> Tensor:
     """The exponential linear unit: x for x > 0, eˣ - 1 below (smooth at 0, unlike relu)."""
     return execute("Elu", (convert_to_tensor(features),), NO_ATTRS, name)[0]
@@ -82,7 +94,13 @@ def leaky_relu_kernel(x: np.ndarray, alpha: float) -> np.ndarray:
     return np.where(x > 0, x, x * alpha).astype(x.dtype, copy=False)
 
 
-@op("LeakyRelu", leaky_relu_kernel, shape=same_shape_rule, dtype=same_dtype(FLOATS))
+@op(
+    "LeakyRelu",
+    leaky_relu_kernel,
+    shape=same_shape_rule,
+    dtype=same_dtype(FLOATS),
+    retains_inputs=False,
+)
 def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Tensor:
     """x for x > 0, ``alpha``·x below: a relu whose negative side still has a gradient."""
     if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.number):
@@ -105,7 +123,9 @@ def softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-@op("Softmax", softmax_kernel, shape=axis_shape_rule, dtype=same_dtype(FLOATS))
+@op(
+    "Softmax", softmax_kernel, shape=axis_shape_rule, dtype=same_dtype(FLOATS), retains_inputs=False
+)
 def softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
     """Turn ``logits`` into probabilities along ``axis``: eˣ / Σ eˣ (they sum to 1 there)."""
     return execute("Softmax", (convert_to_tensor(logits),), {"axis": int(axis)}, name)[0]
@@ -119,7 +139,13 @@ def log_softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
-@op("LogSoftmax", log_softmax_kernel, shape=axis_shape_rule, dtype=same_dtype(FLOATS))
+@op(
+    "LogSoftmax",
+    log_softmax_kernel,
+    shape=axis_shape_rule,
+    dtype=same_dtype(FLOATS),
+    retains_inputs=False,
+)
 def log_softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
     """log(softmax(logits)) along ``axis``, computed without overflow or log(0)."""
     return execute("LogSoftmax", (convert_to_tensor(logits),), {"axis": int(axis)}, name)[0]
@@ -169,7 +195,8 @@ def sparse_softmax_cross_entropy_kernel(
 
 
 @op("SparseSoftmaxCrossEntropyWithLogits", sparse_softmax_cross_entropy_kernel,
-    shape=_sparse_xent_shape, dtype=_sparse_xent_dtype, multi_output=True)  # fmt: skip
+    shape=_sparse_xent_shape, dtype=_sparse_xent_dtype, multi_output=True,
+    retains_inputs=False)  # fmt: skip
 def sparse_softmax_cross_entropy_with_logits(
     *, labels: Any, logits: Any, name: str | None = None
 ) -> Tensor:

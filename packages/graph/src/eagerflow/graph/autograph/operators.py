@@ -33,7 +33,7 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.graph.control_flow import FunctionGraph, cond, while_loop
-from eagerflow.graph.graph import SymbolicTensor, get_default_graph
+from eagerflow.graph.graph import Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError, a_tensor
 
@@ -496,6 +496,19 @@ def _python_for(
             body(item)
 
 
+def _range_bounds(operation: Operation) -> tuple[Any, Any, Any]:
+    """A ``Range``'s start, limit and delta: Python numbers known to the op, or its inputs."""
+    attrs = operation.attrs
+    if "start" in attrs:
+        return (attrs["start"], attrs["limit"], attrs["delta"])
+    return (operation.inputs[0], operation.inputs[1], operation.inputs[2])
+
+
+# The ops whose output a loop counts through without making it, each with its bounds: the
+# start, limit and delta of the numbers it would hold. Any other tensor is iterated item by item.
+COUNTED: dict[str, Callable[[Operation], tuple[Any, Any, Any]]] = {"Range": _range_bounds}
+
+
 class _Items:
     """What a graph loop over a tensor iterates: the numbers of a ``range`` (counted from its
     op's bounds, so the range itself is never made), or the items along a tensor's first
@@ -504,13 +517,10 @@ class _Items:
     def __init__(self, iterated: SymbolicTensor, where: Where) -> None:
         self.iterated = iterated
         operation = iterated.op
+        bounds = COUNTED.get(operation.type)
         self.range: tuple[Any, Any, Any] | None = None
-        if operation.type == "Range":
-            attrs = operation.attrs
-            if "start" in attrs:  # Python numbers, known to the op
-                self.range = (attrs["start"], attrs["limit"], attrs["delta"])
-            else:  # tensors: the op's inputs
-                self.range = (operation.inputs[0], operation.inputs[1], operation.inputs[2])
+        if bounds is not None:
+            self.range = bounds(operation)
             self.start = ef.convert_to_tensor(self.range[0], iterated.dtype)
         else:
             self.length = _length(iterated, where)
@@ -708,6 +718,7 @@ def _fits(shape: Any, invariant: Any) -> bool:
 
 
 __all__ = [
+    "COUNTED",
     "AutoGraphError",
     "Undefined",
     "UndefinedReturnValue",

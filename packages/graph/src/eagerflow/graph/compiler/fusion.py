@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, FUSIBLE_DTYPES, REDUCTIONS, fusible
 from eagerflow.graph.compiler.specialize import Node, Shape, Specialized
 
@@ -55,7 +54,7 @@ def domain_of(node: Node, program: Specialized) -> Shape | None:
     if operation.op_def.stateful or operation.control_inputs:
         return None
     name = node.type
-    if not fusible(name):
+    if not fusible(operation.op_def):
         return None
     values = [*node.inputs, *node.outputs]
     if any(program.dtypes[v] not in FUSIBLE_DTYPES for v in values):
@@ -69,7 +68,7 @@ def domain_of(node: Node, program: Specialized) -> Shape | None:
     assert domain is not None
     if not program.dtypes[node.inputs[0]].is_floating:
         return None  # integer Mean rounds as TensorFlow does: the interpreter's business
-    if name in ("Max", "Min") and 0 in domain:
+    if not REDUCTIONS[name].adds and 0 in domain:
         return None  # NumPy raises for an empty maximum: let the kernel say it
     return domain
 
@@ -94,7 +93,11 @@ def find_clusters(program: Specialized) -> list[Unit]:
         for source in sources:  # a cluster read from outside is complete: sealed
             if domain != source.domain or source.reduced & set(node.inputs):
                 source.sealed = True
-        if domain is None and node.operation.op_def.stateful and node.type not in READS:
+        if (
+            domain is None
+            and node.operation.op_def.stateful
+            and not node.operation.op_def.reads_state
+        ):
             for other in open_clusters.values():
                 other.sealed = True
         open_clusters = {d: c for d, c in open_clusters.items() if not c.sealed}

@@ -1,9 +1,11 @@
 """Pass 3, code generation: a cluster becomes the source of one function.
 
-One table per interpretation, as in JAX's Autodidax: the registry holds each op's NumPy
-kernel (the interpreter's rule); ``ELEMENTWISE`` holds each fusible op's value for *one
-element*, as Python that numba compiles. A cluster's function is then one loop nest over
-its domain; each iteration loads its inputs' elements (index 0 along a broadcast
+One table per interpretation, as in JAX's Autodidax, each keyed by the op's name: the
+registry holds each op's NumPy kernel (the interpreter's rule); ``ELEMENTWISE`` holds each
+fusible op's value for *one element*, as Python that numba compiles, ``REDUCTIONS`` each
+fusible reduction's accumulator, and ``INTO_BUFFER`` the call of an op that writes into a
+given array (besides NumPy's ufuncs, which all can). A cluster's function is then one loop
+nest over its domain; each iteration loads its inputs' elements (index 0 along a broadcast
 dimension), computes every member's element, stores those used outside, and hands each
 reduction its element::
 
@@ -48,11 +50,12 @@ import warnings
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from eagerflow.graph.files import atomic_write
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
+from eagerflow.tensor.registry import Attrs, OpDef
 
 BACKENDS = ("numba", "numpy")
 
@@ -91,11 +94,6 @@ ELEMENTWISE: dict[str, str] = {
     "BroadcastTo": "{0}",  # the loop's index does the broadcasting
 }
 
-# Without Intel's SVML, numba computes these one element at a time with the C library, 5 to
-# 35 times slower than NumPy's vectorized loops (tanh over 2**20 floats: 13 ms vs 0.4): a
-# cluster is better cut there, and the op run by NumPy between the two loops.
-TRANSCENDENTAL = frozenset({"Exp", "Log", "Tanh"})
-
 
 @cache
 def fast_math_functions() -> bool:
@@ -107,20 +105,49 @@ def fast_math_functions() -> bool:
     return bool(getattr(numba.config, "USING_SVML", False))
 
 
-def fusible(op_name: str) -> bool:
-    """Can ``op_name`` be computed inside a fused loop, at least as fast as NumPy does it?"""
-    if op_name in TRANSCENDENTAL:
-        return fast_math_functions()
-    return op_name in ELEMENTWISE or op_name in REDUCTIONS
+def fusible(op: OpDef) -> bool:
+    """Can ``op`` be computed inside a fused loop, at least as fast as NumPy does it?"""
+    if op.name not in ELEMENTWISE and op.name not in REDUCTIONS:
+        return False
+    # Without Intel's SVML, numba computes exp, log, tanh one element at a time with the C
+    # library, 5 to 35 times slower than NumPy's vectorized loops (tanh over 2**20 floats:
+    # 13 ms vs 0.4): a cluster is better cut there, and the op run by NumPy between the loops.
+    return fast_math_functions() if op.transcendental else True
 
 
-# Reductions that may end a cluster: the accumulator's start and how it takes an element.
-REDUCTIONS: dict[str, tuple[str, str]] = {
-    "Sum": ("0.0", "{acc} += {x}"),
-    "Mean": ("0.0", "{acc} += {x}"),
-    "Max": ("-np.inf", "{acc} = {x} if {x} > {acc} or {x} != {x} else {acc}"),
-    "Min": ("np.inf", "{acc} = {x} if {x} < {acc} or {x} != {x} else {acc}"),
+class Reduction(NamedTuple):
+    """A reduction in a fused loop: the accumulator's ``start``, how it ``take``s an element,
+    and the result from the accumulator and the count of elements (``finish``). ``adds``:
+    it adds its elements up, so a row of them may be summed at once, and an empty one has a
+    value (NumPy raises for an empty maximum)."""
+
+    start: str
+    take: str
+    finish: str = "{acc}"
+    adds: bool = False
+
+
+# Reductions that may end a cluster.
+REDUCTIONS: dict[str, Reduction] = {
+    "Sum": Reduction("0.0", "{acc} += {x}", adds=True),
+    "Mean": Reduction("0.0", "{acc} += {x}", "{acc} / ({count})", adds=True),
+    "Max": Reduction("-np.inf", "{acc} = {x} if {x} > {acc} or {x} != {x} else {acc}"),
+    "Min": Reduction("np.inf", "{acc} = {x} if {x} < {acc} or {x} != {x} else {acc}"),
 }
+
+
+def _matmul_into(attrs: Attrs, inputs: list[str], out: str) -> str:
+    a, b = inputs
+    if attrs["transpose_a"]:
+        a += ".swapaxes(-1, -2)"
+    if attrs["transpose_b"]:
+        b += ".swapaxes(-1, -2)"
+    return f"np.matmul({a}, {b}, out={out})"
+
+
+# Ops besides NumPy's ufuncs that can write their result into a given array: the call, from
+# the op's attributes, its inputs' names and the array's name.
+INTO_BUFFER: dict[str, Callable[[Attrs, list[str], str], str]] = {"MatMul": _matmul_into}
 
 # How a value is rounded to its dtype (the dtypes a fused loop handles).
 _ROUND: dict[DType, str] = {
@@ -204,7 +231,7 @@ def loop_source(spec: LoopSpec, name: str) -> str:
               *(f"o{k}" for k in range(n_out))]  # fmt: skip
     lines = [f"def {name}({', '.join(params)}):"]
     for m, k, axes, keepdims in spec.reductions:
-        start = REDUCTIONS[spec.members[m][0]][0]
+        start = REDUCTIONS[spec.members[m][0]].start
         kept = _kept(r, axes, keepdims)
         if kept:
             shape = ", ".join("1" if j in axes else f"n{j}" for j in kept)
@@ -248,15 +275,16 @@ def loop_source(spec: LoopSpec, name: str) -> str:
             lines.append(f"{indent}row{k}[i{r - 1}] = {x}")
             row_sums.append(f"{indent[:-4]}{acc} += row_sum(row{k})")
         else:
-            lines.append(indent + REDUCTIONS[op_name][1].format(acc=acc, x=x))
+            lines.append(indent + REDUCTIONS[op_name].take.format(acc=acc, x=x))
     lines.extend(row_sums)
     for m, k, axes, keepdims in spec.reductions:
         op_name, dtype, _ = spec.members[m]
         count = " * ".join(f"n{j}" for j in axes) or "1"
-        scale = f" / ({count})" if op_name == "Mean" else ""
+        finish = REDUCTIONS[op_name].finish
         kept = _kept(r, axes, keepdims)
         if not kept:
-            lines.append(f"    o{k}[()] = {_ROUND[dtype].format(f'acc{k}{scale}')}")
+            result = finish.format(acc=f"acc{k}", count=count)
+            lines.append(f"    o{k}[()] = {_ROUND[dtype].format(result)}")
             continue
         out_index = ", ".join(f"j{d}" for d in range(len(kept)))
         inner = "    "
@@ -264,7 +292,7 @@ def loop_source(spec: LoopSpec, name: str) -> str:
             bound = "1" if j in axes else f"n{j}"
             lines.append(f"{inner}for j{d} in range({bound}):")
             inner += "    "
-        value = _ROUND[dtype].format(f"acc{k}[{out_index}]{scale}")
+        value = _ROUND[dtype].format(finish.format(acc=f"acc{k}[{out_index}]", count=count))
         lines.append(f"{inner}o{k}[{out_index}] = {value}")
     return "\n".join(lines) + "\n"
 
@@ -274,7 +302,7 @@ def _sums_rows(spec: LoopSpec, member: int, axes: Sequence[int]) -> bool:
     row, added up by ``row_sum`` once the row is done. Adding them one by one into one
     accumulator makes every iteration wait for the previous addition (~4 cycles); a
     finished row can be summed several additions at a time, as NumPy's sums are."""
-    return spec.rank > 0 and spec.rank - 1 in axes and spec.members[member][0] in ("Sum", "Mean")
+    return spec.rank > 0 and spec.rank - 1 in axes and REDUCTIONS[spec.members[member][0]].adds
 
 
 # A row's sum may be reassociated (``fastmath``): added in another order, as NumPy's pairwise
@@ -353,9 +381,10 @@ __all__ = [
     "BACKENDS",
     "ELEMENTWISE",
     "FUSIBLE_DTYPES",
+    "INTO_BUFFER",
     "REDUCTIONS",
-    "TRANSCENDENTAL",
     "LoopSpec",
+    "Reduction",
     "compile_loop",
     "default_backend",
     "fast_math_functions",

@@ -46,6 +46,7 @@ import numpy as np
 from eagerflow.graph.compiler.fusion import Cluster, Unit, find_clusters, reduced_axes
 from eagerflow.graph.compiler.kernels import (
     BACKENDS,
+    INTO_BUFFER,
     REDUCTIONS,
     LoopSpec,
     compile_loop,
@@ -58,18 +59,6 @@ from eagerflow.graph.graph import Operation, SymbolicTensor
 from eagerflow.graph.session import _fetched, _name_node
 from eagerflow.tensor.errors import EagerflowError, format_shape
 from eagerflow.tensor.execution import run_kernel
-
-# Ops whose kernels read their inputs and keep nothing of them (no stored reference, no
-# view in the result): only such readers may read a planned buffer.
-NON_RETAINING = frozenset({
-    "AddV2", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Neg", "Abs", "Sign", "Square",
-    "Sqrt", "Exp", "Log", "Tanh", "Sigmoid", "Relu", "ReluGrad", "Less", "LessEqual",
-    "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr", "LogicalNot",
-    "SelectV2", "Cast", "Pow", "FloorDiv", "FloorMod", "Softplus", "Elu", "LeakyRelu",
-    "MatMul", "Sum", "Mean", "Max", "Min", "Prod", "ArgMax", "ArgMin", "Softmax",
-    "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits", "AssignAddVariableOp",
-    "AssignSubVariableOp", "ApplyGradientDescent",
-})  # fmt: skip
 
 
 @dataclass
@@ -262,7 +251,7 @@ class _Writer:
         """The values ``step`` can write into a given array (``out=``)."""
         if isinstance(step, Cluster):
             return list(step.outputs)
-        if step.type == "MatMul" or isinstance(step.operation.op_def.kernel, np.ufunc):
+        if step.type in INTO_BUFFER or isinstance(step.operation.op_def.kernel, np.ufunc):
             return list(step.outputs)
         return []
 
@@ -280,8 +269,10 @@ class _Writer:
                 shape = program.shapes.get(v)
                 if shape is None or v in program.fed:
                     continue
+                # only a reader that keeps nothing of its inputs may read a planned buffer
                 if all(
-                    isinstance(r, Cluster) or r.type in NON_RETAINING for r in readers.get(v, [])
+                    isinstance(r, Cluster) or not r.operation.op_def.retains_inputs
+                    for r in readers.get(v, [])
                 ):
                     plannable.add(v)
         last = self._last_uses(include_fetched=True)
@@ -333,13 +324,9 @@ class _Writer:
         kernel = node.operation.op_def.kernel
         if node.outputs and node.outputs[0] in buffers:
             buffer = self._buffer_name(node.outputs[0], buffers)
-            if node.type == "MatMul":
-                a, b = (f"t{v}" for v in node.inputs)
-                if node.operation.attrs["transpose_a"]:
-                    a += ".swapaxes(-1, -2)"
-                if node.operation.attrs["transpose_b"]:
-                    b += ".swapaxes(-1, -2)"
-                call = f"np.matmul({a}, {b}, out={buffer})"
+            into = INTO_BUFFER.get(node.type)
+            if into is not None:
+                call = into(node.operation.attrs, [f"t{v}" for v in node.inputs], buffer)
             else:
                 self.names[f"ufunc_{k}"] = kernel
                 call = f"ufunc_{k}({args}out={buffer})"
@@ -444,4 +431,4 @@ def describe_value(program: Specialized, value: int) -> str:
     return f"{program.dtypes[value]} {format_shape(program.shapes.get(value))}"
 
 
-__all__ = ["NON_RETAINING", "CompiledPlan", "Program", "compile_plan"]
+__all__ = ["CompiledPlan", "Program", "compile_plan"]

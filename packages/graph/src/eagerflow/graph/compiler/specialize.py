@@ -29,8 +29,6 @@ from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError
 from eagerflow.tensor.execution import run_kernel
 
-SHAPE_ONLY = frozenset({"OnesLike", "ZerosLike", "Size"})  # the result needs the shape alone
-
 Shape = tuple[int, ...]
 
 
@@ -114,12 +112,12 @@ def _known_value(
     """The operation's result if it is known before running (else None): a shape-only op
     of a known shape, or a pure op of constants."""
     op = operation.op_def
-    pure = not op.stateful and operation.type != "Placeholder" and not operation.control_inputs
+    pure = not op.stateful and not op.fed and not operation.control_inputs
     if not pure:
         return None
-    if operation.type in SHAPE_ONLY and in_shapes and in_shapes[0] is not None:
+    if op.needs_only_shapes and in_shapes and in_shapes[0] is not None:
         args: list[Any] = [np.zeros(in_shapes[0], operation.inputs[0].dtype.np)]
-    elif operation.type == "BroadcastTo":
+    elif op.expands:
         return None  # a fused loop broadcasts for free; folded, it would read a big constant
     elif all(s in constants for s in inputs):
         args = [constants[s] for s in inputs]
@@ -131,4 +129,4 @@ def _known_value(
         return None
 
 
-__all__ = ["SHAPE_ONLY", "Node", "Specialized", "specialize"]
+__all__ = ["Node", "Specialized", "specialize"]
