@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
 import eagerflow.tensor as ef
-from eagerflow.tensor.array_ops import getitem
+from eagerflow.tensor.indexing_ops import getitem
 
 Case = tuple[Callable[..., ef.Tensor], list[np.ndarray]]
 shapes = array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=3)

@@ -1,4 +1,4 @@
-"""Gradient rules for the ops of ``eagerflow.tensor.array_ops``.
+"""Gradient rules for the ops of ``eagerflow.tensor.array_ops`` and ``indexing_ops``.
 
 Most array ops only move elements around, so each gradient moves the output gradient back
 the other way: reshape back, transpose by the inverse permutation, split what was
@@ -11,8 +11,8 @@ import eagerflow.tensor as ef
 from eagerflow.autodiff.math_grad import Grads, sum_to_shape
 from eagerflow.autodiff.registry import OpRecord, not_differentiable, register_gradient
 from eagerflow.tensor import Tensor
-from eagerflow.tensor.array_ops import getitem
 from eagerflow.tensor.errors import format_shape
+from eagerflow.tensor.indexing_ops import getitem
 from eagerflow.tensor.rules import normalize_axis
 
 

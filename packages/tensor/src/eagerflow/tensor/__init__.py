@@ -6,10 +6,10 @@ Read it in this order:
 2. ``tensor.py``    the ``Tensor`` value and how Python values become tensors;
 3. ``registry.py``  one ``OpDef`` row per op: kernel, shape rule, dtype rule;
 4. ``execution.py`` the seam: ``execute()``, contexts (eager here) and recorders;
-5. ``math_ops.py``, ``array_ops.py``, ``nn_ops.py``, ``conv_ops.py`` and ``pool_ops.py``
-   (convolution and pooling, ``ef.nn.conv2d``..., their geometry in ``windows.py``),
+5. ``math_ops.py``, ``array_ops.py``, ``indexing_ops.py``, ``nn_ops.py``, ``conv_ops.py``
+   and ``pool_ops.py`` (``ef.nn.conv2d``..., their geometry in ``windows.py``),
    ``random_ops.py``, ``logging_ops.py`` (``print``): the ops themselves, each kernel right
-   above the public function that calls ``execute``; ``math_ops`` and ``array_ops`` also
+   above the public function that calls ``execute``; ``math_ops`` and ``indexing_ops``
    attach Tensor's operators (``a + b`` *is* ``add(a, b)``);
 6. ``nest.py``      nested structures (TensorFlow's ``tf.nest``), used by every package;
 7. ``pictures.py``  Mermaid and Graphviz text for any picture of nodes and edges: tapes,
@@ -25,28 +25,20 @@ from eagerflow.tensor.tensor import Tensor, TensorShape, convert_to_tensor, is_t
 from eagerflow.tensor import dtypes, errors, execution, nest, registry
 from eagerflow.tensor.array_ops import (
     broadcast_to,
-    concat,
     constant,
     expand_dims,
     fill,
-    gather,
     identity,
     linspace,
-    one_hot,
     ones,
     ones_like,
     range,
     reshape,
     size,
-    split,
     squeeze,
-    stack,
     stop_gradient,
-    strided_slice_grad,
     tile,
     transpose,
-    unsorted_segment_sum,
-    where,
     zeros,
     zeros_like,
 )
@@ -71,6 +63,16 @@ from eagerflow.tensor.errors import (
     UnknownOpError,
 )
 from eagerflow.tensor.execution import execute, executing_eagerly
+from eagerflow.tensor.indexing_ops import (
+    concat,
+    gather,
+    one_hot,
+    split,
+    stack,
+    strided_slice_grad,
+    unsorted_segment_sum,
+    where,
+)
 from eagerflow.tensor.logging_ops import print
 from eagerflow.tensor.math_ops import (
     abs,

@@ -1,4 +1,4 @@
-"""Array ops: making tensors, changing their shape, joining, splitting, indexing, selecting.
+"""Array ops that make tensors and change their shape (``indexing_ops`` joins, splits and picks).
 
 As in ``math_ops``, each op's NumPy kernel (with its shape and dtype rules) sits right above
 the public function that calls ``execute``, whose ``@op`` registers the op.
@@ -10,17 +10,15 @@ import builtins
 import math
 import operator
 from collections.abc import Sequence
-from types import EllipsisType
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from eagerflow.tensor import dtypes
-from eagerflow.tensor.dtypes import ANY, INTEGERS, DType
+from eagerflow.tensor.dtypes import ANY, DType
 from eagerflow.tensor.errors import (
     DTypeError,
     InvalidArgumentError,
-    OutOfRangeError,
     ShapeError,
     a_tensor,
     format_shape,
@@ -30,13 +28,11 @@ from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import (
     attr_dtype_rule,
     broadcast,
-    broadcast_rule,
-    compatible,
     normalize_axis,
     same_dtype,
     same_shape_rule,
 )
-from eagerflow.tensor.tensor import Tensor, convert_operands, convert_to_tensor, to_array
+from eagerflow.tensor.tensor import Tensor, convert_to_tensor, to_array
 
 ShapeLike = Sequence[int] | int
 
@@ -316,7 +312,7 @@ def linspace(start: Any, stop: Any, num: int, name: str | None = None) -> Tensor
     ends: list[Any] = []
     floats: dict[DType, None] = {}  # the float dtypes of start and stop, in order
     for v in (start, stop):
-        dtype = _natural(v)
+        dtype = natural_dtype(v)
         if dtype is dtypes.bool_ or np.ndim(v):
             raise DTypeError(
                 f"start and stop must be numbers, got {start!r:.40} and {stop!r:.40}"
@@ -538,240 +534,7 @@ def tile(x: Any, multiples: Sequence[int], name: str | None = None) -> Tensor:
     return execute("Tile", (convert_to_tensor(x),), attrs, name)[0]
 
 
-# --- joining and splitting ---------------------------------------------------------------------
-def concat_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """Shapes equal except along ``axis``, where the sizes add up."""
-    first = shapes[0]
-    axis = normalize_axis(attrs["axis"], len(first))
-    out = list(first)
-    for s in shapes[1:]:
-        if len(s) != len(first):
-            raise ShapeError(
-                f"cannot concat shapes {format_shape(first)} and {format_shape(s)}: ranks differ"
-            )
-        for i, (a, b) in enumerate(zip(out, s, strict=True)):
-            if i == axis:
-                out[i] = None if a is None or b is None else a + b
-            elif a is not None and b is not None and a != b:
-                raise ShapeError(
-                    f"cannot concat shapes {format_shape(first)} and {format_shape(s)} along "
-                    f"axis {axis}: dimension {i} differs"
-                )
-            elif a is None:
-                out[i] = b
-    return [tuple(out)]
-
-
-def concat_kernel(*xs: np.ndarray, axis: int) -> np.ndarray:
-    return np.concatenate(xs, axis=axis)
-
-
-@op("ConcatV2", concat_kernel, shape=concat_shape, dtype=same_dtype(ANY))
-def concat(values: Sequence[Any], axis: int, name: str | None = None) -> Tensor:
-    """Join tensors along an existing ``axis``."""
-    if not values:
-        raise ValueError("concat: needs at least one tensor")
-    return execute("ConcatV2", tuple(convert_operands(*values)), {"axis": int(axis)}, name)[0]
-
-
-def stack_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """N equal shapes become one with a new axis of size N at ``axis``."""
-    first = shapes[0]
-    for s in shapes[1:]:
-        if not compatible(first, s):
-            raise ShapeError(
-                f"cannot stack shapes {format_shape(first)} and {format_shape(s)}: they differ"
-            )
-    axis = normalize_axis(attrs["axis"], len(first), extra=1)
-    return [(*first[:axis], len(shapes), *first[axis:])]
-
-
-def stack_kernel(*xs: np.ndarray, axis: int) -> np.ndarray:
-    return np.stack(xs, axis=axis)
-
-
-@op("Pack", stack_kernel, shape=stack_shape, dtype=same_dtype(ANY))
-def stack(values: Sequence[Any], axis: int = 0, name: str | None = None) -> Tensor:
-    """Stack tensors of one shape along a new ``axis``."""
-    if not values:
-        raise ValueError("stack: needs at least one tensor")
-    return execute("Pack", tuple(convert_operands(*values)), {"axis": int(axis)}, name)[0]
-
-
-def split_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """One output per size in ``sizes``, which must add up to the dimension along ``axis``."""
-    shape, sizes = shapes[0], attrs["sizes"]
-    axis = normalize_axis(attrs["axis"], len(shape))
-    if any(s < 0 for s in sizes) or (shape[axis] is not None and sum(sizes) != shape[axis]):
-        raise ShapeError(
-            f"split sizes {sizes} must be >= 0 and add up to {shape[axis]}, "
-            f"the size of axis {axis} of shape {format_shape(shape)}"
-        )
-    return [(*shape[:axis], s, *shape[axis + 1 :]) for s in sizes]
-
-
-def split_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    return [dts[0]] * len(attrs["sizes"])
-
-
-def split_kernel(x: np.ndarray, sizes: tuple[int, ...], axis: int) -> tuple[np.ndarray, ...]:
-    split_shape([x.shape], {"sizes": sizes, "axis": axis})  # NumPy would add a last piece
-    return tuple(np.split(x, np.cumsum(sizes[:-1]), axis=axis))
-
-
-@op("SplitV", split_kernel, shape=split_shape, dtype=split_dtype, multi_output=True)
-def split(
-    value: Any, num_or_size_splits: int | Sequence[int], axis: int = 0, name: str | None = None
-) -> list[Tensor]:
-    """Cut ``value`` along ``axis`` into N equal pieces (an int) or pieces of given sizes."""
-    value = convert_to_tensor(value)
-    if isinstance(num_or_size_splits, int):
-        n = num_or_size_splits
-        dim = value.shape[normalize_axis(axis, value.ndim)] if value.ndim else None
-        if n <= 0 or dim is None or dim % n:
-            raise ShapeError(
-                f"cannot split axis {axis} of shape {format_shape(value.shape)} into {n} "
-                "equal parts"
-            ).at_op("SplitV", (value,))
-        sizes = (dim // n,) * n
-    else:
-        sizes = tuple(int(s) for s in num_or_size_splits)
-    return list(execute("SplitV", (value,), {"sizes": sizes, "axis": int(axis)}, name))
-
-
-# --- indexing and selecting -----------------------------------------------------------------------
-def gather_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """params.shape[:axis] + indices.shape + params.shape[axis+1:]."""
-    params, indices = shapes
-    axis = normalize_axis(attrs["axis"], len(params))
-    return [(*params[:axis], *indices, *params[axis + 1 :])]
-
-
-def gather_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    if dts[1] not in INTEGERS:
-        raise DTypeError(f"indices must be int32 or int64, got {dts[1]}")
-    return [dts[0]]
-
-
-def gather_kernel(params: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
-    size = params.shape[axis]
-    if indices.size and (indices.min() < 0 or indices.max() >= size):
-        bad = indices[(indices < 0) | (indices >= size)].flat[0]
-        raise OutOfRangeError(f"index {bad} is out of range [0, {size}) for axis {axis}")
-    return np.take(params, indices, axis=axis)
-
-
-@op("GatherV2", gather_kernel, shape=gather_shape, dtype=gather_dtype)
-def gather(params: Any, indices: Any, axis: int = 0, name: str | None = None) -> Tensor:
-    """Pick slices of ``params`` along ``axis`` at integer ``indices`` (any shape); an index
-    out of range is an error."""
-    params = convert_to_tensor(params)
-    indices = convert_to_tensor(indices)
-    return execute("GatherV2", (params, indices), {"axis": int(axis)}, name)[0]
-
-
-def segment_sum_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """data.shape with its leading ``segment_ids.shape`` replaced by ``num_segments``."""
-    data, ids = shapes
-    lead = len(ids)
-    if not compatible(data[:lead], ids):  # (a shorter data shape has a shorter prefix)
-        raise ShapeError(
-            f"segment_ids shape {format_shape(ids)} must be a prefix of data shape "
-            f"{format_shape(data)}"
-        )
-    return [(attrs["num_segments"], *data[lead:])]
-
-
-def segment_sum_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    if dts[1] not in INTEGERS:
-        raise DTypeError(f"segment_ids must be int32 or int64, got {dts[1]}")
-    if dts[0] not in dtypes.NUMBERS:
-        raise DTypeError(f"data must be a number dtype, got {dts[0]}")
-    return [dts[0]]
-
-
-def segment_sum_kernel(data: np.ndarray, segment_ids: np.ndarray, num_segments: int) -> np.ndarray:
-    segment_sum_shape([data.shape, segment_ids.shape], {"num_segments": num_segments})
-    if segment_ids.size and (segment_ids.min() < 0 or segment_ids.max() >= num_segments):
-        raise OutOfRangeError(f"segment ids must be in [0, {num_segments})")
-    out = np.zeros((num_segments, *data.shape[segment_ids.ndim :]), dtype=data.dtype)
-    np.add.at(out, segment_ids, data)
-    return out
-
-
-@op("UnsortedSegmentSum", segment_sum_kernel, shape=segment_sum_shape, dtype=segment_sum_dtype)
-def unsorted_segment_sum(
-    data: Any, segment_ids: Any, num_segments: int, name: str | None = None
-) -> Tensor:
-    """Add up the slices of ``data`` that share a segment id: out[s] = Σ data[i] over every i
-    with segment_ids[i] == s, for ids in [0, num_segments) (the adjoint of ``gather``)."""
-    inputs = (convert_to_tensor(data), convert_to_tensor(segment_ids))
-    return execute("UnsortedSegmentSum", inputs, {"num_segments": int(num_segments)}, name)[0]
-
-
-def one_hot_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """A new axis of size ``depth`` at ``axis`` (default: last)."""
-    shape, depth = shapes[0], attrs["depth"]
-    axis = normalize_axis(attrs["axis"], len(shape), extra=1)
-    return [(*shape[:axis], depth, *shape[axis:])]
-
-
-def one_hot_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    # checked here, not in the shape rule: eager mode runs the dtype rule, and NumPy would
-    # quietly make a negative depth an empty axis
-    if attrs["depth"] < 0:
-        raise InvalidArgumentError(f"depth must be >= 0, got {attrs['depth']}")
-    if dts[0] not in INTEGERS:
-        raise DTypeError(f"indices must be int32 or int64, got {dts[0]}")
-    return [attrs["dtype"]]
-
-
-def one_hot_kernel(
-    indices: np.ndarray, depth: int, on_value: Any, off_value: Any, axis: int, dtype: DType
-) -> np.ndarray:
-    hot = np.expand_dims(indices, -1) == np.arange(depth)
-    out = np.where(hot, on_value, off_value).astype(dtype.np)
-    return np.moveaxis(out, -1, axis)
-
-
-@op("OneHot", one_hot_kernel, shape=one_hot_shape, dtype=one_hot_dtype)
-def one_hot(
-    indices: Any,
-    depth: int,
-    on_value: Any = None,
-    off_value: Any = None,
-    axis: int = -1,
-    dtype: DType | str | None = None,
-    name: str | None = None,
-) -> Tensor:
-    """Integer class indices as one-hot vectors of length ``depth`` (along ``axis``):
-    ``on_value`` where the new axis equals the index, ``off_value`` elsewhere (everywhere,
-    for an index out of range).
-
-    As in TensorFlow, the dtype is ``dtype`` if given, else that of ``on_value`` or
-    ``off_value`` (``on_value=5`` gives int32), else float32; the values default to 1 and 0.
-    """
-    indices = convert_to_tensor(indices)
-    given = {k: v for k, v in (("on_value", on_value), ("off_value", off_value)) if v is not None}
-    found = {k: _natural(v) for k, v in given.items()}
-    if len(set(found.values())) > 1:
-        raise DTypeError(
-            "on_value and off_value must have the same dtype, got "
-            f"{found['on_value']} and {found['off_value']} (or give dtype=)"
-        ).at_op("OneHot", (indices,))
-    if dtype is None:
-        dtype = next(iter(found.values()), dtypes.float32)
-    attrs = {
-        "depth": int(depth),
-        "on_value": 1 if on_value is None else on_value,
-        "off_value": 0 if off_value is None else off_value,
-        "axis": int(axis),
-        "dtype": dtypes.as_dtype(dtype),
-    }
-    return execute("OneHot", (indices,), attrs, name)[0]
-
-
-def _natural(value: Any) -> DType:
+def natural_dtype(value: Any) -> DType:
     """The dtype ``convert_to_tensor(value)`` would give (a Python int: int32, ...)."""
     own = getattr(value, "dtype", None)  # a tensor's or a variable's
     if isinstance(own, DType):
@@ -779,225 +542,23 @@ def _natural(value: Any) -> DType:
     return dtypes.from_numpy(to_array(value).dtype)  # type: ignore[return-value]
 
 
-def where_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    if dts[0] is not dtypes.bool_:
-        raise DTypeError(f"condition must be bool, got {dts[0]}")
-    if dts[1] is not dts[2]:
-        raise DTypeError(f"x and y must have the same dtype, got {dts[1]} and {dts[2]}")
-    return [dts[1]]
-
-
-def where_kernel(condition: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.where(condition, x, y)
-
-
-@op("SelectV2", where_kernel, shape=broadcast_rule, dtype=where_dtype, retains_inputs=False)
-def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
-    """Elementwise choice: ``x`` where ``condition`` is True, else ``y`` (broadcasting).
-
-    With ``condition`` alone: the coordinates of its True elements (``Where``, below).
-    """
-    condition = convert_to_tensor(condition)
-    if x is None and y is None:
-        return execute("Where", (condition,), NO_ATTRS, name)[0]
-    if x is None or y is None:
-        raise InvalidArgumentError(
-            "x and y must both be given or both be omitted (then where() returns the "
-            "coordinates of the True elements)"
-        ).at_op("SelectV2", (condition,))
-    x, y = convert_operands(x, y)
-    return execute("SelectV2", (condition, x, y), NO_ATTRS, name)[0]
-
-
-def where_coordinates_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """(number of True elements, rank): the first dimension depends on the data, so no rule
-    can know it; graphs see None, and only running the op tells."""
-    return [(None, len(shapes[0]))]
-
-
-def where_coordinates_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    if dts[0] is not dtypes.bool_:
-        raise DTypeError(f"condition must be bool, got {dts[0]}")
-    return [dtypes.int64]
-
-
-@op("Where", shape=where_coordinates_shape, dtype=where_coordinates_dtype)
-def where_coordinates_kernel(condition: np.ndarray) -> np.ndarray:
-    """The coordinates of the True elements of ``condition``, one row each, in row-major
-    order: an int64 matrix of shape (number of True elements, rank)."""
-    return np.argwhere(condition).astype(np.int64, copy=False)
-
-
-# --- t[...]: basic indexing --------------------------------------------------------------------
-Index = int | slice | None | EllipsisType
-
-
-def slice_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """The shape NumPy's basic indexing ``x[key]`` gives: ints drop an axis, slices keep it,
-    ``None`` inserts one; unknown dimensions stay unknown."""
-    shape, key = shapes[0], attrs["key"]
-    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if key.count(Ellipsis) > 1:
-        raise InvalidArgumentError("an index can only have a single ellipsis ('...')")
-    if consumed > len(shape):
-        raise OutOfRangeError(f"too many indices ({consumed}) for shape {format_shape(shape)}")
-    if Ellipsis not in key:
-        key = (*key, Ellipsis)
-    out: list[int | None] = []
-    dims = iter(enumerate(shape))
-    for k in key:
-        if k is None:
-            out.append(1)
-        elif k is Ellipsis:
-            for _ in builtins.range(len(shape) - consumed):
-                out.append(next(dims)[1])
-        else:
-            axis, dim = next(dims)
-            if isinstance(k, slice):
-                out.append(None if dim is None else len(builtins.range(*k.indices(dim))))
-            elif dim is not None and not -dim <= k < dim:
-                raise OutOfRangeError(f"index {k} is out of range for axis {axis} of size {dim}")
-    return [tuple(out)]
-
-
-def slice_kernel(x: np.ndarray, key: tuple[Index, ...]) -> np.ndarray:
-    return x[key]
-
-
-def _kept_axes(key: tuple[Index, ...], ndim: int) -> list[tuple[int | None, Index]]:
-    """For each axis of x: the axis of ``x[key]`` it became (None if an int dropped it),
-    and the index that took it (a ``...`` takes its axes whole, as ``slice(None)``)."""
-    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if Ellipsis not in key:
-        key = (*key, Ellipsis)
-    kept: list[tuple[int | None, Index]] = []
-    out_axis = 0
-    for k in key:
-        if k is None:
-            out_axis += 1
-        elif k is Ellipsis:
-            for _ in builtins.range(ndim - consumed):
-                kept.append((out_axis, slice(None)))
-                out_axis += 1
-        elif isinstance(k, slice):
-            kept.append((out_axis, k))
-            out_axis += 1
-        else:
-            kept.append((None, k))
-    return kept
-
-
-def _grad_shape(shape: Shape, dy: Shape, key: tuple[Index, ...]) -> Shape:
-    """x's shape: ``shape``, whose unknown sizes (None) are read from dy, which is possible
-    where x[key] kept the axis whole (``:``, as the batch axis of ``x[:, :2]``)."""
-    if None not in shape:
-        return shape
-    out = list(shape)
-    for axis, (size, (dy_axis, k)) in enumerate(
-        zip(shape, _kept_axes(key, len(shape)), strict=True)
-    ):
-        if size is None:
-            if dy_axis is None or k != slice(None):
-                raise InvalidArgumentError(
-                    f"the size of axis {axis} of the sliced tensor is unknown and the index "
-                    f"{k!r} does not keep that axis whole, so the gradient's shape cannot be "
-                    "known; give that axis a size"
-                )
-            out[axis] = None if dy is None else dy[dy_axis]
-    return tuple(out)
-
-
-def slice_grad_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """The sliced tensor's original ``shape``; dy must have the shape of ``x[key]``. An
-    unknown size (None) of an axis the key keeps whole is dy's size there."""
-    expected = slice_shape([attrs["shape"]], attrs)[0]
-    dy = shapes[0]
-    if not compatible(dy, expected):
-        raise ShapeError(
-            f"dy has shape {format_shape(dy)}, but x[key] has shape {format_shape(expected)}"
-        )
-    return [_grad_shape(attrs["shape"], dy, attrs["key"])]
-
-
-def slice_grad_kernel(
-    dy: np.ndarray, shape: tuple[int | None, ...], key: tuple[Index, ...]
-) -> np.ndarray:
-    full = cast(tuple[int, ...], _grad_shape(shape, dy.shape, key))  # (dy's shape is known)
-    out = np.zeros(full, dtype=dy.dtype)
-    out[key] = dy
-    return out
-
-
-@op("StridedSliceGrad", slice_grad_kernel, shape=slice_grad_shape, dtype=same_dtype(ANY))
-def strided_slice_grad(
-    dy: Any, shape: Sequence[int | None], key: tuple[Index, ...], name: str | None = None
-) -> Tensor:
-    """Scatter ``dy`` into zeros of ``shape`` at the basic index ``key``: the adjoint (the
-    gradient) of ``t[key]``. A size of ``shape`` may be None (unknown in a graph) where
-    ``key`` keeps that axis whole: it is then dy's size."""
-    attrs = {"shape": tuple(shape), "key": key}
-    return execute("StridedSliceGrad", (convert_to_tensor(dy),), attrs, name)[0]
-
-
-@op("StridedSlice", slice_kernel, shape=slice_shape, dtype=same_dtype(ANY))
-def getitem(x: Tensor, key: Any) -> Tensor:
-    """``x[key]``: a basic index (ints, slices, ``None`` and ``...``) is one ``StridedSlice``
-    op, usually a view; an integer list, array or tensor picks along the first axis with
-    ``gather``."""
-    if isinstance(key, list | np.ndarray) or (isinstance(key, Tensor) and key.ndim):
-        return gather(x, key)
-    items = key if isinstance(key, tuple) else (key,)
-    try:
-        attrs = {"key": tuple(_index(k) for k in items)}
-    except InvalidArgumentError as e:
-        raise e.at_op("StridedSlice", (x,)) from None
-    return execute("StridedSlice", (x,), attrs)[0]
-
-
-def _index(k: Any) -> Index:
-    if k is None or k is Ellipsis:
-        return k
-    if isinstance(k, slice):
-        if k.step is not None and operator.index(k.step) == 0:
-            raise InvalidArgumentError("slice step cannot be zero")
-        return slice(*(None if v is None else operator.index(v) for v in (k.start, k.stop, k.step)))
-    if isinstance(k, bool | np.bool_):
-        raise TypeError("indexing with a bool is not supported; use where() or gather()")
-    try:
-        return operator.index(k)
-    except TypeError:
-        raise TypeError(
-            f"a tensor index must be an int, slice, None, ... or an int list, got {k!r:.40}"
-        ) from None
-
-
-Tensor.__getitem__ = getitem  # `t[1:, ::2]`: attached as math_ops attaches `+`
-
 __all__ = [
     "broadcast_to",
-    "concat",
     "constant",
     "expand_dims",
     "fill",
-    "gather",
-    "getitem",
     "identity",
     "linspace",
-    "one_hot",
+    "natural_dtype",
     "ones",
     "ones_like",
     "range",
     "reshape",
     "size",
-    "split",
     "squeeze",
-    "stack",
     "stop_gradient",
-    "strided_slice_grad",
     "tile",
     "transpose",
-    "unsorted_segment_sum",
-    "where",
     "zeros",
     "zeros_like",
 ]

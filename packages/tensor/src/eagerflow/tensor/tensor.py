@@ -194,7 +194,7 @@ class Tensor:
 
     # --- operators: each is the public op of the same meaning ---------------------------
     # `a + b` calls `add(a, b)` itself: the operators *are* the public functions, attached
-    # by the modules that define them (math_ops, array_ops), as TensorFlow's math_ops
+    # by the modules that define them (math_ops, indexing_ops), as TensorFlow's math_ops
     # attaches its operators to Tensor. This module needs none of them, so it imports no
     # op module, and a method that called the function would cost one Python call more
     # (~70 ns of a ~1 us `a + b`). The reflected ones (`2 * t`) swap their operands; `**`
