@@ -6,11 +6,12 @@ Read it in this order:
 2. ``tensor.py``    the ``Tensor`` value and how Python values become tensors;
 3. ``registry.py``  one ``OpDef`` row per op: kernel, shape rule, dtype rule;
 4. ``execution.py`` the seam: ``execute()``, contexts (eager here) and recorders;
-5. ``math_ops.py``, ``array_ops.py``, ``indexing_ops.py``, ``nn_ops.py``, ``conv_ops.py``
-   and ``pool_ops.py`` (``ef.nn.conv2d``..., their geometry in ``windows.py``),
-   ``random_ops.py``, ``logging_ops.py`` (``print``): the ops themselves, each kernel right
-   above the public function that calls ``execute``; ``math_ops`` and ``indexing_ops``
-   attach Tensor's operators (``a + b`` *is* ``add(a, b)``);
+5. the ops themselves, each kernel right above the public function that calls
+   ``execute``: ``math_ops.py``, ``reduction_ops.py``, ``array_ops.py``,
+   ``indexing_ops.py``, ``nn_ops.py``, ``conv_ops.py`` and ``pool_ops.py``
+   (``ef.nn.conv2d``..., their geometry in ``windows.py``), ``random_ops.py`` and
+   ``logging_ops.py`` (``print``); ``math_ops`` and ``indexing_ops`` attach Tensor's
+   operators (``a + b`` *is* ``add(a, b)``);
 6. ``nest.py``      nested structures (TensorFlow's ``tf.nest``), used by every package;
 7. ``pictures.py``  Mermaid and Graphviz text for any picture of nodes and edges: tapes,
    graphs and compiled plans are all drawn by it.
@@ -77,8 +78,6 @@ from eagerflow.tensor.logging_ops import print
 from eagerflow.tensor.math_ops import (
     abs,
     add,
-    argmax,
-    argmin,
     cast,
     clip_by_value,
     divide,
@@ -101,11 +100,6 @@ from eagerflow.tensor.math_ops import (
     negative,
     not_equal,
     pow,
-    reduce_max,
-    reduce_mean,
-    reduce_min,
-    reduce_prod,
-    reduce_sum,
     sigmoid,
     sign,
     sqrt,
@@ -122,6 +116,15 @@ from eagerflow.tensor.nn_ops import (
     sparse_softmax_cross_entropy_with_logits,
 )
 from eagerflow.tensor.random_ops import random_normal, random_shuffle, random_uniform, set_seed
+from eagerflow.tensor.reduction_ops import (
+    argmax,
+    argmin,
+    reduce_max,
+    reduce_mean,
+    reduce_min,
+    reduce_prod,
+    reduce_sum,
+)
 from eagerflow.tensor.registry import OpDef, get_op
 
 from eagerflow.tensor import nn  # isort: skip  (`ef.nn.relu`: TensorFlow's `tf.nn` spelling)
