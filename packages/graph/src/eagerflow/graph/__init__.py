@@ -24,25 +24,17 @@ from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-graph")  # from the repository's VERSION file
 
-from eagerflow.graph import autograph, onnx, saved_model
-from eagerflow.graph.control_flow import cond, while_loop
-from eagerflow.graph.function import (
-    ConcreteFunction,
-    Function,
-    function,
-    functions_run_eagerly,
-    run_functions_eagerly,
-)
-from eagerflow.graph.gradients import gradients
-from eagerflow.graph.graph import (
+from eagerflow.graph import autograph
+from eagerflow.graph.core.control_flow import cond, while_loop
+from eagerflow.graph.core.gradients import gradients
+from eagerflow.graph.core.graph import (
     Graph,
     Operation,
     SymbolicTensor,
     get_default_graph,
     reset_default_graph,
 )
-from eagerflow.graph.graph_def import import_graph_def, read_graph_def, write_graph
-from eagerflow.graph.ops import (
+from eagerflow.graph.core.ops import (
     control_dependencies,
     global_variables,
     global_variables_initializer,
@@ -53,9 +45,18 @@ from eagerflow.graph.ops import (
     trainable_variables,
     variables_initializer,
 )
-from eagerflow.graph.session import Session, get_default_session
-from eagerflow.graph.signatures import RetracingWarning
-from eagerflow.graph.tensor_spec import TensorSpec
+from eagerflow.graph.core.session import Session, get_default_session
+from eagerflow.graph.export import onnx, saved_model
+from eagerflow.graph.export.graph_def import import_graph_def, read_graph_def, write_graph
+from eagerflow.graph.tracing.function import (
+    ConcreteFunction,
+    Function,
+    function,
+    functions_run_eagerly,
+    run_functions_eagerly,
+)
+from eagerflow.graph.tracing.signatures import RetracingWarning
+from eagerflow.graph.tracing.tensor_spec import TensorSpec
 
 __all__ = [
     "ConcreteFunction",

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eagerflow.graph.auto_control_deps import READS
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, FUSIBLE_DTYPES, REDUCTIONS, fusible
 from eagerflow.graph.compiler.specialize import Node, Shape, Specialized
+from eagerflow.graph.core.auto_control_deps import READS
 
 
 @dataclass(eq=False)

@@ -50,7 +50,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from eagerflow.graph.files import atomic_write
+from eagerflow.graph.core.files import atomic_write
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
 

@@ -39,10 +39,10 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, Variable, register_gradient
-from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
-from eagerflow.graph.control_flow import FunctionGraph, Subgraph
-from eagerflow.graph.graph import Graph, Operation, SymbolicTensor
-from eagerflow.graph.signatures import (
+from eagerflow.graph.core.auto_control_deps import add_automatic_control_dependencies
+from eagerflow.graph.core.control_flow import FunctionGraph, Subgraph
+from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
+from eagerflow.graph.tracing.signatures import (
     RETRACING_THRESHOLD,
     RetracingWarning,
     Signature,
@@ -54,7 +54,7 @@ from eagerflow.graph.signatures import (
     signature_of,
     signature_parameters,
 )
-from eagerflow.graph.tensor_spec import TensorSpec
+from eagerflow.graph.tracing.tensor_spec import TensorSpec
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError, ShapeError, a_tensor, format_shape
@@ -218,7 +218,7 @@ class ConcreteFunction(Subgraph):
         placeholders). A gradient of this gradient then reaches each variable once, through
         the kept reads, as in TensorFlow, not a second time through the handles."""
         if self._gradient is None:
-            from eagerflow.graph.gradients import gradients
+            from eagerflow.graph.core.gradients import gradients
 
             graph = self.graph
             # fed, though computed in the graph: a gradient function's kept inputs

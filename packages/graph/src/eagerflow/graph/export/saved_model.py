@@ -96,15 +96,15 @@ from typing import Any, cast
 import numpy as np
 
 from eagerflow.autodiff import Variable
-from eagerflow.graph.function import ConcreteFunction, Function
-from eagerflow.graph.graph_def import (
+from eagerflow.graph.export.graph_def import (
     GraphDef,
     check_graph_def,
     functions_as_graph_def,
     import_functions,
 )
-from eagerflow.graph.signatures import bind_to_signature, signature_parameters
-from eagerflow.graph.tensor_spec import TensorSpec
+from eagerflow.graph.tracing.function import ConcreteFunction, Function
+from eagerflow.graph.tracing.signatures import bind_to_signature, signature_parameters
+from eagerflow.graph.tracing.tensor_spec import TensorSpec
 from eagerflow.tensor import Tensor, dtypes
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError, FailedPreconditionError, InvalidArgumentError

@@ -71,10 +71,10 @@ from typing import Any
 import numpy as np
 
 from eagerflow.autodiff import Variable
-from eagerflow.graph.control_flow import FunctionGraph, Subgraph
-from eagerflow.graph.files import atomic_write
-from eagerflow.graph.function import ConcreteFunction, TraceGraph
-from eagerflow.graph.graph import Graph, Operation, Shape, SymbolicTensor, get_default_graph
+from eagerflow.graph.core.control_flow import FunctionGraph, Subgraph
+from eagerflow.graph.core.files import atomic_write
+from eagerflow.graph.core.graph import Graph, Operation, Shape, SymbolicTensor, get_default_graph
+from eagerflow.graph.tracing.function import ConcreteFunction, TraceGraph
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError, InvalidArgumentError, UnknownOpError

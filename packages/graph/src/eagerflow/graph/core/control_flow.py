@@ -24,8 +24,8 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, Variable, register_gradient
-from eagerflow.graph.auto_control_deps import READS, add_automatic_control_dependencies
-from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
+from eagerflow.graph.core.auto_control_deps import READS, add_automatic_control_dependencies
+from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
@@ -116,7 +116,7 @@ class Subgraph:
 
     def plan(self) -> Any:
         """The Session ``Plan`` that runs this subgraph (compiled on first use)."""
-        from eagerflow.graph.session import Plan  # the Session's executor, reused
+        from eagerflow.graph.core.session import Plan  # the Session's executor, reused
 
         if self._plan is None:
             fed = [t for t in self.inputs if t is not None]
@@ -276,7 +276,7 @@ def _gradient_branch(
 ) -> Subgraph:
     """A subgraph of the branch's own graph computing d(outputs)/d(inputs), seeded by new
     inputs; an input this branch never used gets a zero gradient (the other branch may)."""
-    from eagerflow.graph.gradients import gradients
+    from eagerflow.graph.core.gradients import gradients
 
     graph = branch.graph
     with graph.as_default():
@@ -606,7 +606,7 @@ class _BackwardBody:
     """
 
     def __init__(self, op: OpRecord, grads: Sequence[Tensor | None]) -> None:
-        from eagerflow.graph.gradients import gradients
+        from eagerflow.graph.core.gradients import gradients
 
         body: Subgraph = op.attrs["body"]
         num_vars, num_sequences = op.attrs["num_vars"], op.attrs["num_sequences"]

@@ -20,8 +20,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from eagerflow.autodiff import Variable
-from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
-from eagerflow.graph.state import session_values
+from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor, get_default_graph
+from eagerflow.graph.core.state import session_values
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, EagerflowError, InvalidArgumentError, format_shape
 from eagerflow.tensor.execution import run_kernel

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from eagerflow.graph.state import SESSION_STORAGE, SessionStorage
+from eagerflow.graph.core.state import SESSION_STORAGE, SessionStorage
 from eagerflow.tensor import Tensor, execution
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError, format_shape
 from eagerflow.tensor.registry import OPS, Attrs, OpDef
 
 if TYPE_CHECKING:
-    from eagerflow.graph.session import Session
+    from eagerflow.graph.core.session import Session
 
 Shape = tuple[int | None, ...] | None  # None: not even the rank is known
 
@@ -83,7 +83,7 @@ class SymbolicTensor(Tensor):
     def eval(self, feed_dict: dict[Any, Any] | None = None, session: Session | None = None) -> Any:
         """``session.run(self, feed_dict)`` in ``session``, or else in the default session
         (``with session:`` or ``with session.as_default():``), as in TensorFlow 1.x."""
-        from eagerflow.graph.session import session_for  # session.py imports this module
+        from eagerflow.graph.core.session import session_for  # session.py imports this module
 
         return session_for(self, session).run(self, feed_dict)
 
@@ -129,7 +129,7 @@ class Operation:
     def run(self, feed_dict: dict[Any, Any] | None = None, session: Session | None = None) -> None:
         """Run this operation in ``session``, or else in the default session (see
         ``SymbolicTensor.eval``): ``init.run()`` for ``session.run(init)``."""
-        from eagerflow.graph.session import session_for  # session.py imports this module
+        from eagerflow.graph.core.session import session_for  # session.py imports this module
 
         session_for(self, session).run(self, feed_dict)
 
@@ -300,7 +300,9 @@ class Graph:
         """The graph as a GraphDef: a plain dict that ``json.dumps`` can write, with every
         node, the subgraphs they run and the variables they use (not the variables' values).
         ``import_graph_def`` builds it back; ``graph_def.py`` describes the format."""
-        from eagerflow.graph.graph_def import as_graph_def  # graph_def.py imports this module
+        from eagerflow.graph.export.graph_def import (
+            as_graph_def,
+        )  # graph_def.py imports this module
 
         return as_graph_def(self)
 
@@ -311,7 +313,7 @@ class Graph:
         ``branches=True`` also draws the graphs inside ``If`` and ``While`` nodes.
         """
         from eagerflow.autodiff.draw import to_mermaid
-        from eagerflow.graph.draw import graph_diagram
+        from eagerflow.graph.core.draw import graph_diagram
 
         return to_mermaid(*graph_diagram(self, branches), direction=direction)
 
@@ -324,7 +326,7 @@ class Graph:
     def to_dot(self, branches: bool = False) -> str:
         """The graph as Graphviz DOT text (no Graphviz needed to make it)."""
         from eagerflow.autodiff.draw import to_dot
-        from eagerflow.graph.draw import graph_diagram
+        from eagerflow.graph.core.draw import graph_diagram
 
         return to_dot(*graph_diagram(self, branches), name="graph")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from eagerflow.autodiff.draw import Edge, Node, describe, safe_id
-from eagerflow.graph.control_flow import Subgraph
-from eagerflow.graph.graph import Graph, Operation
+from eagerflow.graph.core.control_flow import Subgraph
+from eagerflow.graph.core.graph import Graph, Operation
 from eagerflow.tensor.errors import format_shape
 
 KINDS = {"Placeholder": "input", "VariableV2": "variable", "Const": "const"}
