@@ -24,7 +24,11 @@ from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-graph")  # from the repository's VERSION file
 
-from eagerflow.graph import autograph
+# compiler, control_flow_grad and draw are imported for what they register (core/seams.py):
+# the plan compiler, the gradients of If and While, Graph's pictures (and export/graph_def.py,
+# imported below, registers Graph.as_graph_def)
+from eagerflow.graph import autograph, compiler  # noqa: F401
+from eagerflow.graph.core import control_flow_grad, draw  # noqa: F401
 from eagerflow.graph.core.control_flow import cond, while_loop
 from eagerflow.graph.core.gradients import gradients
 from eagerflow.graph.core.graph import (
@@ -32,6 +36,7 @@ from eagerflow.graph.core.graph import (
     Operation,
     SymbolicTensor,
     get_default_graph,
+    get_default_session,
     reset_default_graph,
 )
 from eagerflow.graph.core.ops import (
@@ -45,7 +50,7 @@ from eagerflow.graph.core.ops import (
     trainable_variables,
     variables_initializer,
 )
-from eagerflow.graph.core.session import Session, get_default_session
+from eagerflow.graph.core.session import Session
 from eagerflow.graph.export import onnx, saved_model
 from eagerflow.graph.export.graph_def import import_graph_def, read_graph_def, write_graph
 from eagerflow.graph.tracing.function import (

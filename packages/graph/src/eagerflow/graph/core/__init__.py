@@ -8,3 +8,5 @@ Read in this order: ``graph.py`` (``Graph``, ``Operation``, ``SymbolicTensor``),
 
 The core imports no other stage of ``eagerflow.graph``.
 """
+
+__all__: list[str] = []  # a stage: import its modules

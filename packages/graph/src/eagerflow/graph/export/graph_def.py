@@ -71,9 +71,10 @@ from typing import Any
 import numpy as np
 
 from eagerflow.autodiff import Variable
-from eagerflow.graph.core.control_flow import FunctionGraph, Subgraph
 from eagerflow.graph.core.files import atomic_write
 from eagerflow.graph.core.graph import Graph, Operation, Shape, SymbolicTensor, get_default_graph
+from eagerflow.graph.core.seams import SEAMS
+from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
 from eagerflow.graph.tracing.function import ConcreteFunction, TraceGraph
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
@@ -834,6 +835,8 @@ def read_graph_def(path: str | os.PathLike[str]) -> GraphDef:
         ) from None
     return check_graph_def(data, source)
 
+
+SEAMS.as_graph_def = as_graph_def  # Graph.as_graph_def calls it
 
 __all__ = [
     "FORMAT",

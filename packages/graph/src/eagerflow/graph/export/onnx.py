@@ -73,9 +73,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from eagerflow.autodiff import Variable
-from eagerflow.graph.core.control_flow import Subgraph
 from eagerflow.graph.core.files import atomic_write
 from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
+from eagerflow.graph.core.subgraphs import Subgraph
 from eagerflow.graph.tracing.function import ConcreteFunction, Function
 from eagerflow.graph.tracing.tensor_spec import TensorSpec
 from eagerflow.tensor.dtypes import DType

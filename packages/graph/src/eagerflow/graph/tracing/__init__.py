@@ -4,3 +4,5 @@ Read ``tensor_spec.py`` (``TensorSpec``), ``signatures.py`` (when a call can reu
 then ``function.py`` (``Function``, ``ConcreteFunction``, the ``PartitionedCall`` op). AutoGraph
 (``eagerflow.graph.autograph``), the stage below, rewrites the source before it is traced.
 """
+
+__all__: list[str] = []  # a stage: import its modules

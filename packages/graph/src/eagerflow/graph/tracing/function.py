@@ -39,9 +39,11 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, Variable, register_gradient
+from eagerflow.graph.autograph import maybe_convert
 from eagerflow.graph.core.auto_control_deps import add_automatic_control_dependencies
-from eagerflow.graph.core.control_flow import FunctionGraph, Subgraph
+from eagerflow.graph.core.gradients import gradients
 from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
+from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
 from eagerflow.graph.tracing.signatures import (
     RETRACING_THRESHOLD,
     RetracingWarning,
@@ -218,8 +220,6 @@ class ConcreteFunction(Subgraph):
         placeholders). A gradient of this gradient then reaches each variable once, through
         the kept reads, as in TensorFlow, not a second time through the handles."""
         if self._gradient is None:
-            from eagerflow.graph.core.gradients import gradients
-
             graph = self.graph
             # fed, though computed in the graph: a gradient function's kept inputs
             fed = [t for t in self.arguments if t.op.type != "Placeholder"]
@@ -479,8 +479,6 @@ class Function:
         """The Python function, converted by AutoGraph unless ``autograph=False`` (one that
         cannot be converted is traced as written, with an ``AutoGraphWarning``)."""
         if self._traced_function is None:
-            from eagerflow.graph.autograph import maybe_convert  # it imports this package
-
             function = self.python_function
             self._traced_function = maybe_convert(function) if self.autograph else function
         return self._traced_function
