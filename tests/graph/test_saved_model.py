@@ -357,7 +357,7 @@ def test_a_fresh_process_without_nn_gives_the_same_bits(tmp_path: Path) -> None:
         bits = np.asarray(expected).tobytes().hex()
         assert results[name] == {"call": bits, "signature": bits}
     assert not any(m.startswith("eagerflow.nn") for m in results["modules"])
-    assert "eagerflow.graph.export.saved_model" in results["modules"]
+    assert "eagerflow.graph.export.saved_model.loading" in results["modules"]
 
 
 # --- errors ----------------------------------------------------------------------------------

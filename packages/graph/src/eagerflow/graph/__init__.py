@@ -52,7 +52,8 @@ from eagerflow.graph.core.ops import (
 )
 from eagerflow.graph.core.session import Session
 from eagerflow.graph.export import onnx, saved_model
-from eagerflow.graph.export.graph_def import import_graph_def, read_graph_def, write_graph
+from eagerflow.graph.export.graph_def import read_graph_def, write_graph
+from eagerflow.graph.export.graph_def_import import import_graph_def
 from eagerflow.graph.tracing.function import (
     ConcreteFunction,
     Function,
