@@ -1,23 +1,23 @@
 """eagerflow.graph: static graphs built by the same ops, run by a Session.
 
-Read it in this order:
+A folder per stage, each importing only the stages above it in this list, read in this order:
 
-1. ``graph.py``     ``Graph`` (a context of the seam), ``Operation``, ``SymbolicTensor``;
-2. ``ops.py``       placeholders, groups, variable initializers, name scopes;
-3. ``session.py``   ``Session``: compiles fetches and feeds into a plan of kernel calls;
-4. ``gradients.py`` ``gradients()``: the autodiff package's rules, adding graph nodes;
-5. ``control_flow.py`` ``cond``/``while_loop``; ``function.py`` ``@function`` tracing, with
-   ``tensor_spec.py`` (``TensorSpec``) and ``signatures.py`` (when a call reuses a trace);
-6. ``autograph/``   Python ``if``/``while``/``for`` on tensors turned into ``cond``/``while_loop``
+1. ``core/``      what a graph is and how it runs: ``graph.py`` (``Graph``, ``Operation``,
+   ``SymbolicTensor``, the default graph and session), ``ops.py`` (placeholders, groups,
+   initializers), ``state.py``, ``session.py`` (``Session`` and its ``Plan``), ``gradients.py``,
+   ``subgraphs.py`` and ``control_flow.py`` (``cond``/``while_loop``) with
+   ``control_flow_grad.py``, ``auto_control_deps.py``, ``draw.py`` (pictures), ``files.py``
+   (``atomic_write``) and ``seams.py``: the three calls the core makes to the stages above;
+2. ``autograph/`` Python ``if``/``while``/``for`` on tensors turned into ``cond``/``while_loop``
    before ``@function`` traces (its ``__init__`` says where to start);
-7. ``draw.py``      pictures (``to_mermaid``/``to_dot``);
-8. ``graph_def.py`` graphs as data: ``Graph.as_graph_def()``, ``import_graph_def``,
-   ``write_graph``/``read_graph_def`` (JSON files); ``saved_model.py`` functions with the
-   values of their variables, for another program: ``saved_model.save``/``saved_model.load``;
-9. ``files.py``     ``atomic_write``: every file written whole or not at all;
-10. ``onnx.py``      ``onnx.export(f, "model.onnx")``: a traced function as an ONNX model, one
-   translation rule per op (the onnx package is the optional ``[onnx]`` extra, imported
-   only by ``export``).
+3. ``tracing/``   ``@function``: ``tensor_spec.py``, ``signatures.py`` (when a call reuses a
+   trace), ``function.py``;
+4. ``compiler/``  ``jit_compile=True``: a Session ``Plan`` made one fused Python function;
+5. ``export/``    graphs as data: ``graph_def.py`` and ``graph_def_import.py``
+   (``as_graph_def``, ``import_graph_def``, ``write_graph``/``read_graph_def``),
+   ``saved_model/`` (``saved_model.save``/``saved_model.load``), ``onnx/``
+   (``onnx.export(f, "model.onnx")``, one translation rule per op; the onnx package is the
+   optional ``[onnx]`` extra, imported only by ``export``).
 """
 
 from importlib import metadata as _metadata
