@@ -158,7 +158,7 @@ def run_graph(
     Hint 3:
         ``result = operation.op_def.kernel(*(values[t] for t in operation.inputs),
         **operation.attrs)``; a tuple when ``op_def.multi_output``, else one array. ``Plan.run``
-        in ``packages/graph/src/eagerflow/graph/session.py`` is the real thing.
+        in ``packages/graph/src/eagerflow/graph/core/session.py`` is the real thing.
     """
     raise NotImplementedError
 

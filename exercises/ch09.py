@@ -26,7 +26,7 @@ from eagerflow.graph import SymbolicTensor
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.compiler.specialize import Specialized, specialize
-from eagerflow.graph.session import Plan
+from eagerflow.graph.core.session import Plan
 
 # The unary ops of the compiler's ELEMENTWISE table: each one's value for one element {0}.
 UNARY = ("Neg", "Abs", "Sign", "Square", "Sqrt", "Exp", "Log", "Tanh", "Relu", "Identity")

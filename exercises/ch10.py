@@ -35,7 +35,7 @@ def encode_attr(value: Any) -> Any:
     (``allow_nan=False``), and what ``decode_attr`` turns back into the very same value.
 
     This is a part of the chapter's GraphDef format (the module docstring of
-    ``packages/graph/src/eagerflow/graph/graph_def.py``), and the test checks that the
+    ``packages/graph/src/eagerflow/graph/export/graph_def.py``), and the test checks that the
     chapter's own ``decode_attr`` reads what you write. The values to handle, and how each
     is written:
 
@@ -83,7 +83,7 @@ def decode_attr(data: Any) -> Any:
     comes back with its dtype and shape, in native byte order, writable.
 
     The test also gives it what the chapter's own encoder writes
-    (``eagerflow.graph.graph_def.encode_attr``) for these kinds of values.
+    (``eagerflow.graph.export.graph_def.encode_attr``) for these kinds of values.
 
     Args:
         data: What ``encode_attr`` returned, after ``json.loads(json.dumps(...))``.

@@ -38,7 +38,7 @@ def higher_layers(layer: str) -> tuple[str, ...]:
 
 
 def _layer_of(module: str | None) -> str | None:
-    """``eagerflow.graph.session`` -> ``graph``; anything outside ``eagerflow.<layer>`` -> None."""
+    """``eagerflow.graph.core.session`` -> ``graph``; outside ``eagerflow.<layer>``: None."""
     if not module:
         return None
     parts = module.split(".")
@@ -148,7 +148,7 @@ _FORBIDDEN_IN_TENSOR = [
     ("import eagerflow.graph\n", 1, "eagerflow.graph"),
     ("import numpy as np, eagerflow.nn.layers as L\n", 1, "eagerflow.nn.layers"),
     ("from eagerflow.autodiff import GradientTape\n", 1, "eagerflow.autodiff"),
-    ("from eagerflow.graph.session import Session\n", 1, "eagerflow.graph.session"),
+    ("from eagerflow.graph.core.session import Session\n", 1, "eagerflow.graph.core.session"),
     ("from eagerflow import tensor, nn\n", 1, "eagerflow.nn"),
     ("from .. import autodiff\n", 1, "eagerflow.autodiff"),
     ("from ..graph import Graph\n", 1, "eagerflow.graph"),
@@ -321,7 +321,7 @@ def test_the_interface_checker_accepts_public_uses():
         import eagerflow.tensor as ef
         from eagerflow.tensor import Tensor
         from eagerflow.tensor.nest import flatten
-        from eagerflow.graph.graph import anything  # its own layer
+        from eagerflow.graph.core.graph import anything  # its own layer
         ef.Tensor
         self._own
         x.__class__

@@ -69,7 +69,7 @@ def signature(*args: Any) -> tuple[Any, ...]:
     Hint 3:
         ``("tensor", t.dtype, tuple(t.shape))`` or ``("value", type(arg), arg)``, all in a
         tuple. Compare with ``_signature_of`` in
-        ``packages/graph/src/eagerflow/graph/function.py``.
+        ``packages/graph/src/eagerflow/graph/tracing/function.py``.
     """
     key = []
     for arg in args:
@@ -226,7 +226,7 @@ def fold_constants(graph: Graph) -> dict[str, Any]:
         ``result = operation.op_def.kernel(*(known[t] for t in operation.inputs),
         **operation.attrs)``; store each output (a tuple of them when ``multi_output``); return
         ``{t.name: v for t, v in known.items()}``. A Session does this in ``_fold_and_merge``
-        (``packages/graph/src/eagerflow/graph/session.py``).
+        (``packages/graph/src/eagerflow/graph/core/session.py``).
     """
     known: dict[Any, Any] = {}
     for operation in graph.get_operations():

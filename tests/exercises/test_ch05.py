@@ -18,7 +18,7 @@ from eagerflow.graph import (
     group,
     placeholder,
 )
-from eagerflow.graph.state import SessionStorage
+from eagerflow.graph.core.state import SessionStorage
 
 pytestmark = pytest.mark.ch05
 

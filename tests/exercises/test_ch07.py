@@ -10,7 +10,7 @@ import pytest
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape
 from eagerflow.graph import Graph, Session, SymbolicTensor, gradients, placeholder
-from eagerflow.graph.control_flow import Subgraph
+from eagerflow.graph.core.subgraphs import Subgraph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.execution import recording
 

@@ -14,8 +14,8 @@ import pytest
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
 from eagerflow.graph import Function, Graph, Session, SymbolicTensor, cond, function, placeholder
-from eagerflow.graph.session import Plan
-from eagerflow.graph.signatures import RetracingWarning
+from eagerflow.graph.core.session import Plan
+from eagerflow.graph.tracing.signatures import RetracingWarning
 
 pytestmark = pytest.mark.ch08
 

@@ -14,7 +14,7 @@ from eagerflow.autodiff import Variable
 from eagerflow.graph import Graph, Session, gradients, group, placeholder
 from eagerflow.graph.compiler.fusion import Cluster, find_clusters
 from eagerflow.graph.compiler.specialize import Specialized, specialize
-from eagerflow.graph.session import Plan
+from eagerflow.graph.core.session import Plan
 from eagerflow.tensor.registry import get_op
 
 pytestmark = pytest.mark.ch09

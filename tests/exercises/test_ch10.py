@@ -15,7 +15,7 @@ import pytest
 
 import eagerflow.tensor as ef
 from eagerflow.graph import Function, Graph, Session, placeholder, saved_model
-from eagerflow.graph import graph_def as chapter_format
+from eagerflow.graph.export import graph_def as chapter_format
 from eagerflow.tensor.dtypes import DType
 
 pytestmark = pytest.mark.ch10

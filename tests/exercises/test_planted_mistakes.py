@@ -53,11 +53,11 @@ from eagerflow.graph import (
     while_loop,
 )
 from eagerflow.graph import SymbolicTensor as SymbolicTensorType
-from eagerflow.graph import graph as ef_graph
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
-from eagerflow.graph.graph_def import decode_attr, encode_attr
-from eagerflow.graph.state import session_values
+from eagerflow.graph.core import graph as ef_graph
+from eagerflow.graph.core.state import session_values
+from eagerflow.graph.export.graph_def import decode_attr, encode_attr
 from eagerflow.tensor.dtypes import FLOATS, DType
 from eagerflow.tensor.errors import EagerflowError
 from eagerflow.tensor.execution import execute

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
 from eagerflow.graph import Graph, Session, cond, function, placeholder
-from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
+from eagerflow.graph.core.auto_control_deps import add_automatic_control_dependencies
 
 
 # --- the examples that used to give silent wrong answers -----------------------------------

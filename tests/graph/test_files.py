@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eagerflow.graph.files import atomic_write
+from eagerflow.graph.core.files import atomic_write
 
 
 def test_the_file_appears_only_when_the_block_ends(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ from eagerflow.graph import (
     while_loop,
     write_graph,
 )
-from eagerflow.graph.graph_def import (
+from eagerflow.graph.export.graph_def import (
     FORMAT,
     VERSION,
     MissingPythonFunction,

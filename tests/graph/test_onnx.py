@@ -539,11 +539,11 @@ def test_import_and_missing_onnx() -> None:
         """
         import sys
         import eagerflow.graph
-        import eagerflow.graph.onnx
+        import eagerflow.graph.export.onnx
         assert "onnx" not in sys.modules, "importing eagerflow.graph imported onnx"
         sys.modules["onnx"] = None  # as if it were not installed
         from eagerflow.graph import TensorSpec, function
-        from eagerflow.graph.onnx import export
+        from eagerflow.graph.export.onnx import export
         f = function(lambda x: x + 1.0, input_signature=[TensorSpec((None,))])
         try:
             export(f, "never.onnx")

@@ -20,7 +20,7 @@ import eagerflow.nn as nn
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable, apply_gradient_descent
 from eagerflow.graph import Graph, TensorSpec, function, saved_model
-from eagerflow.graph.saved_model import (
+from eagerflow.graph.export.saved_model import (
     FORMAT,
     SAVED_MODEL_FILENAME,
     VARIABLES_FILENAME,
@@ -357,7 +357,7 @@ def test_a_fresh_process_without_nn_gives_the_same_bits(tmp_path: Path) -> None:
         bits = np.asarray(expected).tobytes().hex()
         assert results[name] == {"call": bits, "signature": bits}
     assert not any(m.startswith("eagerflow.nn") for m in results["modules"])
-    assert "eagerflow.graph.saved_model" in results["modules"]
+    assert "eagerflow.graph.export.saved_model.loading" in results["modules"]
 
 
 # --- errors ----------------------------------------------------------------------------------

@@ -128,9 +128,9 @@ EXPORT_NAMES = {
     "ConcreteFunction": "eagerflow.graph:ConcreteFunction",
     "as_graph_def()": "eagerflow.graph:Graph.as_graph_def",
     "import_graph_def": "eagerflow.graph:import_graph_def",
-    "saved_model.save": "eagerflow.graph.saved_model:save",
-    "saved_model.load": "eagerflow.graph.saved_model:load",
-    "onnx.export": "eagerflow.graph.onnx:export",
+    "saved_model.save": "eagerflow.graph.export.saved_model:save",
+    "saved_model.load": "eagerflow.graph.export.saved_model:load",
+    "onnx.export": "eagerflow.graph.export.onnx:export",
     "InferenceSession": "onnxruntime:InferenceSession",
 }
 BUILD_RUN_NAMES = {
@@ -139,7 +139,7 @@ BUILD_RUN_NAMES = {
     "Operation": "eagerflow.graph:Operation",
     "SymbolicTensor": "eagerflow.graph:SymbolicTensor",
     "Session.run": "eagerflow.graph:Session.run",
-    "Plan": "eagerflow.graph.session:Plan",
+    "Plan": "eagerflow.graph.core.session:Plan",
     "run_kernel(": "eagerflow.tensor.execution:run_kernel",
 }
 

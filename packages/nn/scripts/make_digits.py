@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eagerflow.graph.files import atomic_write
+from eagerflow.graph.core.files import atomic_write
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "eagerflow" / "nn" / "datasets" / "digits.npz"
 TEST_PER_DIGIT = 36  # 10 x 36 = 360 test images; the rarest digit (8) has 174 in all

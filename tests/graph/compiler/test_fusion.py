@@ -11,7 +11,7 @@ from eagerflow.graph import Graph, function, placeholder
 from eagerflow.graph.compiler import kernels
 from eagerflow.graph.compiler.fusion import Cluster, find_clusters
 from eagerflow.graph.compiler.specialize import specialize
-from eagerflow.graph.session import Plan
+from eagerflow.graph.core.session import Plan
 
 
 def units_of(fetches: list, fed: list, shapes: list[tuple[int, ...]]) -> list:

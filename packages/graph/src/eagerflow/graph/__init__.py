@@ -1,48 +1,45 @@
 """eagerflow.graph: static graphs built by the same ops, run by a Session.
 
-Read it in this order:
+A folder per stage, each importing only the stages above it in this list, read in this order:
 
-1. ``graph.py``     ``Graph`` (a context of the seam), ``Operation``, ``SymbolicTensor``;
-2. ``ops.py``       placeholders, groups, variable initializers, name scopes;
-3. ``session.py``   ``Session``: compiles fetches and feeds into a plan of kernel calls;
-4. ``gradients.py`` ``gradients()``: the autodiff package's rules, adding graph nodes;
-5. ``control_flow.py`` ``cond``/``while_loop``; ``function.py`` ``@function`` tracing, with
-   ``tensor_spec.py`` (``TensorSpec``) and ``signatures.py`` (when a call reuses a trace);
-6. ``autograph/``   Python ``if``/``while``/``for`` on tensors turned into ``cond``/``while_loop``
+1. ``core/``      what a graph is and how it runs: ``graph.py`` (``Graph``, ``Operation``,
+   ``SymbolicTensor``, the default graph and session), ``ops.py`` (placeholders, groups,
+   initializers), ``state.py``, ``session.py`` (``Session`` and its ``Plan``), ``gradients.py``,
+   ``subgraphs.py`` and ``control_flow.py`` (``cond``/``while_loop``) with
+   ``control_flow_grad.py``, ``auto_control_deps.py``, ``draw.py`` (pictures), ``files.py``
+   (``atomic_write``) and ``seams.py``: the three calls the core makes to the stages above;
+2. ``autograph/`` Python ``if``/``while``/``for`` on tensors turned into ``cond``/``while_loop``
    before ``@function`` traces (its ``__init__`` says where to start);
-7. ``draw.py``      pictures (``to_mermaid``/``to_dot``);
-8. ``graph_def.py`` graphs as data: ``Graph.as_graph_def()``, ``import_graph_def``,
-   ``write_graph``/``read_graph_def`` (JSON files); ``saved_model.py`` functions with the
-   values of their variables, for another program: ``saved_model.save``/``saved_model.load``;
-9. ``files.py``     ``atomic_write``: every file written whole or not at all;
-10. ``onnx.py``      ``onnx.export(f, "model.onnx")``: a traced function as an ONNX model, one
-   translation rule per op (the onnx package is the optional ``[onnx]`` extra, imported
-   only by ``export``).
+3. ``tracing/``   ``@function``: ``tensor_spec.py``, ``signatures.py`` (when a call reuses a
+   trace), ``function.py``;
+4. ``compiler/``  ``jit_compile=True``: a Session ``Plan`` made one fused Python function;
+5. ``export/``    graphs as data: ``graph_def.py`` and ``graph_def_import.py``
+   (``as_graph_def``, ``import_graph_def``, ``write_graph``/``read_graph_def``),
+   ``saved_model/`` (``saved_model.save``/``saved_model.load``), ``onnx/``
+   (``onnx.export(f, "model.onnx")``, one translation rule per op; the onnx package is the
+   optional ``[onnx]`` extra, imported only by ``export``).
 """
 
 from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-graph")  # from the repository's VERSION file
 
-from eagerflow.graph import autograph, onnx, saved_model
-from eagerflow.graph.control_flow import cond, while_loop
-from eagerflow.graph.function import (
-    ConcreteFunction,
-    Function,
-    function,
-    functions_run_eagerly,
-    run_functions_eagerly,
-)
-from eagerflow.graph.gradients import gradients
-from eagerflow.graph.graph import (
+# compiler, control_flow_grad and draw are imported for what they register (core/seams.py):
+# the plan compiler, the gradients of If and While, Graph's pictures (and export/graph_def.py,
+# imported below, registers Graph.as_graph_def)
+from eagerflow.graph import autograph, compiler  # noqa: F401
+from eagerflow.graph.core import control_flow_grad, draw  # noqa: F401
+from eagerflow.graph.core.control_flow import cond, while_loop
+from eagerflow.graph.core.gradients import gradients
+from eagerflow.graph.core.graph import (
     Graph,
     Operation,
     SymbolicTensor,
     get_default_graph,
+    get_default_session,
     reset_default_graph,
 )
-from eagerflow.graph.graph_def import import_graph_def, read_graph_def, write_graph
-from eagerflow.graph.ops import (
+from eagerflow.graph.core.ops import (
     control_dependencies,
     global_variables,
     global_variables_initializer,
@@ -53,9 +50,19 @@ from eagerflow.graph.ops import (
     trainable_variables,
     variables_initializer,
 )
-from eagerflow.graph.session import Session, get_default_session
-from eagerflow.graph.signatures import RetracingWarning
-from eagerflow.graph.tensor_spec import TensorSpec
+from eagerflow.graph.core.session import Session
+from eagerflow.graph.export import onnx, saved_model
+from eagerflow.graph.export.graph_def import read_graph_def, write_graph
+from eagerflow.graph.export.graph_def_import import import_graph_def
+from eagerflow.graph.tracing.function import (
+    ConcreteFunction,
+    Function,
+    function,
+    functions_run_eagerly,
+    run_functions_eagerly,
+)
+from eagerflow.graph.tracing.signatures import RetracingWarning
+from eagerflow.graph.tracing.tensor_spec import TensorSpec
 
 __all__ = [
     "ConcreteFunction",

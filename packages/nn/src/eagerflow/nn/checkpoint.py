@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from eagerflow.autodiff import Variable
-from eagerflow.graph.files import atomic_write
+from eagerflow.graph.core.files import atomic_write
 from eagerflow.nn.module import Layer
 from eagerflow.nn.optimizers import Optimizer
 from eagerflow.tensor.errors import EagerflowError, format_shape

@@ -36,7 +36,7 @@ import numpy as np
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
 from eagerflow.graph import Operation, SymbolicTensor, get_default_graph, name_scope
-from eagerflow.graph.control_flow import FunctionGraph
+from eagerflow.graph.core.subgraphs import FunctionGraph
 from eagerflow.nn import initializers
 from eagerflow.tensor import DType, Tensor
 from eagerflow.tensor.errors import EagerflowError, ShapeError, describe, format_shape

@@ -35,7 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from eagerflow.graph.autograph import analysis, operators, templates
+import eagerflow.graph.autograph.operators as operators
+from eagerflow.graph.autograph.analysis import analyze
 from eagerflow.graph.autograph.converters import (
     break_statements,
     call_trees,
@@ -47,6 +48,7 @@ from eagerflow.graph.autograph.converters import (
 )
 from eagerflow.graph.autograph.naming import Namer
 from eagerflow.graph.autograph.operators import AutoGraphError
+from eagerflow.graph.autograph.templates import locate, replace
 
 _HELPERS = "ag__"  # the name converted code calls the helpers by
 _FACTORY = "autograph_factory"
@@ -214,7 +216,7 @@ def _compile(function: types.FunctionType) -> _Program:
     tree = continue_statements.transform(tree, namer)
     tree = return_statements.transform(tree, namer)
     tree = call_trees.transform(tree)
-    analysis.analyze(tree)
+    analyze(tree)
     tree = control_flow.transform(tree, namer)
     tree = conditional_expressions.transform(tree)
     tree = logical_expressions.transform(tree)
@@ -280,9 +282,9 @@ def {_FACTORY}():
         return {definition.name}
     return {_MAKE}
 """
-    body = templates.replace(template, converted_definition=[definition])
+    body = replace(template, converted_definition=[definition])
     module = ast.Module(body=body, type_ignores=[])
-    templates.locate(module.body, definition)
+    locate(module.body, definition)
     return ast.fix_missing_locations(module)
 
 

@@ -32,8 +32,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow.graph.control_flow import FunctionGraph, cond, while_loop
-from eagerflow.graph.graph import Operation, SymbolicTensor, get_default_graph
+from eagerflow.graph.core.control_flow import cond, while_loop
+from eagerflow.graph.core.graph import Operation, SymbolicTensor, get_default_graph
+from eagerflow.graph.core.subgraphs import FunctionGraph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError, a_tensor
 

@@ -30,5 +30,8 @@ uses it.
 
 from eagerflow.graph.compiler.kernels import BACKENDS, default_backend, numba_available
 from eagerflow.graph.compiler.program import CompiledPlan, compile_plan
+from eagerflow.graph.core.seams import SEAMS
+
+SEAMS.compile_plan = compile_plan  # what Session and Subgraph run with jit_compile=True
 
 __all__ = ["BACKENDS", "CompiledPlan", "compile_plan", "default_backend", "numba_available"]

@@ -52,7 +52,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from eagerflow.graph.files import atomic_write
+from eagerflow.graph.core.files import atomic_write
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.registry import Attrs, OpDef

@@ -54,9 +54,9 @@ from eagerflow.graph.compiler.kernels import (
     loop_source,
 )
 from eagerflow.graph.compiler.specialize import Node, Specialized, specialize
-from eagerflow.graph.control_flow import Subgraph
-from eagerflow.graph.graph import Operation, SymbolicTensor
-from eagerflow.graph.session import _fetched, _name_node
+from eagerflow.graph.core.graph import Operation, SymbolicTensor
+from eagerflow.graph.core.session import _fetched, _name_node
+from eagerflow.graph.core.subgraphs import Subgraph
 from eagerflow.tensor.errors import EagerflowError, format_shape
 from eagerflow.tensor.execution import run_kernel
 

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from eagerflow.graph.graph import Operation
+from eagerflow.graph.core.graph import Operation
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError
 from eagerflow.tensor.execution import run_kernel

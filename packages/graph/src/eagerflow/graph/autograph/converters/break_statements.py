@@ -18,11 +18,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from eagerflow.graph.autograph import templates
 from eagerflow.graph.autograph.analysis import EXTRA_TEST
 from eagerflow.graph.autograph.anno import setanno
 from eagerflow.graph.autograph.converters.jumps import JumpConverter, contains_in, flag_is, not_
 from eagerflow.graph.autograph.naming import Namer
+from eagerflow.graph.autograph.templates import locate, replace, replace_as_expression
 
 
 class BreakConverter(JumpConverter):
@@ -41,13 +41,11 @@ class BreakConverter(JumpConverter):
         orelse = self.visit_block(node.orelse)  # a break there leaves the loop around
         node.orelse = []
         if isinstance(node, ast.While):
-            node.test = templates.replace_as_expression(
-                "not flag and test", flag=flag, test=node.test
-            )
+            node.test = replace_as_expression("not flag and test", flag=flag, test=node.test)
         else:
             setanno(node, EXTRA_TEST, not_(flag))
-        after = templates.replace("if not flag:\n    orelse", flag=flag, orelse=orelse)
-        templates.locate(after, node)
+        after = replace("if not flag:\n    orelse", flag=flag, orelse=orelse)
+        locate(after, node)
         return [*flag_is(flag, False, node), node, *(after if orelse else [])]
 
 

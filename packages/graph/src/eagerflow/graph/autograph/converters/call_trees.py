@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from eagerflow.graph.autograph import templates
 from eagerflow.graph.autograph.converters import FunctionBodyTransformer
+from eagerflow.graph.autograph.templates import locate, replace_as_expression
 
 _FRAME_READERS = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "dir"})
 
@@ -31,7 +31,7 @@ class CallTreeTransformer(FunctionBodyTransformer):
         if _is_zero_argument_super(node) and self.instance:
             node.args = [ast.Name(id="__class__", ctx=ast.Load()),
                          ast.Name(id=self.instance, ctx=ast.Load())]  # fmt: skip
-            templates.locate(node.args, node)
+            locate(node.args, node)
             return node
         if _is_autograph(node.func) or (
             isinstance(node.func, ast.Name) and node.func.id in _FRAME_READERS
@@ -44,11 +44,11 @@ class CallTreeTransformer(FunctionBodyTransformer):
                 None if k.arg is None else ast.Constant(value=k.arg) for k in node.keywords
             ]  # None: `**kwargs`
             keywords = ast.Dict(keys=keys, values=[k.value for k in node.keywords])
-        call = templates.replace_as_expression(
+        call = replace_as_expression(
             "ag__.converted_call(function, arguments, keywords)",
             function=node.func, arguments=arguments, keywords=keywords,
         )  # fmt: skip
-        templates.locate([call], node)
+        locate([call], node)
         return call
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:

@@ -10,18 +10,18 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from eagerflow.graph.autograph import templates
 from eagerflow.graph.autograph.converters import FunctionBodyTransformer
+from eagerflow.graph.autograph.templates import locate, replace_as_expression
 
 
 class ConditionalExpressionTransformer(FunctionBodyTransformer):
     def visit_IfExp(self, node: ast.IfExp) -> Any:
         self.generic_visit(node)
-        result = templates.replace_as_expression(
+        result = replace_as_expression(
             "ag__.if_exp(test, lambda: body, lambda: orelse)",
             test=node.test, body=node.body, orelse=node.orelse,
         )  # fmt: skip
-        templates.locate([result], node)
+        locate([result], node)
         return result
 
 

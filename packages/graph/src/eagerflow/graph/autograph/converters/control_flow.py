@@ -36,7 +36,6 @@ import ast
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from eagerflow.graph.autograph import templates
 from eagerflow.graph.autograph.analysis import (
     EXTRA_TEST,
     Scope,
@@ -46,6 +45,7 @@ from eagerflow.graph.autograph.analysis import (
 )
 from eagerflow.graph.autograph.anno import getanno
 from eagerflow.graph.autograph.naming import Namer
+from eagerflow.graph.autograph.templates import locate, replace, replace_as_expression
 
 
 class ControlFlowTransformer(ast.NodeTransformer):
@@ -111,7 +111,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
             parameter = target.id  # `def loop_body(i):`
         else:  # a tuple target, or one used after the loop: assigned from the item
             parameter = self.item_name()
-            statements[:0] = templates.replace("target = item", target=target, item=parameter)
+            statements[:0] = replace("target = item", target=target, item=parameter)
         body = self.block_function(names.body, [parameter], state, statements)
         extra_test = getanno(node, EXTRA_TEST)
         state_functions, state_arguments = self.state(state, names)
@@ -143,7 +143,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
         template = (
             "def name(parameter):\n" if parameters else "def name():\n"
         ) + "    global global_names\n    nonlocal nonlocal_names\n    body"
-        return templates.replace(
+        return replace(
             template,
             name=name,
             parameter=parameters[0] if parameters else "",
@@ -161,7 +161,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
         if not state:
             return [], []
         global_names, nonlocal_names = self.declarations(state)
-        functions = templates.replace(
+        functions = replace(
             "def get_state():\n"
             "    return values_out\n"
             "def set_state(values):\n"
@@ -196,10 +196,10 @@ class ControlFlowTransformer(ast.NodeTransformer):
             if name not in scope.defined_in
             and name not in self.current_globals()
             and not is_composite(name)  # an attribute may exist: `_read` checks
-            for statement in templates.replace(f"name = ag__.Undefined({name!r})", name=name)
+            for statement in replace(f"name = ag__.Undefined({name!r})", name=name)
         ]
         result = [*undefined, *statements]
-        templates.locate(result, node)
+        locate(result, node)
         return result
 
     def declarations(self, state: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -254,14 +254,14 @@ def _read(name: str) -> ast.expr:
     if not is_composite(name):
         return _name(name)
     base, attribute = name.rsplit(".", 1)
-    return templates.replace_as_expression(
+    return replace_as_expression(
         f"getattr(base, {attribute!r}, ag__.Undefined({name!r}))",
         base=_variable(base, ast.Load()),
     )
 
 
 def _lambda(expression: ast.expr) -> ast.expr:
-    return templates.replace_as_expression("lambda: expression", expression=expression)
+    return replace_as_expression("lambda: expression", expression=expression)
 
 
 def transform(node: ast.FunctionDef, namer: Namer) -> ast.FunctionDef:

@@ -20,8 +20,8 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from eagerflow.graph.autograph import templates
 from eagerflow.graph.autograph.naming import Namer
+from eagerflow.graph.autograph.templates import locate, replace, replace_as_expression
 
 NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 LOOPS = (ast.While, ast.For, ast.AsyncFor)
@@ -71,8 +71,8 @@ class JumpConverter(ast.NodeTransformer):
         self, converted: list[ast.stmt], original: ast.stmt, rest: list[ast.stmt]
     ) -> list[ast.stmt]:
         """Where the statements after ``original`` (which may jump) go: under a guard."""
-        guard = templates.replace("if not flag:\n    rest", flag=self.flag, rest=rest)
-        templates.locate(guard, rest[0])
+        guard = replace("if not flag:\n    rest", flag=self.flag, rest=rest)
+        locate(guard, rest[0])
         return converted + guard
 
     def jump_to_flag(self, node: ast.stmt) -> list[ast.stmt]:
@@ -124,14 +124,14 @@ class JumpConverter(ast.NodeTransformer):
 
 def flag_is(flag: str, value: bool, original: ast.stmt) -> list[ast.stmt]:
     """``flag = value``, located at ``original`` (the statement it replaces)."""
-    statements = templates.replace(f"flag = {value}", flag=flag)
-    templates.locate(statements, original)
+    statements = replace(f"flag = {value}", flag=flag)
+    locate(statements, original)
     return statements
 
 
 def not_(flag: str) -> ast.expr:
     """The expression ``not flag``."""
-    return templates.replace_as_expression("not flag", flag=flag)
+    return replace_as_expression("not flag", flag=flag)
 
 
 def _as_list(converted: Any) -> list[ast.stmt]:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from eagerflow.graph.autograph import templates
 from eagerflow.graph.autograph.converters import FunctionBodyTransformer
+from eagerflow.graph.autograph.templates import locate, replace_as_expression
 
 
 class LogicalTransformer(FunctionBodyTransformer):
@@ -25,18 +25,18 @@ class LogicalTransformer(FunctionBodyTransformer):
         helper = "ag__.and_" if isinstance(node.op, ast.And) else "ag__.or_"
         result = node.values[-1]
         for value in reversed(node.values[:-1]):
-            result = templates.replace_as_expression(
+            result = replace_as_expression(
                 f"{helper}(lambda: left, lambda: right)", left=value, right=result
             )
-        templates.locate([result], node)
+        locate([result], node)
         return result
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         self.generic_visit(node)
         if not isinstance(node.op, ast.Not):
             return node
-        result = templates.replace_as_expression("ag__.not_(operand)", operand=node.operand)
-        templates.locate([result], node)
+        result = replace_as_expression("ag__.not_(operand)", operand=node.operand)
+        locate([result], node)
         return result
 
 

@@ -29,11 +29,11 @@ import ast
 from collections.abc import Sequence
 from typing import Any
 
-from eagerflow.graph.autograph import templates
 from eagerflow.graph.autograph.analysis import EXTRA_TEST
 from eagerflow.graph.autograph.anno import getanno, setanno
 from eagerflow.graph.autograph.converters.jumps import JumpConverter, contains, flag_is, not_
 from eagerflow.graph.autograph.naming import Namer
+from eagerflow.graph.autograph.templates import locate, replace, replace_as_expression
 
 _BODY_RETURNS, _ORELSE_RETURNS = "body_returns", "orelse_returns"
 
@@ -52,13 +52,13 @@ class ReturnConverter(JumpConverter):
         self.flag, self.retval = self.namer.new("do_return"), self.namer.new("retval_")
         try:
             docstring = node.body[:1] if ast.get_docstring(node, clean=False) else []
-            start = templates.replace(
+            start = replace(
                 "flag = False\nretval = ag__.UndefinedReturnValue()",
                 flag=self.flag, retval=self.retval,
             )  # fmt: skip
-            end = templates.replace("return ag__.retval(retval)", retval=self.retval)
-            templates.locate(start, node)
-            templates.locate(end, node.body[-1])
+            end = replace("return ag__.retval(retval)", retval=self.retval)
+            locate(start, node)
+            locate(end, node.body[-1])
             body = self.visit_block(node.body[len(docstring) :])
             node.body = [*docstring, *start, *body, *end]
         finally:
@@ -71,9 +71,9 @@ class ReturnConverter(JumpConverter):
         value = node.value or ast.Constant(value=None)
         statements = [
             *flag_is(self.flag, True, node),
-            *templates.replace("retval = value", retval=self.retval, value=value),
+            *replace("retval = value", retval=self.retval, value=value),
         ]
-        templates.locate(statements, node)
+        locate(statements, node)
         return statements
 
     def visit_If(self, node: ast.If) -> Any:
@@ -86,9 +86,7 @@ class ReturnConverter(JumpConverter):
         returns = self.flag is not None and any(contains(s, ast.Return) for s in node.body)
         self.generic_visit(node)
         if returns:
-            node.test = templates.replace_as_expression(
-                "not flag and test", flag=self.flag, test=node.test
-            )
+            node.test = replace_as_expression("not flag and test", flag=self.flag, test=node.test)
         return node
 
     def visit_For(self, node: ast.For) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from eagerflow.autodiff import Variable, not_differentiable
-from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
+from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import InvalidArgumentError

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import eagerflow.tensor as ef
-from eagerflow.graph.graph import Shape, SymbolicTensor
+from eagerflow.graph.core.graph import Shape, SymbolicTensor
 from eagerflow.tensor import Tensor, TensorShape
 from eagerflow.tensor.dtypes import DType, as_dtype
 from eagerflow.tensor.errors import format_shape

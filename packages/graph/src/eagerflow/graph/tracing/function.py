@@ -39,10 +39,12 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, Variable, register_gradient
-from eagerflow.graph.auto_control_deps import add_automatic_control_dependencies
-from eagerflow.graph.control_flow import FunctionGraph, Subgraph
-from eagerflow.graph.graph import Graph, Operation, SymbolicTensor
-from eagerflow.graph.signatures import (
+from eagerflow.graph.autograph import maybe_convert
+from eagerflow.graph.core.auto_control_deps import add_automatic_control_dependencies
+from eagerflow.graph.core.gradients import gradients
+from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
+from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
+from eagerflow.graph.tracing.signatures import (
     RETRACING_THRESHOLD,
     RetracingWarning,
     Signature,
@@ -54,7 +56,7 @@ from eagerflow.graph.signatures import (
     signature_of,
     signature_parameters,
 )
-from eagerflow.graph.tensor_spec import TensorSpec
+from eagerflow.graph.tracing.tensor_spec import TensorSpec
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError, ShapeError, a_tensor, format_shape
@@ -218,8 +220,6 @@ class ConcreteFunction(Subgraph):
         placeholders). A gradient of this gradient then reaches each variable once, through
         the kept reads, as in TensorFlow, not a second time through the handles."""
         if self._gradient is None:
-            from eagerflow.graph.gradients import gradients
-
             graph = self.graph
             # fed, though computed in the graph: a gradient function's kept inputs
             fed = [t for t in self.arguments if not t.op.op_def.fed]
@@ -479,8 +479,6 @@ class Function:
         """The Python function, converted by AutoGraph unless ``autograph=False`` (one that
         cannot be converted is traced as written, with an ``AutoGraphWarning``)."""
         if self._traced_function is None:
-            from eagerflow.graph.autograph import maybe_convert  # it imports this package
-
             function = self.python_function
             self._traced_function = maybe_convert(function) if self.autograph else function
         return self._traced_function

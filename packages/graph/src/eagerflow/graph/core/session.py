@@ -1,18 +1,17 @@
 """``Session``: runs the part of a graph needed for some fetches, given some feeds.
 
-The first ``run`` of a (fetches, fed tensors) combination compiles a ``Plan``: the needed
+The first ``run`` of a (fetches, fed tensors) combination makes a ``Plan``: the needed
 operations in graph order, as kernel calls on numbered value slots, each slot freed right
 after its last use. Later runs of the same combination only execute the plan.
 
-Compiling also optimizes, without changing any result: *pruning* keeps only the operations
-the fetches need; *constant folding* computes once, at compile time, every pure operation
+Making the plan also optimizes, without changing any result: *pruning* keeps only the operations
+the fetches need; *constant folding* computes once, when the plan is made, every pure operation
 whose inputs are all constants; *common-subexpression elimination* runs two identical pure
 operations (same type, inputs and attributes) once. ``plan.stats`` counts each.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -20,8 +19,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from eagerflow.autodiff import Variable
-from eagerflow.graph.graph import Graph, Operation, SymbolicTensor, get_default_graph
-from eagerflow.graph.state import session_values
+from eagerflow.graph.core.graph import (
+    DEFAULT_SESSIONS,
+    Graph,
+    Operation,
+    SymbolicTensor,
+    get_default_graph,
+)
+from eagerflow.graph.core.seams import SEAMS, registered
+from eagerflow.graph.core.state import session_values
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, EagerflowError, InvalidArgumentError, format_shape
 from eagerflow.tensor.execution import run_kernel
@@ -42,7 +48,7 @@ class Step(NamedTuple):
 
 
 class Plan:
-    """The compiled form of one (fetches, feeds) combination."""
+    """What a Session runs for one (fetches, feeds) combination: kernel calls on slots."""
 
     def __init__(self, fetches: Sequence[Fetch], fed: Sequence[SymbolicTensor]) -> None:
         self.slot: dict[SymbolicTensor, int] = {}
@@ -92,7 +98,7 @@ class Plan:
         self.stats = {
             "graph": graph_size,  # operations in the whole graph
             "needed": len(operations),  # after pruning
-            "folded": folded,  # computed at compile time (constant folding)
+            "folded": folded,  # computed when the plan is made (constant folding)
             "merged": merged,  # duplicates removed (common-subexpression elimination)
             "kernel_calls": len(self.steps),  # what each run executes
         }
@@ -228,46 +234,6 @@ def _name_node(error: EagerflowError, operation: Operation) -> None:
     error.add_note(f"(in graph node '{operation.name}')")
 
 
-class _DefaultSessions(threading.local):
-    """The sessions made default by ``with`` blocks, innermost last: one stack per thread, as
-    in TensorFlow, so a thread's default session is never another thread's."""
-
-    def __init__(self) -> None:
-        self.stack: list[Session] = []
-
-
-_default_sessions = _DefaultSessions()
-
-
-def get_default_session() -> Session | None:
-    """The innermost session of ``with session:`` or ``with session.as_default():`` in this
-    thread (None outside every such block). ``Operation.run()`` and ``Tensor.eval()`` use it."""
-    stack = _default_sessions.stack
-    return stack[-1] if stack else None
-
-
-def session_for(fetch: Operation | SymbolicTensor, session: Session | None) -> Session:
-    """The session ``fetch.run()`` or ``fetch.eval()`` runs in: the given one, else the
-    default one; either must run ``fetch``'s graph. (TensorFlow's messages, with the name.)"""
-    is_op = isinstance(fetch, Operation)
-    what, method = ("execute operation", "run") if is_op else ("evaluate tensor", "eval")
-    which = "given"
-    if session is None:
-        session, which = get_default_session(), "default"
-        if session is None:
-            raise ValueError(
-                f"Cannot {what} {fetch.name} using `{method}()`: No default session is "
-                f"registered. Use `with sess.as_default():` or pass an explicit session to "
-                f"`{method}(session=sess)`"
-            )
-    if fetch.graph is not session.graph:
-        raise ValueError(
-            f"Cannot use the {which} session to {what} {fetch.name}: its graph is different "
-            "from the session's graph"
-        )
-    return session
-
-
 class Session:
     """Runs graphs. Holds the values of the graph's variables (each Session its own).
 
@@ -284,21 +250,21 @@ class Session:
         self._closed = False
 
     def __enter__(self) -> Session:
-        _default_sessions.stack.append(self)
+        DEFAULT_SESSIONS.stack.append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _default_sessions.stack.pop()
+        DEFAULT_SESSIONS.stack.pop()
         self.close()
 
     @contextmanager
     def as_default(self) -> Iterator[Session]:
         """Make this the default session of this thread inside the block (blocks nest)."""
-        _default_sessions.stack.append(self)
+        DEFAULT_SESSIONS.stack.append(self)
         try:
             yield self
         finally:
-            _default_sessions.stack.pop()
+            DEFAULT_SESSIONS.stack.pop()
 
     def close(self) -> None:
         """Free the session's state; running it afterwards is an error."""
@@ -324,14 +290,13 @@ class Session:
         """``plan`` compiled (a ``compiler.CompiledPlan``, made on first use), as
         ``jit_compile=True`` runs it; its ``programs`` show what the compiler made."""
         if plan not in self._compiled:
-            from eagerflow.graph.compiler import compile_plan  # it imports this module
-
+            compile_plan = registered(SEAMS.compile_plan, "eagerflow.graph.compiler")
             self._compiled[plan] = compile_plan(plan)
         return self._compiled[plan]
 
     def plan(self, fetches: Any, fed: Iterable[Any] = ()) -> Plan:
-        """The compiled ``Plan`` that ``run(fetches, feed_dict)`` executes when ``fed`` are
-        the feed_dict's keys (a feed_dict itself will do); compiled now if it is new. Its
+        """The ``Plan`` that ``run(fetches, feed_dict)`` executes when ``fed`` are
+        the feed_dict's keys (a feed_dict itself will do); made now if it is new. Its
         ``steps`` and ``stats`` show what pruning, folding and merging left to run."""
         if self._closed:
             raise RuntimeError("attempted to use a closed Session")

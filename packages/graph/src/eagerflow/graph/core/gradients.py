@@ -14,8 +14,8 @@ from typing import Any
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
 from eagerflow.autodiff.tape import backward, check_unconnected_gradients, pack
-from eagerflow.graph.control_flow import FunctionGraph
-from eagerflow.graph.graph import Graph, SymbolicTensor
+from eagerflow.graph.core.graph import Graph, SymbolicTensor
+from eagerflow.graph.core.subgraphs import FunctionGraph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.nest import flatten
 

@@ -17,14 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from eagerflow.graph.state import SESSION_STORAGE, SessionStorage
+from eagerflow.graph.core.seams import SEAMS, registered
+from eagerflow.graph.core.state import SESSION_STORAGE, SessionStorage
 from eagerflow.tensor import Tensor, execution
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError, format_shape
+from eagerflow.tensor.pictures import mermaid_bundle, to_dot, to_mermaid
 from eagerflow.tensor.registry import OPS, Attrs, OpDef
 
 if TYPE_CHECKING:
-    from eagerflow.graph.session import Session
+    from eagerflow.graph.core.session import Session
 
 Shape = tuple[int | None, ...] | None  # None: not even the rank is known
 
@@ -77,8 +79,6 @@ class SymbolicTensor(Tensor):
     def eval(self, feed_dict: dict[Any, Any] | None = None, session: Session | None = None) -> Any:
         """``session.run(self, feed_dict)`` in ``session``, or else in the default session
         (``with session:`` or ``with session.as_default():``), as in TensorFlow 1.x."""
-        from eagerflow.graph.session import session_for  # session.py imports this module
-
         return session_for(self, session).run(self, feed_dict)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -123,8 +123,6 @@ class Operation:
     def run(self, feed_dict: dict[Any, Any] | None = None, session: Session | None = None) -> None:
         """Run this operation in ``session``, or else in the default session (see
         ``SymbolicTensor.eval``): ``init.run()`` for ``session.run(init)``."""
-        from eagerflow.graph.session import session_for  # session.py imports this module
-
         session_for(self, session).run(self, feed_dict)
 
     def __repr__(self) -> str:
@@ -294,9 +292,7 @@ class Graph:
         """The graph as a GraphDef: a plain dict that ``json.dumps`` can write, with every
         node, the subgraphs they run and the variables they use (not the variables' values).
         ``import_graph_def`` builds it back; ``graph_def.py`` describes the format."""
-        from eagerflow.graph.graph_def import as_graph_def  # graph_def.py imports this module
-
-        return as_graph_def(self)
+        return registered(SEAMS.as_graph_def, "eagerflow.graph.export.graph_def")(self)
 
     # --- pictures ---------------------------------------------------------------------------
     def to_mermaid(self, direction: str = "TD", branches: bool = False) -> str:
@@ -304,23 +300,17 @@ class Graph:
 
         ``branches=True`` also draws the graphs inside ``If`` and ``While`` nodes.
         """
-        from eagerflow.graph.draw import graph_diagram
-        from eagerflow.tensor.pictures import to_mermaid
-
-        return to_mermaid(*graph_diagram(self, branches), direction=direction)
+        diagram = registered(SEAMS.graph_diagram, "eagerflow.graph.core.draw")
+        return to_mermaid(*diagram(self, branches), direction=direction)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter draws the graph (see ``mermaid_bundle``)."""
-        from eagerflow.tensor.pictures import mermaid_bundle
-
         return mermaid_bundle(self)
 
     def to_dot(self, branches: bool = False) -> str:
         """The graph as Graphviz DOT text (no Graphviz needed to make it)."""
-        from eagerflow.graph.draw import graph_diagram
-        from eagerflow.tensor.pictures import to_dot
-
-        return to_dot(*graph_diagram(self, branches), name="graph")
+        diagram = registered(SEAMS.graph_diagram, "eagerflow.graph.core.draw")
+        return to_dot(*diagram(self, branches), name="graph")
 
     def __repr__(self) -> str:
         return f"<Graph with {len(self._operations)} operations>"
@@ -345,11 +335,55 @@ def reset_default_graph() -> None:
     _global_graph = Graph()
 
 
+# --- the default session (per thread) ------------------------------------------------------
+class _DefaultSessions(threading.local):
+    """The sessions made default by ``with`` blocks, innermost last: one stack per thread, as
+    in TensorFlow, so a thread's default session is never another thread's."""
+
+    def __init__(self) -> None:
+        self.stack: list[Session] = []
+
+
+DEFAULT_SESSIONS = _DefaultSessions()
+
+
+def get_default_session() -> Session | None:
+    """The innermost session of ``with session:`` or ``with session.as_default():`` in this
+    thread (None outside every such block). ``Operation.run()`` and ``Tensor.eval()`` use it."""
+    stack = DEFAULT_SESSIONS.stack
+    return stack[-1] if stack else None
+
+
+def session_for(fetch: Operation | SymbolicTensor, session: Session | None) -> Session:
+    """The session ``fetch.run()`` or ``fetch.eval()`` runs in: the given one, else the
+    default one; either must run ``fetch``'s graph. (TensorFlow's messages, with the name.)"""
+    is_op = isinstance(fetch, Operation)
+    what, method = ("execute operation", "run") if is_op else ("evaluate tensor", "eval")
+    which = "given"
+    if session is None:
+        session, which = get_default_session(), "default"
+        if session is None:
+            raise ValueError(
+                f"Cannot {what} {fetch.name} using `{method}()`: No default session is "
+                f"registered. Use `with sess.as_default():` or pass an explicit session to "
+                f"`{method}(session=sess)`"
+            )
+    if fetch.graph is not session.graph:
+        raise ValueError(
+            f"Cannot use the {which} session to {what} {fetch.name}: its graph is different "
+            "from the session's graph"
+        )
+    return session
+
+
 __all__ = [
+    "DEFAULT_SESSIONS",
     "Graph",
     "Operation",
     "Shape",
     "SymbolicTensor",
     "get_default_graph",
+    "get_default_session",
     "reset_default_graph",
+    "session_for",
 ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from eagerflow.graph.graph import Graph, Operation
+from eagerflow.graph.core.graph import Graph, Operation
 
 
 def add_automatic_control_dependencies(graph: Graph) -> list[Operation]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from eagerflow.graph.control_flow import Subgraph
-from eagerflow.graph.graph import Graph, Operation
+from eagerflow.graph.core.graph import Graph, Operation
+from eagerflow.graph.core.seams import SEAMS
+from eagerflow.graph.core.subgraphs import Subgraph
 from eagerflow.tensor.errors import format_shape
 from eagerflow.tensor.pictures import Edge, Node, describe, safe_id
 from eagerflow.tensor.registry import OpDef
@@ -80,5 +81,7 @@ def _draw(
             for t in inner.outputs:
                 edges.append(Edge(safe_id(inner_prefix + t.op.name), node_id(o), label))
 
+
+SEAMS.graph_diagram = graph_diagram  # Graph.to_mermaid and Graph.to_dot call it
 
 __all__ = ["graph_diagram", "kind"]

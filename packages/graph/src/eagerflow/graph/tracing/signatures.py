@@ -24,7 +24,7 @@ from typing import Any
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
-from eagerflow.graph.tensor_spec import TensorSpec
+from eagerflow.graph.tracing.tensor_spec import TensorSpec
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, EagerflowError, ShapeError, a_tensor, format_shape
 from eagerflow.tensor.nest import flatten

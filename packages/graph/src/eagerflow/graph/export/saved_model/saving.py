@@ -1,0 +1,291 @@
+"""``save``: functions and their variables' values into a SavedModel directory, written whole
+or not at all."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from eagerflow.graph.export.graph_def import (
+    functions_as_graph_def,
+)
+from eagerflow.graph.export.saved_model.format import (
+    DEFAULT_SERVING_SIGNATURE,
+    FORMAT,
+    SAVED_MODEL_FILENAME,
+    VARIABLES_FILENAME,
+    VERSION,
+    encode_outputs,
+    encode_structure,
+    spec_entry,
+    tensor_entry,
+)
+from eagerflow.graph.tracing.function import ConcreteFunction, Function
+from eagerflow.graph.tracing.signatures import signature_parameters
+from eagerflow.graph.tracing.tensor_spec import TensorSpec
+from eagerflow.tensor.errors import FailedPreconditionError
+from eagerflow.tensor.nest import flatten
+
+
+# --- save ------------------------------------------------------------------------------------
+def _require_signature(function: Function, name: str) -> None:
+    if function.input_signature is None:
+        raise TypeError(
+            f"save(): function {name!r} has no input_signature. A SavedModel runs without the "
+            "Python code, so each function is saved as one trace made from its signature: "
+            "write @function(input_signature=[TensorSpec((None, 4), ef.float32)]) (one "
+            "TensorSpec per argument; None for a size that may vary)"
+        )
+
+
+def _functions_of(obj: Any) -> tuple[dict[str, Function], str | None]:
+    """The functions to save, by name, and the one that calling the loaded object calls."""
+    if isinstance(obj, Function):
+        name = getattr(obj, "__name__", "")
+        name = name if name.isidentifier() else "__call__"
+        _require_signature(obj, name)
+        return {name: obj}, name
+    if isinstance(obj, ConcreteFunction):
+        raise TypeError(
+            "save() takes a function with an input_signature (or an object holding some), not "
+            "a ConcreteFunction: give the function itself"
+        )
+    names = {n for klass in type(obj).__mro__ for n, v in vars(klass).items()
+             if isinstance(v, Function)}  # fmt: skip
+    with contextlib.suppress(TypeError):  # no __dict__ (__slots__): the class's only
+        names |= {n for n, v in vars(obj).items() if isinstance(v, Function)}
+    found: dict[str, Function] = {}
+    skipped = []
+    for name in sorted(names):
+        function = getattr(obj, name)  # a method: bound to obj (its own traces)
+        if not isinstance(function, Function) or not name.isidentifier():
+            continue
+        if function.input_signature is None:
+            skipped.append(name)
+        else:
+            found[name] = function
+    what = type(obj).__name__
+    if not found:
+        raise TypeError(
+            f"save(): {what} has no attribute that is a function with an input_signature "
+            + (f"(its functions {', '.join(skipped)} have none) " if skipped else "")
+            + "to save. Give one, e.g. obj.serve = function(lambda x: obj(x), "
+            "input_signature=[TensorSpec((None, 4), ef.float32)])"
+        )
+    if skipped:
+        warnings.warn(
+            f"save(): {what}'s functions {', '.join(skipped)} have no input_signature and are "
+            "not saved (give them one to save them)",
+            UserWarning,
+            stacklevel=3,
+        )
+    return found, "__call__" if "__call__" in found else None
+
+
+def _input_names(function: Function, parameters: Sequence[str], signature: str) -> list[str]:
+    """The names a serving signature's inputs have: the parameter's (or its TensorSpec's
+    name), ``x_0``, ``x_1``, ... for the leaves of a nested argument."""
+    assert function.input_signature is not None
+    names: list[str] = []
+    for parameter, spec in zip(parameters, function.input_signature, strict=True):
+        leaves = flatten(spec)
+        if isinstance(spec, TensorSpec):
+            names.append(spec.name or parameter)
+        else:
+            names += [leaf.name or f"{parameter}_{i}" for i, leaf in enumerate(leaves)]
+    if len(set(names)) != len(names):
+        raise ValueError(f"save(): signature {signature!r} has two inputs of one name: {names}")
+    return names
+
+
+def _output_names(structure: Any, count: int) -> list[str]:
+    """``output_0``, ... (TensorFlow's names), or the keys of a flat dict of tensors."""
+    if (
+        isinstance(structure, dict)
+        and all(isinstance(k, str) for k in structure)
+        and not any(isinstance(v, list | tuple | dict) for v in structure.values())
+    ):
+        return list(structure)
+    return [f"output_{i}" for i in range(count)]
+
+
+def save(
+    obj: Any,
+    export_dir: str | os.PathLike[str],
+    signatures: Function | Mapping[str, Function] | None = None,
+) -> None:
+    """Save ``obj``'s functions, traced from their input signatures, and the values of the
+    variables they read, as a SavedModel directory ``export_dir`` (see the module docs).
+
+    ``obj`` is a ``function`` with an ``input_signature``, or an object whose attributes are
+    such functions. ``signatures``: a function, or a dict of serving signature names to
+    functions (default ``{"serving_default": obj}`` when ``obj`` is a function). The
+    directory is written whole or not at all; an existing SavedModel there is replaced."""
+    functions, call = _functions_of(obj)
+    if signatures is None:
+        signatures = {DEFAULT_SERVING_SIGNATURE: obj} if isinstance(obj, Function) else {}
+    elif isinstance(signatures, Function):
+        signatures = {DEFAULT_SERVING_SIGNATURE: signatures}
+    if not isinstance(signatures, Mapping):
+        raise TypeError(
+            f"save(): signatures is a function or a dict of them, got {signatures!r:.60}"
+        )
+    attributes = set(functions)
+    signature_functions: dict[str, str] = {}
+    for key, function in signatures.items():
+        if not isinstance(key, str) or not isinstance(function, Function):
+            raise TypeError(
+                f"save(): signatures maps names to functions with an input_signature, got "
+                f"{key!r}: {function!r:.60}"
+            )
+        _require_signature(function, f"signatures[{key!r}]")
+        name = next((n for n, f in functions.items() if f is function), None)
+        if name is None:  # a function that is not an attribute: saved for the signature alone
+            name = f"signature_{key}" if f"signature_{key}".isidentifier() else "signature"
+            while name in functions:
+                name += "_"
+            functions[name] = function
+        signature_functions[key] = name
+
+    concretes = {name: f.get_concrete_function() for name, f in functions.items()}
+    graph_def, library, variables = functions_as_graph_def(concretes)
+    entries: dict[str, Any] = {}
+    parameters: dict[str, list[str]] = {}
+    for name, function in functions.items():
+        concrete = concretes[name]
+        assert function.input_signature is not None
+        parameters[name] = signature_parameters(
+            name, function.python_function, len(function.input_signature)
+        )
+        entries[name] = {
+            "library": library[name],
+            "attribute": name in attributes,
+            "parameters": parameters[name],
+            "input_signature": [
+                encode_structure(s, lambda leaf: {"spec": spec_entry(leaf)})
+                for s in function.input_signature
+            ],
+            "outputs": encode_outputs(concrete.structure),
+        }
+    signature_entries = {}
+    for key, name in signature_functions.items():
+        function, concrete = functions[name], concretes[name]
+        inputs = _input_names(function, parameters[name], key)
+        specs = flatten(list(function.input_signature or ()))
+        outputs = _output_names(concrete.structure, len(concrete.outputs))
+        signature_entries[key] = {
+            "function": name,
+            "inputs": [[n, spec_entry(s)] for n, s in zip(inputs, specs, strict=True)],
+            "outputs": [
+                [n, tensor_entry(t)] for n, t in zip(outputs, concrete.outputs, strict=True)
+            ],
+        }
+    arrays = {}
+    for key, variable in variables.items():
+        try:
+            arrays[key] = np.asarray(variable.numpy())
+        except FailedPreconditionError:
+            raise FailedPreconditionError(
+                f"save(): variable {variable.name!r} lives in a graph (its value is per "
+                "Session): a SavedModel saves the eager variables its functions read"
+            ) from None
+    document = {
+        "format": FORMAT,
+        "version": VERSION,
+        "call": call,
+        "functions": entries,
+        "signatures": signature_entries,
+        "variables": VARIABLES_FILENAME,
+        "graph_def": graph_def,
+    }
+    text = json.dumps(document, indent=1, allow_nan=False)
+    _write_directory(os.fspath(export_dir), text, arrays)
+
+
+def _write_directory(export_dir: str, text: str, arrays: dict[str, np.ndarray]) -> None:
+    """Write the two files into a temporary sibling of ``export_dir``, then rename it there."""
+    target = os.path.abspath(export_dir)
+    parent, base = os.path.split(target)
+    os.makedirs(parent, exist_ok=True)
+    if os.path.lexists(target):
+        if not os.path.isdir(target) or os.path.islink(target):
+            raise FileExistsError(f"save(): {export_dir!r} exists and is not a directory")
+        if os.listdir(target) and not os.path.isfile(os.path.join(target, SAVED_MODEL_FILENAME)):
+            raise FileExistsError(
+                f"save(): {export_dir!r} is a directory that is not a SavedModel (it has no "
+                f"{SAVED_MODEL_FILENAME}): refusing to replace it"
+            )
+    staging = _new_sibling(parent, f".{base}.tmp-")
+    try:
+        with open(os.path.join(staging, SAVED_MODEL_FILENAME), "w", encoding="utf-8") as f:
+            f.write(text)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        values = os.path.join(staging, VARIABLES_FILENAME)
+        os.makedirs(os.path.dirname(values))
+        with open(values, "wb") as b:
+            np.savez(b, **cast(dict[str, Any], arrays))  # numeric arrays: never pickled
+            b.flush()
+            os.fsync(b.fileno())
+        _rename_into_place(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    _fsync_directory(parent)
+
+
+def _new_sibling(parent: str, prefix: str) -> str:
+    """A new empty directory ``parent/prefix<random>``, made with ``os.mkdir`` so that it gets
+    the umask's permissions, as ``export_dir`` would (``tempfile.mkdtemp`` makes it 0700)."""
+    while True:
+        path = os.path.join(parent, prefix + secrets.token_hex(6))
+        try:
+            os.mkdir(path)
+        except FileExistsError:  # (48 random bits: not in practice)
+            continue
+        return path
+
+
+def _rename_into_place(staging: str, target: str) -> None:
+    """``staging`` renamed to ``target``; an existing ``target`` is set aside first (a rename
+    cannot replace a non-empty directory) and deleted once the new one is in place."""
+    if not os.path.lexists(target):
+        os.rename(staging, target)
+        return
+    parent, base = os.path.split(target)
+    aside = _new_sibling(parent, f".{base}.old-")
+    old = os.path.join(aside, base)
+    os.rename(target, old)
+    try:
+        os.rename(staging, target)
+    except BaseException:
+        os.rename(old, target)  # put the old one back
+        shutil.rmtree(aside, ignore_errors=True)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _fsync_directory(path: str) -> None:
+    """Make the renames durable (where the OS lets a directory be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+__all__ = ["save"]
