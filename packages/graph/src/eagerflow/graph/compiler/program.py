@@ -55,8 +55,9 @@ from eagerflow.graph.compiler.kernels import (
 )
 from eagerflow.graph.compiler.specialize import Node, Specialized, specialize
 from eagerflow.graph.core.graph import Operation, SymbolicTensor
-from eagerflow.graph.core.session import _fetched, _name_node
+from eagerflow.graph.core.session import fetched_copy, name_the_node
 from eagerflow.graph.core.subgraphs import Subgraph
+from eagerflow.tensor import pictures
 from eagerflow.tensor.errors import EagerflowError, format_shape
 from eagerflow.tensor.execution import run_kernel
 
@@ -87,46 +88,46 @@ class Program:
         labelled by their exact shapes; each cluster a box (``clusters=False``: without the
         boxes, the program before fusion). ``buffers=True`` names the buffer each value is
         written into (``→ b2``): values that share a name share memory."""
-        from eagerflow.tensor.pictures import Edge, Node, safe_id, to_mermaid
-
         program = self.specialized
         assert program is not None
-        nodes: list[Node] = []
-        edges: list[Edge] = []
+        nodes: list[pictures.Node] = []
+        edges: list[pictures.Edge] = []
         source: dict[int, str] = {}
         for slot in program.fed:
-            source[slot] = safe_id(f"fed {slot}")
+            source[slot] = pictures.safe_id(f"fed {slot}")
             name = program.names.get(slot, "fed")
-            nodes.append(Node(source[slot], name, describe_value(program, slot), "input"))
+            nodes.append(pictures.Node(source[slot], name, describe_value(program, slot), "input"))
         for k, unit in enumerate(self.units):
             members = unit.nodes if isinstance(unit, Cluster) else [unit]
             box = ""
             if clusters and isinstance(unit, Cluster):
                 box = f"loop {k} over {format_shape(unit.domain)}/"
             for node in members:
-                node_id = safe_id(node.operation.name)
+                node_id = pictures.safe_id(node.operation.name)
                 detail = node.type + (f": {describe_value(program, node.outputs[0])}"
                                       if node.outputs else "")  # fmt: skip
                 if buffers and node.outputs and node.outputs[0] in self.buffer_of:
                     detail += f" → {self.buffer_of[node.outputs[0]]}"
-                nodes.append(Node(node_id, node.operation.name.rpartition("/")[2], detail,
+                nodes.append(pictures.Node(node_id, node.operation.name.rpartition("/")[2], detail,
                                   "op", box))  # fmt: skip
                 for v in node.inputs:
                     if v not in source and v in program.constants:
-                        source[v] = safe_id(f"constant {v}")
+                        source[v] = pictures.safe_id(f"constant {v}")
                         nodes.append(
-                            Node(source[v], "constant", describe_value(program, v), "const")
+                            pictures.Node(
+                                source[v], "constant", describe_value(program, v), "const"
+                            )
                         )
-                    edges.append(Edge(source[v], node_id, format_shape(program.shapes.get(v))))
+                    edges.append(
+                        pictures.Edge(source[v], node_id, format_shape(program.shapes.get(v)))
+                    )
                 for v in node.outputs:
                     source[v] = node_id
-        return to_mermaid(nodes, edges, direction=direction)
+        return pictures.to_mermaid(nodes, edges, direction=direction)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         """Jupyter draws the program (see ``mermaid_bundle``)."""
-        from eagerflow.tensor.pictures import mermaid_bundle
-
-        return mermaid_bundle(self)
+        return pictures.mermaid_bundle(self)
 
 
 class CompiledPlan:
@@ -198,8 +199,8 @@ class _Writer:
         self.names: dict[str, Any] = {
             "run_kernel": run_kernel,
             "EagerflowError": EagerflowError,
-            "name_node": _name_node,
-            "fetched": _fetched,
+            "name_node": name_the_node,
+            "fetched": fetched_copy,
             "np": np,
         }
         self.nodes: list[Operation] = []

@@ -125,7 +125,7 @@ class Plan:
             try:
                 result = run_kernel(op, [values[s] for s in ins], attrs, inputs)
             except EagerflowError as e:
-                _name_node(e, operation)
+                name_the_node(e, operation)
                 raise
             if op.multi_output:
                 for s, r in zip(outs, result, strict=True):
@@ -134,7 +134,7 @@ class Plan:
                 values[outs[0]] = result
             for s in free:
                 values[s] = None
-        return [None if s is None else _fetched(values[s]) for s in self.fetch_slots]
+        return [None if s is None else fetched_copy(values[s]) for s in self.fetch_slots]
 
 
 def _needed_operations(fetches: Sequence[Fetch], fed: set[SymbolicTensor]) -> list[Operation]:
@@ -183,7 +183,7 @@ def _fold_and_merge(
             try:
                 result = run_kernel(o.op_def, args, o.attrs, o.inputs)
             except EagerflowError as e:  # the same error the run would have raised
-                _name_node(e, o)
+                name_the_node(e, o)
                 raise
             results = result if o.op_def.multi_output else (result,)
             for t, value in zip(o.outputs, results, strict=True):
@@ -221,14 +221,14 @@ def _attrs_key(value: Any) -> Any:
     return ("object", id(value))
 
 
-def _fetched(value: Any) -> Any:
+def fetched_copy(value: Any) -> Any:
     """What ``run`` returns: a fresh NumPy array (a NumPy scalar for 0-d), never shared."""
     if isinstance(value, np.ndarray):
         return value[()] if value.ndim == 0 else value.copy()
     return value
 
 
-def _name_node(error: EagerflowError, operation: Operation) -> None:
+def name_the_node(error: EagerflowError, operation: Operation) -> None:
     """Name the graph node whose kernel failed, in a note under the traceback: the error
     itself is the one ``run_kernel`` raises, the same as in eager mode."""
     error.add_note(f"(in graph node '{operation.name}')")
@@ -362,4 +362,4 @@ def _checked_feed(t: SymbolicTensor, value: Any) -> np.ndarray:
     return array
 
 
-__all__ = ["Fetch", "Plan", "Session", "Step"]
+__all__ = ["Fetch", "Plan", "Session", "Step", "fetched_copy", "name_the_node"]
