@@ -146,6 +146,12 @@ def pdb_transcript(script: str, commands: list[str], name: str = "script.py") ->
 
 
 # --- timing, and what a page may say about it ----------------------------------------------
+def _clock() -> float:
+    """Seconds of CPU time used by this process (all its threads): unlike the wall clock, it
+    does not count the time a busy machine gives to other programs while a step waits."""
+    return time.process_time()
+
+
 @dataclass
 class Stopwatch:
     """The seconds a ``with stopwatch() as clock:`` block took: ``clock.seconds``."""
@@ -156,7 +162,8 @@ class Stopwatch:
 @contextmanager
 def stopwatch() -> Iterator[Stopwatch]:
     """Time one ``with`` block by the wall clock (``time.perf_counter``), for a single long
-    run such as a whole training. To compare ways of doing the same work, use ``race``."""
+    run such as a whole training: the time a reader waits. To compare ways of doing the same
+    work, use ``race``."""
     clock, start = Stopwatch(), time.perf_counter()
     try:
         yield clock
@@ -196,28 +203,36 @@ def race(
     a busy machine hits all of them alike. In a round each contender runs enough calls to
     fill about ``budget / rounds / len(contenders)`` seconds. The steady time per call is the
     median over the rounds, with its quartiles for the spread.
+
+    Times are the CPU time of this process (``_clock``), not the wall clock: on a machine
+    shared with other programs, a round that waited for the CPU would otherwise count the
+    wait, and a few such rounds could flip an order between two builds.
     """
     first: dict[str, float] = {}
     calls: dict[str, int] = {}
     share = budget / rounds / len(contenders)
     for name, run in contenders.items():
-        start = time.perf_counter()
+        start = _clock()
         run()
-        first[name] = time.perf_counter() - start
-        start = time.perf_counter()
-        run()  # a second call: the steady cost, to size a round
-        once = time.perf_counter() - start
-        calls[name] = max(1, round(share / max(once, 1e-9)))
+        first[name] = _clock() - start
+        n, elapsed = 1, 0.0  # size a round: double the calls until they fill a quarter of it
+        while elapsed < share / 4:
+            start = _clock()
+            for _ in range(n):
+                run()
+            elapsed = _clock() - start
+            n *= 2
+        calls[name] = max(1, round(n / 2 * share / elapsed))
     names = list(contenders)
     per_call: dict[str, list[float]] = {name: [] for name in names}
     gc.collect()
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             run, n = contenders[name], calls[name]
-            start = time.perf_counter()
+            start = _clock()
             for _ in range(n):
                 run()
-            per_call[name].append((time.perf_counter() - start) / n)
+            per_call[name].append((_clock() - start) / n)
     results = {}
     for name, times in per_call.items():
         q1, median, q3 = statistics.quantiles(times, n=4) if len(times) > 1 else times * 3
