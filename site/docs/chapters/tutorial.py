@@ -1,5 +1,7 @@
 """The helpers the tutorial's chapters import: ``show`` a matplotlib figure, ``draw`` a
-diagram, print a ``listing`` of real source code, record a ``pdb_transcript`` of a script.
+diagram, print a ``listing`` of real source code, record a ``pdb_transcript`` of a script,
+``race`` a few ways of doing the same work against each other, and ``claim`` what the
+measurements show, so that a sentence beside them cannot say more than they do.
 
 A chapter's code runs in two places, and each helper works in both:
 
@@ -17,13 +19,21 @@ from that folder (or with the file next to it) imports it. It needs only the sta
 from __future__ import annotations
 
 import base64
+import gc
 import html
 import inspect
+import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from io import BytesIO
+from pathlib import Path
 from typing import Any
 
 
@@ -135,4 +145,175 @@ def pdb_transcript(script: str, commands: list[str], name: str = "script.py") ->
         _page_print(fence)
 
 
-__all__ = ["draw", "in_jupyter", "listing", "pdb_transcript", "show"]
+# --- timing, and what a page may say about it ----------------------------------------------
+def _clock() -> float:
+    """Seconds of CPU time used by this process (all its threads): unlike the wall clock, it
+    does not count the time a busy machine gives to other programs while a step waits."""
+    return time.process_time()
+
+
+@dataclass
+class Stopwatch:
+    """The seconds a ``with stopwatch() as clock:`` block took: ``clock.seconds``."""
+
+    seconds: float = 0.0
+
+
+@contextmanager
+def stopwatch() -> Iterator[Stopwatch]:
+    """Time one ``with`` block by the wall clock (``time.perf_counter``), for a single long
+    run such as a whole training: the time a reader waits. To compare ways of doing the same
+    work, use ``race``."""
+    clock, start = Stopwatch(), time.perf_counter()
+    try:
+        yield clock
+    finally:
+        clock.seconds = time.perf_counter() - start
+
+
+@dataclass
+class Timing:
+    """One contender's result in a ``race``, in seconds per call."""
+
+    first: float  # the first call alone: tracing, compiling, warming caches
+    median: float  # the steady call: the median over the rounds
+    q1: float  # the first and third quartiles over the rounds: half the rounds fall between
+    q3: float
+    calls: int  # calls per round
+
+    @property
+    def spread(self) -> float:
+        """The interquartile range, as a fraction of the median: how noisy the rounds were."""
+        return (self.q3 - self.q1) / self.median
+
+    @property
+    def micros(self) -> float:
+        """The steady call in microseconds."""
+        return self.median * 1e6
+
+
+def race(
+    contenders: dict[str, Callable[[], object]], rounds: int = 15, budget: float = 0.3
+) -> dict[str, Timing]:
+    """Time ways of doing the same work against each other, as ``benchmarks/run.py`` does.
+
+    Each contender's first call is timed alone and reported apart (``first``): that is where
+    a traced function traces and a compiled one compiles. Then the contenders run in
+    *rounds*, round-robin (round 1: A, B, C; round 2: B, C, A; ...), so that a slow moment of
+    a busy machine hits all of them alike. In a round each contender runs enough calls to
+    fill about ``budget / rounds / len(contenders)`` seconds. The steady time per call is the
+    median over the rounds, with its quartiles for the spread.
+
+    Times are the CPU time of this process (``_clock``), not the wall clock: on a machine
+    shared with other programs, a round that waited for the CPU would otherwise count the
+    wait, and a few such rounds could flip an order between two builds.
+    """
+    first: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    share = budget / rounds / len(contenders)
+    for name, run in contenders.items():
+        start = _clock()
+        run()
+        first[name] = _clock() - start
+        n, elapsed = 1, 0.0  # size a round: double the calls until they fill a quarter of it
+        while elapsed < share / 4:
+            start = _clock()
+            for _ in range(n):
+                run()
+            elapsed = _clock() - start
+            n *= 2
+        calls[name] = max(1, round(n / 2 * share / elapsed))
+    names = list(contenders)
+    per_call: dict[str, list[float]] = {name: [] for name in names}
+    gc.collect()
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            run, n = contenders[name], calls[name]
+            start = _clock()
+            for _ in range(n):
+                run()
+            per_call[name].append((_clock() - start) / n)
+    results = {}
+    for name, times in per_call.items():
+        q1, median, q3 = statistics.quantiles(times, n=4) if len(times) > 1 else times * 3
+        results[name] = Timing(first[name], median, q1, q3, calls[name])
+    return results
+
+
+class ClaimError(AssertionError):
+    """A page's sentence that its own measurements do not support: the build stops."""
+
+
+CLAIMS: list[str] = []  # every claim asserted since this module was loaded, in order
+CLAIMS_FILE = "claims.json"  # on the site: each page's asserted claims, next to its index.html
+_page_claims: dict[str, list[str]] = {}
+_last_page: str | None = None
+
+
+def claim(sentence: str, holds: bool) -> str:
+    """Assert what ``sentence`` says (``holds``, computed from the measurements) and return it.
+
+    When it does not hold, ``ClaimError`` stops the build (``mkdocs build --strict`` fails),
+    rather than publishing a sentence the numbers beside it contradict. Each claim that holds
+    is counted in ``CLAIMS`` and, during a site build, written to the page's ``claims.json``.
+    """
+    global _last_page
+    if not holds:
+        raise ClaimError(f"the page would say {sentence!r}, but its measurements disagree")
+    CLAIMS.append(sentence)
+    folder = os.environ.get("EAGERFLOW_PAGE_DIR")  # set by site/hooks.py while a page builds
+    if folder is not None:
+        if folder != _last_page:  # a page built (again): its list starts afresh
+            _page_claims[folder] = []
+        _last_page = folder
+        _page_claims[folder].append(sentence)
+        text = json.dumps(_page_claims[folder], ensure_ascii=False, indent=1)
+        Path(folder, CLAIMS_FILE).write_text(text + "\n", encoding="utf-8")
+    return sentence
+
+
+def times_as_long(results: dict[str, Timing], a: str, b: str) -> float:
+    """How many times as long ``a``'s steady call takes as ``b``'s (below 1: ``a`` is faster)."""
+    return results[a].median / results[b].median
+
+
+def compare(results: dict[str, Timing], a: str, b: str, margin: float = 1.5) -> str:
+    """A sentence comparing the steady calls of ``a`` and ``b``, computed from ``results``.
+
+    It says which is faster only when the gap is wider than ``margin``; closer than that, a
+    busy machine can flip the order between two builds, and the sentence says they are close.
+    It asserts nothing (no fixed prose depends on it): use ``claim_faster`` for that.
+    """
+    ratio = times_as_long(results, a, b)
+    if ratio * margin < 1:
+        return f"{a} is faster than {b} here: it takes {ratio:.2f}× the time."
+    if ratio > margin:
+        return f"{a} is slower than {b} here: it takes {ratio:.1f}× the time."
+    return f"{a} and {b} are close here: {a} takes {ratio:.2f}× the time of {b}."
+
+
+def claim_faster(results: dict[str, Timing], fast: str, slow: str, margin: float = 1.5) -> str:
+    """Assert that ``fast``'s steady call takes at most ``1 / margin`` of ``slow``'s, and
+    return the sentence that says so, with the measured ratio."""
+    ratio = times_as_long(results, fast, slow)
+    sentence = f"{fast} takes {ratio:.2f}× the time of {slow}"
+    return claim(f"{sentence} (asserted: below {1 / margin:.2f}×).", ratio * margin <= 1)
+
+
+__all__ = [
+    "CLAIMS",
+    "ClaimError",
+    "Stopwatch",
+    "Timing",
+    "claim",
+    "claim_faster",
+    "compare",
+    "draw",
+    "in_jupyter",
+    "listing",
+    "pdb_transcript",
+    "race",
+    "show",
+    "stopwatch",
+    "times_as_long",
+]
