@@ -175,3 +175,30 @@ def test_modules_and_functions_are_short(layer: str) -> None:
     known = {k for k in KNOWN_TOO_LONG if k.startswith(f"packages/{layer}/")}
     assert set(too_long) - known == set(), "over the limits"
     assert known - set(too_long) == set(), "now short enough: take it off KNOWN_TOO_LONG"
+
+
+# --- ARCHITECTURE.md keeps its word -------------------------------------------------------------
+ARCHITECTURE = (REPO / "ARCHITECTURE.md").read_text(encoding="utf8")
+
+
+def test_the_pictured_stages_are_the_stages() -> None:
+    """The diagram chains the graph's stages in the order this test enforces, and draws a box
+    for every folder of eagerflow.graph."""
+    assert "    " + " --> ".join(GRAPH_STAGES) + "\n" in ARCHITECTURE
+    folders = {p.name for p in (PACKAGES_DIR / "graph/src/eagerflow/graph").iterdir()}
+    assert {f for f in folders if not f.startswith(("_", "py.typed"))} == set(GRAPH_STAGES)
+    for stage in GRAPH_STAGES:
+        assert f'{stage}["{stage}/<br/>' in ARCHITECTURE, stage
+
+
+def test_every_process_wide_variable_is_documented() -> None:
+    """A module-level variable that a function rebinds (``global x``) is state of the whole
+    process: ARCHITECTURE.md's table must name it."""
+    section = ARCHITECTURE.split("## Process-wide state", 1)[1].split("\n## ", 1)[0]
+    rebound = set()
+    for path in PACKAGES_DIR.glob("*/src/eagerflow/**/*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+            if isinstance(node, ast.Global):
+                rebound.update(f"{path.name}: {name}" for name in node.names)
+    missing = sorted(r for r in rebound if f"`{r.split(': ')[1]}`" not in section)
+    assert rebound and missing == [], missing

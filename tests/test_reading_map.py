@@ -63,7 +63,7 @@ def row_files(row: str) -> tuple[list[Path], list[str]]:
     files: list[Path] = []
     problems = []
     for token in ticked:
-        if "/" in token and not token.startswith(("http", "/")):
+        if token.startswith("packages/"):
             path = ROOT / token
             if not path.exists():
                 problems.append(f"{token} does not exist")
@@ -73,12 +73,14 @@ def row_files(row: str) -> tuple[list[Path], list[str]]:
             else:
                 folders.append(path.parent)
                 files.append(path)
-    for token in ticked:
-        if token.endswith(".py") and "/" not in token:
-            found = [f / token for f in folders if (f / token).exists()]
+    for token in ticked:  # `draw.py`, `export/graph_def.py`: beside a path the row gives
+        if re.fullmatch(r"[\w/]+(\.py|/)", token) and not token.startswith("packages/"):
+            near = [p for f in folders for p in (f, *f.parents) if p.is_relative_to(ROOT)]
+            found = [p / token for p in near if (p / token).exists()]
             if not found:
                 problems.append(f"{token} is in none of the row's folders")
-            files += found
+            files += [f for f in found[:1] if f.is_file()]
+            files += sorted(found[0].rglob("*.py")) if found and found[0].is_dir() else []
     return files, problems
 
 

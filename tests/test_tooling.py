@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -39,3 +40,20 @@ def test_pre_commit_config_is_valid() -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_pre_commit_install_as_contributing_prints_it(tmp_path: Path) -> None:
+    """`.venv/bin/pre-commit install`, run in a checkout, puts the hook in place."""
+    command = ".venv/bin/pre-commit install"
+    assert command in (ROOT / "CONTRIBUTING.md").read_text()
+    tool = ROOT / ".venv" / "bin" / "pre-commit"
+    if not tool.exists():
+        pytest.skip("pre-commit is not installed (`make setup` installs it)")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, timeout=60)
+    shutil.copy(ROOT / ".pre-commit-config.yaml", tmp_path)
+    (tmp_path / ".venv").symlink_to(ROOT / ".venv")
+    result = subprocess.run(
+        shlex.split(command), cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / ".git" / "hooks" / "pre-commit").exists()

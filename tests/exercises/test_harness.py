@@ -128,7 +128,7 @@ PRINTED = re.compile(r"\.venv/bin/pytest -m (ch\d\d)")
 
 def printed_commands() -> dict[str, set[str]]:
     """Every chapter command the README, the site and the exercise files print, by file."""
-    texts = [ROOT / "README.md", *(ROOT / "site" / "docs").rglob("*.md")]
+    texts = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *(ROOT / "site" / "docs").rglob("*.md")]
     texts += (ROOT / "exercises").glob("ch[0-9][0-9].py")
     found = {str(p.relative_to(ROOT)): set(PRINTED.findall(p.read_text())) for p in texts}
     return {path: chapters for path, chapters in found.items() if chapters}
