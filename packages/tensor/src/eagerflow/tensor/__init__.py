@@ -23,7 +23,7 @@ __version__ = _metadata.version("eagerflow-tensor")  # from the repository's VER
 
 # `tensor` first: every op module needs Tensor (and attaches its operators to it).
 from eagerflow.tensor.tensor import Tensor, TensorShape, convert_to_tensor, is_tensor  # isort: skip
-from eagerflow.tensor import dtypes, errors, execution, nest, registry
+from eagerflow.tensor import dtypes, errors, execution, nest, pictures, registry
 from eagerflow.tensor.array_ops import (
     broadcast_to,
     constant,
@@ -201,6 +201,7 @@ __all__ = [
     "one_hot",
     "ones",
     "ones_like",
+    "pictures",
     "pow",
     "print",
     "random_normal",
