@@ -58,6 +58,7 @@ from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.core import graph as ef_graph
 from eagerflow.graph.core.state import session_values
 from eagerflow.graph.export.graph_def import decode_attr, encode_attr
+from eagerflow.tensor import rules as ef_rules
 from eagerflow.tensor.dtypes import FLOATS, DType
 from eagerflow.tensor.errors import EagerflowError
 from eagerflow.tensor.execution import execute
@@ -1675,11 +1676,33 @@ def _broadcast_without_checking(a, b):
     return tuple(max(x, y) for x, y in zip(a, b, strict=True))  # (3,) and (4,) give (4,)
 
 
+def _broadcast_by_numpy(a, b):
+    return tuple(np.broadcast_shapes(a, b))  # gamed: NumPy's rule, ready-made
+
+
+def _broadcast_by_numpy_broadcast(a, b):
+    return np.broadcast(np.empty(a), np.empty(b)).shape  # gamed: the same, by another name
+
+
+def _broadcast_by_eagerflows_rule(a, b):
+    return tuple(ef_rules.broadcast(tuple(a), tuple(b)))  # gamed: the framework's own
+
+
+_REFUSED_BROADCAST = "this exercise asks you to build the broadcasting rule yourself: calling"
+
+
 @pytest.mark.parametrize(
     ("mistake", "message"),
-    [(_broadcast_from_the_left, "broadcast_shape"), (_broadcast_without_checking, "ShapeError")],
-    ids=["aligned_on_the_left", "no_shape_error"],
-)
+    [
+        (_broadcast_from_the_left, "broadcast_shape"),
+        (_broadcast_without_checking, "ShapeError"),
+        (_broadcast_by_numpy, _REFUSED_BROADCAST + " numpy.broadcast_shapes is not allowed"),
+        (_broadcast_by_numpy_broadcast, _REFUSED_BROADCAST + " numpy.broadcast is not allowed"),
+        (_broadcast_by_eagerflows_rule, _REFUSED_BROADCAST + " eagerflow.tensor.rules.broadcast"),
+    ],
+    ids=["aligned_on_the_left", "no_shape_error", "np_broadcast_shapes", "np_broadcast",
+         "eagerflows_rule"],
+)  # fmt: skip
 def test_ch01_broadcast_shape_rejects(mistake, message) -> None:
     rejects(test_ch01.test_broadcast_shape_on_hidden_shapes, message, broadcast_shape=mistake)
 
@@ -1687,6 +1710,15 @@ def test_ch01_broadcast_shape_rejects(mistake, message) -> None:
 def _squared_distances_in_numpy(a, b):
     a, b = a.numpy(), b.numpy()
     return ((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=-1)  # a NumPy array
+
+
+def _squared_distances_in_numpy_made_a_tensor(a, b):
+    return ef.constant(_squared_distances_in_numpy(a, b))  # gamed: no op computed it
+
+
+def _squared_distances_of_copies(a, b):
+    a, b = ef.constant(a.numpy()), ef.constant(b.numpy())  # gamed: ops, but not on a and b
+    return ef.reduce_sum(ef.square(ef.expand_dims(a, 1) - ef.expand_dims(b, 0)), axis=-1)
 
 
 def _squared_distances_summed_over_the_wrong_axis(a, b):
@@ -1699,8 +1731,10 @@ def _squared_distances_summed_over_the_wrong_axis(a, b):
     [
         (_squared_distances_in_numpy, "expected an eagerflow Tensor"),
         (_squared_distances_summed_over_the_wrong_axis, "expected shape"),
+        (_squared_distances_in_numpy_made_a_tensor, "computing it in NumPy .* is not allowed"),
+        (_squared_distances_of_copies, "what ops .* made from a and b"),
     ],
-    ids=["numpy_array", "wrong_axis"],
+    ids=["numpy_array", "wrong_axis", "numpy_made_a_tensor", "ops_on_copies"],
 )
 def test_ch01_squared_distances_rejects(mistake, message) -> None:
     rejects(test_ch01.test_squared_distances_on_hidden_points, message, squared_distances=mistake)
