@@ -58,24 +58,38 @@ def _bindings(original: Any) -> list[tuple[ModuleType, str]]:
     return found
 
 
+def refuse(
+    patch: pytest.MonkeyPatch,
+    exercise: str,
+    builds: str,
+    *ready_made: tuple[Any, str],
+    calls: list[str] | None = None,
+) -> None:
+    """Make each ``(owner, name)`` of ``ready_made`` (a module's function or class, or a
+    class's method) fail the test when called, until ``patch`` is undone; note each refused
+    call's message in ``calls``."""
+    for owner, name in ready_made:
+        original = getattr(owner, name)
+        message = refused_message(exercise, builds, _label(owner, name))
+
+        def refused(*args: Any, message: str = message, **kwargs: Any) -> Any:
+            if calls is not None:
+                calls.append(message)
+            raise AssertionError(message)
+
+        patch.setattr(owner, name, refused)
+        if isinstance(owner, ModuleType):  # a class's method is found through the class
+            for module, key in _bindings(original):
+                patch.setattr(module, key, refused)
+
+
 @contextmanager
 def refusing(exercise: str, builds: str, *ready_made: tuple[Any, str]) -> Iterator[None]:
-    """Within the block, each ``(owner, name)`` of ``ready_made`` (a module's function or
-    class, or a class's method) fails the test when called."""
+    """``refuse`` within the block; and a refused call that the code in between swallowed
+    fails the test when the block ends."""
     calls: list[str] = []
     with pytest.MonkeyPatch.context() as patch:
-        for owner, name in ready_made:
-            original = getattr(owner, name)
-            message = refused_message(exercise, builds, _label(owner, name))
-
-            def refused(*args: Any, message: str = message, **kwargs: Any) -> Any:
-                calls.append(message)
-                raise AssertionError(message)
-
-            patch.setattr(owner, name, refused)
-            if isinstance(owner, ModuleType):  # a class's method is found through the class
-                for module, key in _bindings(original):
-                    patch.setattr(module, key, refused)
+        refuse(patch, exercise, builds, *ready_made, calls=calls)
         yield
-    if calls:  # refused, and the error swallowed on the way
+    if calls:
         raise AssertionError(calls[0])

@@ -56,6 +56,8 @@ from eagerflow.graph import SymbolicTensor as SymbolicTensorType
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.core import graph as ef_graph
+from eagerflow.graph.core import session as session_module
+from eagerflow.graph.core.session import Plan
 from eagerflow.graph.core.state import session_values
 from eagerflow.graph.export.graph_def import decode_attr, encode_attr
 from eagerflow.tensor import rules as ef_rules
@@ -1053,6 +1055,10 @@ def _order_without(fetches, fed, stop_at_fed=True, controls=True):
     return [o for o in fetches[0].graph.get_operations() if o in seen]
 
 
+def _order_of_the_sessions_plan(fetches, fed=()):
+    return session_module._needed_operations(list(fetches), set(fed))  # gamed: ready-made
+
+
 def _order_of_everything(fetches, fed=()):
     return list(fetches[0].graph.get_operations())
 
@@ -1071,8 +1077,20 @@ def _order_without_control_inputs(fetches, fed=()):
         (_order_of_everything, 0, "expected the operations"),
         (_order_through_fed_tensors, 1, "expected the operations"),
         (_order_without_control_inputs, 4, "has the control input"),
+        (
+            _order_of_the_sessions_plan,
+            2,
+            "execution_order: this exercise asks you to build the "
+            "walk back from the fetches yourself: calling eagerflow.graph.core.session."
+            "_needed_operations is not allowed",
+        ),
     ],
-    ids=["every_operation", "walks_past_fed_tensors", "forgets_control_inputs"],
+    ids=[
+        "every_operation",
+        "walks_past_fed_tensors",
+        "forgets_control_inputs",
+        "sessions_needed_operations",
+    ],
 )
 def test_ch05_execution_order_rejects(mistake, seed, message) -> None:
     rejects(test_ch05.test_execution_order_on_hidden_graphs, message, seed, execution_order=mistake)
@@ -1093,6 +1111,16 @@ def _run_graph_computing_over_the_feed(fetches, feed_dict):
 def test_ch05_run_graph_rejects_computing_over_a_fed_tensor() -> None:
     rejects(test_ch05.test_run_graph_on_hidden_graphs, "hidden graph", 1,
             run_graph=_run_graph_computing_over_the_feed)  # fmt: skip
+
+
+def _run_graph_by_the_sessions_plan(fetches, feed_dict):
+    return Plan(list(fetches), list(feed_dict)).run(dict(feed_dict))  # gamed: a Session's own
+
+
+def test_ch05_run_graph_rejects_the_sessions_plan() -> None:
+    message = "run_graph: .* calling eagerflow.graph.core.session.Plan is not allowed"
+    rejects(test_ch05.test_run_graph_on_hidden_graphs, message, 1,
+            run_graph=_run_graph_by_the_sessions_plan)  # fmt: skip
 
 
 # --- chapter 5: a Session with a memory (stretch) -------------------------------------------------
@@ -1171,6 +1199,16 @@ class _MiniSessionWithTheRealStore(_MiniSession):
     real_kernels = True
 
 
+class _MiniSessionOfAPlan:
+    def __init__(self, graph: Graph) -> None:
+        self.values: dict[object, np.ndarray] = {}
+
+    def run(self, fetches, feed_dict=None):  # type: ignore[no-untyped-def]
+        feed = dict(feed_dict or {})
+        with session_values(self.values):  # gamed: a Session's plan, on a store of its own
+            return Plan(list(fetches), list(feed)).run(feed)
+
+
 class _MiniSessionOfARealSession:
     def __init__(self, graph: Graph) -> None:
         self.values: dict[object, np.ndarray] = {}
@@ -1189,8 +1227,21 @@ class _MiniSessionOfARealSession:
         (_MiniSessionReadingZeros, "refuses_an_uninitialized_variable", "DID NOT RAISE"),
         (_MiniSessionWithTheRealStore, "on_hidden_run_sequences", "store"),
         (_MiniSessionOfARealSession, "trains_like_a_session_on_hidden_data", "Session.run"),
+        (
+            _MiniSessionOfAPlan,
+            "on_hidden_run_sequences",
+            "calling eagerflow.graph.core.session.Plan is not allowed",
+        ),
     ],
-    ids=["one_store_for_all", "in_place", "reads_at_the_start", "zeros", "real_store", "session"],
+    ids=[
+        "one_store_for_all",
+        "in_place",
+        "reads_at_the_start",
+        "zeros",
+        "real_store",
+        "session",
+        "sessions_plan",
+    ],
 )
 def test_ch05_mini_session_rejects(mistake, test, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     args = (0,) if test == "on_hidden_run_sequences" else ()
