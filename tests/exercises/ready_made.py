@@ -31,11 +31,15 @@ import pytest
 
 
 def _label(owner: Any, name: str) -> str:
-    """``numpy.broadcast_shapes``; a class's ``__init__`` is the class itself."""
+    """``numpy.broadcast_shapes``; a class's ``__init__`` is the class itself; a function
+    held by some other object (a namespace of helpers) is named where it is defined."""
     if isinstance(owner, ModuleType):
         return f"{owner.__name__}.{name}"
-    where = f"{owner.__module__}.{owner.__qualname__}"
-    return where if name == "__init__" else f"{where}.{name}"
+    if isinstance(owner, type):
+        where = f"{owner.__module__}.{owner.__qualname__}"
+        return where if name == "__init__" else f"{where}.{name}"
+    function = getattr(owner, name)
+    return f"{function.__module__}.{function.__qualname__}"
 
 
 def refused_message(exercise: str, builds: str, what: str) -> str:

@@ -53,6 +53,9 @@ from eagerflow.graph import (
     while_loop,
 )
 from eagerflow.graph import SymbolicTensor as SymbolicTensorType
+from eagerflow.graph.autograph.analysis import analyze
+from eagerflow.graph.autograph.converters import control_flow as autograph_control_flow
+from eagerflow.graph.autograph.naming import Namer
 from eagerflow.graph.compiler.fusion import domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.core import graph as ef_graph
@@ -214,6 +217,49 @@ def test_ch08_if_to_ag_if_rejects(mistake, fn, message) -> None:  # type: ignore
     case = test_ch08.HIDDEN[test_ch08.HIDDEN_IDS.index(fn)]
     with pytest.raises(AssertionError, match=message):
         test_ch08.test_if_to_ag_if_gives_the_eager_results_in_a_graph(chapter, *case)
+
+
+def _if_to_ag_if_by_eagerflows_autograph(tree: ast.AST) -> ast.AST:
+    (definition,) = tree.body  # type: ignore[attr-defined]
+    analyze(definition)
+    definition = autograph_control_flow.transform(definition, Namer(definition))  # gamed
+    helpers = "ag__ = __import__('eagerflow.graph.autograph', fromlist=['conversion'])"
+    definition.body[:0] = ast.parse(f"{helpers}.conversion.HELPERS").body
+    tree.body = [definition]  # type: ignore[attr-defined]
+    return tree
+
+
+def test_ch08_if_to_ag_if_rejects_eagerflows_autograph() -> None:
+    chapter = SimpleNamespace(if_to_ag_if=_if_to_ag_if_by_eagerflows_autograph)
+    message = (
+        "if_to_ag_if: this exercise asks you to build a mini AutoGraph yourself: calling "
+        "eagerflow.graph.autograph.converters.control_flow.transform is not allowed"
+    )
+    case = test_ch08.HIDDEN[test_ch08.HIDDEN_IDS.index("piecewise")]
+    with pytest.raises(AssertionError, match=message):
+        test_ch08.test_if_to_ag_if_gives_the_eager_results_in_a_graph(chapter, *case)
+
+
+def _if_to_ag_if_dropping_statements(tree: ast.AST) -> ast.AST:
+    def assigns(statements: list[ast.stmt]) -> list[ast.stmt]:
+        return [s for s in statements if _only_assigns(ast.If(ast.Constant(1), [s], []))]
+
+    class Mistake(ast.NodeTransformer):
+        def visit_If(self, node: ast.If) -> ast.stmt:
+            self.generic_visit(node)
+            kept = ast.If(node.test, assigns(node.body), assigns(node.orelse))
+            names = sorted({s.targets[0].id for s in [*kept.body, *kept.orelse]})  # type: ignore[attr-defined]
+            if not names:
+                return node
+            return _ag_if_call(ast.copy_location(kept, node), names)  # the rest is dropped
+
+    return Mistake().visit(tree)
+
+
+def test_ch08_if_to_ag_if_rejects_dropping_statements() -> None:
+    chapter = SimpleNamespace(if_to_ag_if=_if_to_ag_if_dropping_statements)
+    with pytest.raises(AssertionError, match="the other ifs left as they are"):
+        test_ch08.test_if_to_ag_if_leaves_the_other_ifs_whole(chapter)
 
 
 # --- chapter 9: a fused loop by hand ------------------------------------------------------------
