@@ -56,7 +56,9 @@ from eagerflow.graph import SymbolicTensor as SymbolicTensorType
 from eagerflow.graph.autograph.analysis import analyze
 from eagerflow.graph.autograph.converters import control_flow as autograph_control_flow
 from eagerflow.graph.autograph.naming import Namer
-from eagerflow.graph.compiler.fusion import domain_of
+from eagerflow.graph.compiler import fusion as compiler_fusion
+from eagerflow.graph.compiler import program as compiler_program
+from eagerflow.graph.compiler.fusion import Cluster, domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.core import graph as ef_graph
 from eagerflow.graph.core import session as session_module
@@ -379,6 +381,31 @@ def test_ch09_predict_clusters_rejects_forgetting(rule, program) -> None:  # typ
         SimpleNamespace(predict_clusters=_clusters_with), program
     )
     with pytest.raises(AssertionError, match="expected the clusters"):
+        test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, program)
+
+
+def _clusters_of_the_compiler(program):  # type: ignore[no-untyped-def]
+    units = compiler_fusion.find_clusters(program)  # gamed: the compiler's own pass
+    return [[n.operation.name for n in u.nodes] for u in units if isinstance(u, Cluster)]
+
+
+def _clusters_of_a_compiled_plan(program):  # type: ignore[no-untyped-def]
+    units = compiler_program.find_clusters(program)  # gamed: the same, where the compiler calls it
+    return [[n.operation.name for n in u.nodes] for u in units if isinstance(u, Cluster)]
+
+
+@pytest.mark.parametrize(
+    ("mistake", "program"),
+    [(_clusters_of_the_compiler, "layer_norm"), (_clusters_of_a_compiled_plan, "two_domains")],
+    ids=["find_clusters", "find_clusters_of_the_compilers_program"],
+)
+def test_ch09_predict_clusters_rejects_the_compilers_pass(mistake, program) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(predict_clusters=mistake)
+    message = (
+        "predict_clusters: this exercise asks you to build the compiler's clustering yourself: "
+        "calling eagerflow.graph.compiler.fusion.find_clusters is not allowed"
+    )
+    with pytest.raises(AssertionError, match=message):
         test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, program)
 
 
