@@ -9,9 +9,10 @@ from __future__ import annotations
 import ast
 import base64
 import math
+import sys
 import time
 from collections.abc import Callable
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import pytest
@@ -551,6 +552,35 @@ def test_ch10_encode_attr_rejects_forgetting(rule, value, message) -> None:  # t
         test(chapter, value)
 
 
+def _exercise_module(monkeypatch, **names):  # type: ignore[no-untyped-def]
+    """A module holding ``names`` as a reader's exercise file would: the tests' refusals
+    find a ready-made function it re-exports (`encode_attr = graph_def.encode_attr`)."""
+    module = ModuleType("eagerflow_exercises_planted")
+    vars(module).update(names)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("mine", "test", "refused"),
+    [
+        ({"encode_attr": encode_attr, "decode_attr": decode_attr}, "round_trip_on_hidden_values",
+         "encode_attr"),
+        ({"encode_attr": _encoder(), "decode_attr": decode_attr}, "the_chapters_format_both_ways",
+         "decode_attr"),
+    ],
+    ids=["both_re_exported", "decode_attr_re_exported"],
+)  # fmt: skip
+def test_ch10_encode_attr_rejects_the_chapters_own(mine, test, refused, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    chapter = _exercise_module(monkeypatch, **mine)  # gamed: the chapter's functions, re-exported
+    message = (
+        "encode_attr and decode_attr: this exercise asks you to build the encoder yourself: "
+        f"calling eagerflow.graph.export.graph_def.{refused} is not allowed"
+    )
+    with pytest.raises(AssertionError, match=message):
+        getattr(test_ch10, f"test_{test}")(chapter, "nan payloads")
+
+
 def test_ch10_decode_attr_rejects_a_read_only_view() -> None:
     def view(data):  # type: ignore[no-untyped-def]
         if isinstance(data, dict) and "tensor" in data:
@@ -681,6 +711,13 @@ def _numpy_source_with_eagerflow(graph_def, fetches):  # type: ignore[no-untyped
 )  # fmt: skip
 def test_ch10_numpy_source_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
     rejects(test_ch10.test_numpy_source_on_hidden_networks, message, 0, numpy_source=mistake)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_ch10_numpy_source_rejects_constants_written_by_repr() -> None:
+    # _numpy_source writes np.array([inf, nan], ...): names that the source does not define
+    rejects(test_ch10.test_numpy_source_of_constants_that_are_not_finite,
+            "name 'inf' is not defined", numpy_source=_numpy_source)  # fmt: skip
 
 
 def test_ch10_numpy_source_planted_mistakes_are_mistakes() -> None:
