@@ -1828,6 +1828,52 @@ def test_ch12_scheduled_gradient_descent_rejects(mistake, test, message, tmp_pat
     rejects(test_function, message, *args, ScheduledGradientDescent=mistake)
 
 
+class _AdagradAsItsHintSaid(nn.Optimizer):
+    """Adagrad as its Hint 3 read: the last assignment returned with its read value."""
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, name="Adagrad"):  # type: ignore[no-untyped-def]
+        super().__init__(learning_rate, name)
+        self.initial_accumulator_value = float(initial_accumulator_value)
+
+    def _apply(self, grad, variable):  # type: ignore[no-untyped-def]
+        accumulator = self.slot(variable, "accumulator", initial=self.initial_accumulator_value)
+        new = accumulator.assign(accumulator + ef.square(grad))
+        return variable.assign_sub(self.learning_rate * grad / ef.sqrt(new))  # the Variable
+
+
+def test_ch12_adagrad_rejects_returning_the_read_value() -> None:
+    # right eagerly and in a graph; in a traced function the train op cannot wait for it
+    chapter = SimpleNamespace(AdagradOptimizer=_AdagradAsItsHintSaid)
+    test_ch12.test_adagrad_works_in_a_graph_through_minimize(chapter)
+    rejects(test_ch12.test_adagrad_in_a_function_traced_once, "read_value=False",
+            AdagradOptimizer=_AdagradAsItsHintSaid)  # fmt: skip
+
+
+def _train_step_by_fit(model, optimizer, x, y):  # type: ignore[no-untyped-def]
+    history = nn.fit(
+        model,
+        x,
+        y,
+        loss="sparse_softmax_cross_entropy",
+        optimizer=optimizer,
+        batch_size=len(x),
+        shuffle=False,
+        verbose=False,
+    )  # gamed: fit, one batch
+    return float(history["loss"][0])
+
+
+@pytest.mark.parametrize(
+    "test", ["takes_one_gradient_step_on_the_mean_loss", "builds_a_new_model_and_learns"]
+)
+def test_ch12_train_step_rejects_fit(test) -> None:  # type: ignore[no-untyped-def]
+    message = (
+        "train_step: this exercise asks you to build the training step yourself: calling "
+        "eagerflow.nn.training.fit is not allowed"
+    )
+    rejects(getattr(test_ch12, f"test_train_step_{test}"), message, train_step=_train_step_by_fit)
+
+
 # --- chapter 1: shapes, broadcasting, the registry -----------------------------------------------
 def _broadcast_from_the_left(a, b):
     a, b = tuple(a) + (1,) * (len(b) - len(a)), tuple(b) + (1,) * (len(a) - len(b))
