@@ -916,6 +916,38 @@ def test_ch15_early_stopping_rejects(mistake, message, monkeypatch) -> None:  # 
             early_stopping=mistake)  # fmt: skip
 
 
+# --- dtypes: a class index, least squares ---------------------------------------------------------
+def _fizzbuzz_class_in_int64(n):  # type: ignore[no-untyped-def]
+    def multiple_of(k):  # type: ignore[no-untyped-def]
+        return ef.equal(ef.floormod(n, k), 0)
+
+    def c(k):  # type: ignore[no-untyped-def]
+        return lambda: ef.constant(k, ef.int64)  # the right numbers, in int64
+
+    return cond(multiple_of(15), c(3), lambda: cond(
+        multiple_of(5), c(2), lambda: cond(multiple_of(3), c(1), c(0))))  # fmt: skip
+
+
+def test_ch13_fizzbuzz_class_rejects_an_int64_class() -> None:
+    rejects(test_ch13.test_fizzbuzz_class_on_hidden_numbers, "int32 scalar",
+            fizzbuzz_class=_fizzbuzz_class_in_int64)  # fmt: skip
+
+
+def _least_squares_in_float32(x, y):  # type: ignore[no-untyped-def]
+    x, y = np.asarray(x, np.float32), np.asarray(y, np.float32)  # the hint said float64
+    dx, dy = x - x.mean(), y - y.mean()
+    w = float(np.mean(dx * dy) / np.mean(dx * dx))
+    return w, float(y.mean() - w * x.mean())
+
+
+def test_ch15_least_squares_rejects_float32() -> None:
+    test_ch15.test_least_squares_on_hidden_data(  # it passes the tests of values that float32 fits
+        SimpleNamespace(least_squares=_least_squares_in_float32)
+    )
+    rejects(test_ch15.test_least_squares_works_in_float64, "compute in float64",
+            least_squares=_least_squares_in_float32)  # fmt: skip
+
+
 # --- how a mistake is run -------------------------------------------------------------------------
 FAILED = (AssertionError, pytest.fail.Exception)
 
