@@ -38,6 +38,10 @@ def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
     sizes must be equal, or one of them must be 1 (it stretches to the other). So ``(3, 1)``
     and ``(4,)`` give ``(3, 4)``, while ``(3,)`` and ``(4,)`` do not fit.
 
+    Write the rule yourself: NumPy's ``np.broadcast_shapes`` and ``np.broadcast``, and
+    eagerflow's own ``broadcast`` (``eagerflow.tensor.rules``), are the answer ready-made, and
+    the tests refuse them.
+
     Args:
         a: A shape, such as ``(2, 1, 5)``.
         b: Another shape.
@@ -73,7 +77,9 @@ def squared_distances(a: Tensor, b: Tensor) -> Tensor:
         d[i, j] = Σₖ (a[i, k] - b[j, k])²
 
     with no Python loop: a single subtraction of two broadcast shapes computes all n·m·k
-    differences at once. The result keeps the inputs' dtype.
+    differences at once. The result keeps the inputs' dtype. Compute it with eagerflow ops:
+    the tests check that the tensor you return is what ops made from ``a`` and ``b`` (NumPy's
+    answer wrapped in ``ef.constant`` is refused).
 
     Args:
         a: A float tensor of shape (n, k).

@@ -101,7 +101,8 @@ def execution_order(
     feed, so the walk stops there: the operation that makes it is not needed for it.
 
     Return each needed operation once, and each after every operation it depends on. Leave
-    out everything else, even operations of the same graph.
+    out everything else, even operations of the same graph. Walk the graph yourself: the
+    tests refuse the Session's own ``Plan`` (and its ``_needed_operations``).
 
     Args:
         fetches: Symbolic tensors and/or operations of one graph.
@@ -137,7 +138,8 @@ def run_graph(
     or, when ``operation.op_def.multi_output`` is true, a tuple with one per output.
 
     Graphs with variables are out of scope: their kernels read the variable store of a
-    real Session.
+    real Session. The tests refuse ``Session.run`` and the Session's own ``Plan``: they are
+    the thing to build.
 
     Args:
         fetches: Symbolic tensors of one graph.
@@ -183,7 +185,7 @@ class MiniSession:
     returned, must not change a variable, and one ``MiniSession`` never sees another's
     values. The tests run graphs with variables (a training loop among them) in a
     ``MiniSession`` and in a real ``Session`` side by side, compare every fetch, and refuse
-    the real Session's ``run`` and the variable store the real kernels read.
+    the real Session's ``run``, its ``Plan`` and the variable store the real kernels read.
 
     ``__init__`` is given: it makes the memory. Write ``run``.
 

@@ -345,9 +345,12 @@ def if_to_ag_if(tree: ast.AST) -> ast.AST:
 
     Each branch becomes a lambda that returns, for every name in order, the expression the
     branch assigns to it, or the name itself when the branch does not assign it (its value
-    from before the ``if``). Leave every other ``if`` as it is (one with a call, a
-    ``return``, a nested ``if``, ``a.b = ...`` or ``a, b = ...`` in a branch), and convert the
-    ``if`` statements wherever they are in the function: in a ``for`` or ``while`` body too.
+    from before the ``if``). Leave every other ``if`` as it is, with every statement of its
+    branches (one with a call, a ``return``, a nested ``if``, ``a.b = ...``, ``a, b = ...``
+    or ``x += ...`` in a branch), and convert the ``if`` statements wherever they are in the
+    function: in a ``for`` or ``while`` body too. Build it yourself: the tests refuse
+    eagerflow's own AutoGraph (``eagerflow.graph.autograph``: ``convert``, its converters,
+    ``if_stmt``).
     A branch assigns each name once, and its expressions read values from before the ``if``
     (a lambda computes them all from those), as in the test's functions.
 

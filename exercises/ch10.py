@@ -162,7 +162,8 @@ def numpy_source(graph_def: dict[str, Any], fetches: Sequence[str]) -> str:
     above, reads them):
 
     - ``Placeholder``: ``feeds[name]``. ``Const``: its ``value``, an array, which the
-      source must hold itself (write its numbers and its dtype);
+      source must hold itself (write its numbers and its dtype; ``inf``, ``-inf`` and
+      ``nan`` among them too);
     - ``AddV2``, ``Sub``, ``Mul``, ``RealDiv``, ``Maximum``: broadcasting as NumPy does;
     - ``Neg``, ``Square``, ``Exp``, ``Log``, ``Tanh``, ``Relu``;
     - ``MatMul`` (``transpose_a``, ``transpose_b``);
@@ -185,7 +186,10 @@ def numpy_source(graph_def: dict[str, Any], fetches: Sequence[str]) -> str:
         A table from op type to a format string, ``"AddV2": "{0} + {1}"``, ``"Sum":
         "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"``, filled with the inputs'
         variables and the decoded attributes. A constant is ``np.array({list!r},
-        {dtype!r})`` of ``value.tolist()`` and ``value.dtype.name``.
+        {dtype!r})`` of ``value.tolist()`` and ``value.dtype.name``; but ``repr`` writes
+        ``inf`` and ``nan`` as bare names that the source does not define: write those
+        numbers as ``np.inf``, ``-np.inf`` and ``np.nan`` (a small recursive function over
+        the nested lists).
 
     Hint 3:
         ``Relu`` is ``np.maximum({0}, 0)``; ``MatMul``'s ``transpose_a`` swaps the last two

@@ -65,6 +65,8 @@ def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
     with ``cov(x, y) = mean((x − mean(x)) · (y − mean(y)))`` and ``var(x) = cov(x, x)``.
     This is what gradient descent converges to, and what the chapter compares it with.
+    Compute it in float64 whatever the inputs' dtype: the tests compare to 1e-9, on data
+    that float32 cannot hold.
 
     Args:
         x: The inputs, shape (n,), not all equal.

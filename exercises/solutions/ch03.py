@@ -446,7 +446,8 @@ def jvp(f: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> tuple[Tensor, Te
     chapter 2) that computes each output's tangent as the op runs, from JVP rules you write
     for ``AddV2``, ``Sub``, ``Mul``, ``RealDiv``, ``Neg``, ``Square``, ``Exp``, ``Log`` and
     ``Tanh`` (the tests use only these, on vectors and scalar constants). Run ``f`` once;
-    no ``GradientTape`` (the tests check both).
+    no ``GradientTape``, and no ``ForwardAccumulator``: it is forward mode ready-made, the
+    very thing to build (the tests check all three).
 
     Args:
         f: A function of a float64 vector, written with the ops above.

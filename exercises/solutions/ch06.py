@@ -35,7 +35,9 @@ def cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
     Two requirements. It must work in both modes: called on eager tensors it returns an
     eager tensor with values; called on symbolic tensors inside ``graph.as_default()`` it
     returns a symbolic tensor of shape ``(batch,)`` (``(None,)`` for an unknown batch).
-    And it must be stable: logits such as 1000.0 must not give ``inf`` or ``nan``.
+    And it must be stable: logits such as 1000.0 must not give ``inf`` or ``nan``. Build
+    the stability yourself: eagerflow's ``softmax_cross_entropy_with_logits``,
+    ``log_softmax`` and ``softmax`` are the answer ready-made, and the tests refuse them.
 
     Args:
         logits: A float tensor of shape (batch, classes).

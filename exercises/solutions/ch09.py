@@ -111,7 +111,8 @@ def predict_clusters(program: Specialized) -> list[list[str]]:
     Return each cluster's op names (``node.operation.name``) in program order, the
     clusters in the order they started, but leave out a cluster of a single elementwise op
     (it runs as the op: no cluster). A single reduction is a cluster. The test compares your
-    answer with the compiler's ``find_clusters`` on graphs of its own.
+    answer with the compiler's ``find_clusters`` on graphs of its own, and refuses calls of
+    it (and of the rest of the compiler's pass): the clustering is the thing to build.
 
     Args:
         program: A specialized plan.

@@ -194,6 +194,16 @@ NUMPY = {
 }
 
 
+def _literal(value: Any) -> str:
+    """Python source for ``value`` (of an array's ``tolist()``): its ``repr``, but for the
+    floats that have no literal, ``inf`` and ``nan``, which are NumPy's names."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(item) for item in value) + "]"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "np.nan" if math.isnan(value) else "np.inf" if value > 0 else "-np.inf"
+    return repr(value)
+
+
 def numpy_source(graph_def: dict[str, Any], fetches: Sequence[str]) -> str:
     """★★★ Stretch: an exporter. A GraphDef as the source of a function that needs only
     NumPy: a graph that runs where eagerflow is not.
@@ -217,7 +227,8 @@ def numpy_source(graph_def: dict[str, Any], fetches: Sequence[str]) -> str:
     above, reads them):
 
     - ``Placeholder``: ``feeds[name]``. ``Const``: its ``value``, an array, which the
-      source must hold itself (write its numbers and its dtype);
+      source must hold itself (write its numbers and its dtype; ``inf``, ``-inf`` and
+      ``nan`` among them too);
     - ``AddV2``, ``Sub``, ``Mul``, ``RealDiv``, ``Maximum``: broadcasting as NumPy does;
     - ``Neg``, ``Square``, ``Exp``, ``Log``, ``Tanh``, ``Relu``;
     - ``MatMul`` (``transpose_a``, ``transpose_b``);
@@ -240,7 +251,10 @@ def numpy_source(graph_def: dict[str, Any], fetches: Sequence[str]) -> str:
         A table from op type to a format string, ``"AddV2": "{0} + {1}"``, ``"Sum":
         "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"``, filled with the inputs'
         variables and the decoded attributes. A constant is ``np.array({list!r},
-        {dtype!r})`` of ``value.tolist()`` and ``value.dtype.name``.
+        {dtype!r})`` of ``value.tolist()`` and ``value.dtype.name``; but ``repr`` writes
+        ``inf`` and ``nan`` as bare names that the source does not define: write those
+        numbers as ``np.inf``, ``-np.inf`` and ``np.nan`` (a small recursive function over
+        the nested lists).
 
     Hint 3:
         ``Relu`` is ``np.maximum({0}, 0)``; ``MatMul``'s ``transpose_a`` swaps the last two
@@ -255,7 +269,7 @@ def numpy_source(graph_def: dict[str, Any], fetches: Sequence[str]) -> str:
             expression = f"np.asarray(feeds[{node['name']!r}])"
         elif node["op"] == "Const":
             value = attrs["value"]
-            expression = f"np.array({value.tolist()!r}, {value.dtype.name!r})"
+            expression = f"np.array({_literal(value.tolist())}, {value.dtype.name!r})"
         elif node["op"] == "MatMul":
             a, b = args
             a = f"np.swapaxes({a}, -1, -2)" if attrs["transpose_a"] else a

@@ -31,9 +31,11 @@ class AdagradOptimizer(nn.Optimizer):
     A weight whose gradients have been large takes smaller and smaller steps; a rarely
     updated one keeps taking large steps. ``__init__`` is written for you: write
     ``_apply(grad, variable)``, the one method an optimizer subclass must define. Like the
-    optimizers of ``eagerflow.nn`` it must work in both modes: eagerly the assignments happen
-    at once; in a graph, return the assignment so ``apply_gradients`` can group it into the
-    train op.
+    optimizers of ``eagerflow.nn`` it must work eagerly, in a graph and in a traced
+    ``function``: eagerly the assignments happen at once; in a graph, return the assignment
+    so ``apply_gradients`` can group it into the train op, and return it with
+    ``read_value=False``, its update op: in a ``function`` a read value is the ``Variable``
+    itself, which the train op cannot wait for.
 
     Args:
         learning_rate: The step size.
@@ -47,12 +49,16 @@ class AdagradOptimizer(nn.Optimizer):
     Hint 2:
         ``self.slot(variable, "accumulator", initial=...)`` creates the slot on first use and
         returns the same variable afterwards. ``assign`` returns the new value: use it in the
-        second line. Return the last assignment, for graph mode.
+        second line. Return the last assignment, with ``read_value=False``, for graph mode
+        and ``function``.
 
     Hint 3:
         ``new = accumulator.assign(accumulator + ef.square(grad))``, then
-        ``return variable.assign_sub(self.learning_rate * grad / ef.sqrt(new))``, as
-        ``MomentumOptimizer._apply`` in ``packages/nn/src/eagerflow/nn/optimizers.py`` does.
+        ``return variable.assign_sub(self.learning_rate * grad / ef.sqrt(new),
+        read_value=False)``, as ``MomentumOptimizer._apply`` in
+        ``packages/nn/src/eagerflow/nn/optimizers.py`` does. (Without ``read_value=False``,
+        a traced ``function`` fails with "control_dependencies takes operations or tensors,
+        got <Variable ...>": the Variable you returned.)
     """
 
     def __init__(
@@ -67,7 +73,8 @@ class AdagradOptimizer(nn.Optimizer):
     def _apply(self, grad: Tensor, variable: Variable) -> Any:
         accumulator = self.slot(variable, "accumulator", initial=self.initial_accumulator_value)
         accumulated = accumulator.assign(accumulator + ef.square(grad))
-        return variable.assign_sub(self.learning_rate * grad / ef.sqrt(accumulated))
+        update = self.learning_rate * grad / ef.sqrt(accumulated)
+        return variable.assign_sub(update, read_value=False)  # an op a train op can wait for
 
 
 def train_step(model: nn.Layer, optimizer: nn.Optimizer, x: np.ndarray, y: np.ndarray) -> float:
@@ -78,6 +85,8 @@ def train_step(model: nn.Layer, optimizer: nn.Optimizer, x: np.ndarray, y: np.nd
        ``nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)``;
     3. take the gradient of the loss for every one of ``model.trainable_variables``;
     4. let ``optimizer.apply_gradients`` update them.
+
+    Write the step yourself: the tests refuse ``nn.fit``, which is this step, repeated.
 
     Args:
         model: A model (already built or not: it builds on its first call).

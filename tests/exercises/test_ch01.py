@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ready_made import refusing
 
 import eagerflow.tensor as ef
-from eagerflow.tensor import DTypeError, ShapeError, Tensor
+from eagerflow.tensor import DTypeError, ShapeError, Tensor, rules
 from eagerflow.tensor.execution import recording
 from eagerflow.tensor.registry import OPS, OpDef
 
@@ -44,12 +45,19 @@ def random_shape_pairs(seed, count, fitting):  # type: ignore[no-untyped-def]
     return pairs
 
 
+def refusing_ready_made_broadcasting():  # type: ignore[no-untyped-def]
+    """NumPy's and eagerflow's own broadcasting of shapes: the answer, ready-made."""
+    ready_made = [(np, "broadcast_shapes"), (np, "broadcast"), (rules, "broadcast")]
+    return refusing("broadcast_shape", "the broadcasting rule", *ready_made)
+
+
 @pytest.mark.parametrize(("a", "b"), FITTING)
 def test_broadcast_shape_of_shapes_that_fit(chapter, a, b):
     expected = tuple(np.broadcast_shapes(a, b))
-    got = chapter.broadcast_shape(a, b)
+    with refusing_ready_made_broadcasting():
+        got = chapter.broadcast_shape(a, b)
+        got_swapped = chapter.broadcast_shape(b, a)
     assert tuple(got) == expected, f"broadcast_shape({a}, {b}): expected {expected}, got {got}"
-    got_swapped = chapter.broadcast_shape(b, a)
     assert tuple(got_swapped) == expected, (
         f"broadcast_shape({b}, {a}): expected {expected}, got {got_swapped} "
         "(broadcasting is symmetric)"
@@ -73,19 +81,21 @@ def test_broadcast_shape_refuses_shapes_that_do_not_fit(chapter, a, b):
 
 
 def test_broadcast_shape_on_hidden_shapes(chapter):
-    for a, b in random_shape_pairs(101, 20, fitting=True):
-        expected = tuple(np.broadcast_shapes(a, b))
-        for x, y in ((a, b), (b, a)):
-            got = chapter.broadcast_shape(x, y)
-            assert got is not None and tuple(got) == expected, (
-                f"broadcast_shape({x}, {y}): expected {expected}, got {got}"
-            )
-    for a, b in random_shape_pairs(102, 10, fitting=False):
-        try:
-            got = chapter.broadcast_shape(a, b)
-        except ShapeError:
-            continue
-        pytest.fail(f"broadcast_shape({a}, {b}) returned {got}; expected a ShapeError")
+    pairs = random_shape_pairs(101, 20, fitting=True)
+    fitting = [(a, b, tuple(np.broadcast_shapes(a, b))) for a, b in pairs]
+    with refusing_ready_made_broadcasting():
+        for a, b, expected in fitting:
+            for x, y in ((a, b), (b, a)):
+                got = chapter.broadcast_shape(x, y)
+                assert got is not None and tuple(got) == expected, (
+                    f"broadcast_shape({x}, {y}): expected {expected}, got {got}"
+                )
+        for a, b in random_shape_pairs(102, 10, fitting=False):
+            try:
+                got = chapter.broadcast_shape(a, b)
+            except ShapeError:
+                continue
+            pytest.fail(f"broadcast_shape({a}, {b}) returned {got}; expected a ShapeError")
 
 
 def dtype_message(got, expected):  # type: ignore[no-untyped-def]
@@ -122,12 +132,44 @@ def test_squared_distances_of_a_point_to_itself_is_zero(chapter):
     np.testing.assert_allclose(got.numpy(), expected, err_msg="squared_distances(a, a)")
 
 
+class Lineage:
+    """A recorder that keeps, for each tensor an op made, the op's name and inputs."""
+
+    def __init__(self):
+        self.made = {}  # id of an output -> (op name, inputs)
+        self.keep = []  # the tensors themselves, so that no id is reused while we look
+
+    def record(self, op, inputs, attrs, outputs):
+        for t in outputs:
+            self.made[id(t)] = (op.name, inputs)
+        self.keep.extend([*inputs, *outputs])
+
+    def ancestors(self, t):
+        """The ids of every tensor ``t`` was computed from, through the ops recorded."""
+        found, stack = set(), [t]
+        while stack:
+            for parent in self.made.get(id(stack.pop()), ("", ()))[1]:
+                if id(parent) not in found:
+                    found.add(id(parent))
+                    stack.append(parent)
+        return found
+
+
 def test_squared_distances_on_hidden_points(chapter):
     rng = np.random.default_rng(103)
     for n, m, k in [(1, 6, 2), (7, 3, 5), (2, 2, 1)]:
         a_np, b_np = rng.standard_normal((n, k)), rng.standard_normal((m, k))
-        got = chapter.squared_distances(ef.constant(a_np), ef.constant(b_np))
+        a, b, lineage = ef.constant(a_np), ef.constant(b_np), Lineage()
+        with recording(lineage):
+            got = chapter.squared_distances(a, b)
         assert isinstance(got, Tensor), f"expected an eagerflow Tensor, got {type(got).__name__}"
+        ops = sorted({name for name, _ in lineage.made.values()})
+        assert id(got) in lineage.made and {id(a), id(b)} <= lineage.ancestors(got), (
+            "squared_distances: this exercise asks you to compute the distances with eagerflow "
+            "ops, by broadcasting: the tensor you return must be what ops (ef.expand_dims, "
+            "-, ef.square, ef.reduce_sum) made from a and b, and computing it in NumPy (or "
+            f"making a constant of NumPy's answer) is not allowed. The seam saw the ops {ops}"
+        )
         assert got.dtype is ef.float64, dtype_message(got, ef.float64)
         assert got.shape == (n, m), (
             f"{n} points against {m}: expected shape {(n, m)}, got {got.shape}"

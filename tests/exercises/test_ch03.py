@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import numpy.polynomial.polynomial as P
 import pytest
+from ready_made import refusing
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import (
@@ -17,6 +18,7 @@ from eagerflow.autodiff import (
     check_gradients,
     forward_jacobian,
 )
+from eagerflow.autodiff import forward as forward_module
 from eagerflow.autodiff import tape as tape_module
 from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.tensor.dtypes import FLOATS
@@ -191,11 +193,7 @@ def test_jacobian_by_rows(chapter):
     )  # fmt: skip
 
 
-def test_jacobian_by_rows_on_hidden_functions_runs_f_once(chapter, monkeypatch):
-    def refuse(*args, **kwargs):
-        raise AssertionError("jacobian_by_rows called tape.jacobian: build the rows yourself")
-
-    monkeypatch.setattr(GradientTape, "jacobian", refuse)
+def test_jacobian_by_rows_on_hidden_functions_runs_f_once(chapter):
     rng = np.random.default_rng(313)
     for m, n in [(3, 2), (1, 4), (4, 4)]:
         a = ef.constant(rng.uniform(-1, 1, (m, n)))
@@ -206,7 +204,8 @@ def test_jacobian_by_rows_on_hidden_functions_runs_f_once(chapter, monkeypatch):
             return ef.tanh(ef.reshape(a @ ef.reshape(t, (-1, 1)), (-1,))) * ef.reduce_sum(t * t)
 
         x = rng.uniform(-1, 1, n)
-        got = chapter.jacobian_by_rows(f, ef.constant(x))
+        with refusing("jacobian_by_rows", "the Jacobian's rows", (GradientTape, "jacobian")):
+            got = chapter.jacobian_by_rows(f, ef.constant(x))
         assert len(calls) == 1 and calls[0] >= 1, (
             f"f ran {len(calls)} times: run it once, on one persistent tape, and ask that tape "
             "for every row"
@@ -625,12 +624,9 @@ def scalar_function(rng, n):
 
 
 def check_hvp(chapter, monkeypatch, f, x, v, expected, what):
-    def refuse(*args, **kwargs):
-        raise AssertionError("hessian_vector_product called tape.jacobian: no Hessian is built")
-
     calls = []
-    with monkeypatch.context() as patch:
-        patch.setattr(GradientTape, "jacobian", refuse)
+    builds = "H·v without the Hessian (no Hessian is built)"
+    with refusing("hessian_vector_product", builds, (GradientTape, "jacobian")):
         got = chapter.hessian_vector_product(watched(f, calls), ef.constant(x), ef.constant(v))
     assert len(calls) == 1, (
         f"{what}: hessian_vector_product ran f {len(calls)} times: one run, under both "
@@ -710,7 +706,8 @@ def test_jvp_stretch_matches_the_jacobian_on_hidden_programs(chapter, monkeypatc
             calls.append(t)
             return program(t)
 
-        with monkeypatch.context() as patch:
+        ready_made = [(ForwardAccumulator, "__init__"), (forward_module, "forward_jacobian")]
+        with monkeypatch.context() as patch, refusing("jvp", "forward mode", *ready_made):
             refuse_tapes(patch, "jvp", "carry tangents forward instead")
             patch.setattr(GradientTape, "jacobian", GradientTape.gradient)  # refused too
             got = chapter.jvp(f, x, v)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.polynomial.polynomial as P
 import pytest
+from ready_made import refuse, refusing
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
@@ -18,7 +19,12 @@ from eagerflow.graph import (
     group,
     placeholder,
 )
+from eagerflow.graph.core import session as session_module
+from eagerflow.graph.core.session import Plan
 from eagerflow.graph.core.state import SessionStorage
+
+# A Session's own machinery: its plan of what to run (pruning, order, kernel calls).
+SESSIONS_PLAN = [(Plan, "__init__"), (Plan, "run"), (session_module, "_needed_operations")]
 
 pytestmark = pytest.mark.ch05
 
@@ -229,7 +235,8 @@ def test_execution_order_on_hidden_graphs(chapter, seed: int) -> None:
     fetches = [tensors[-1], tensors[int(rng.integers(len(tensors) // 2, len(tensors)))]]
     on_the_way = ancestors(tensors[-1])
     fed = {on_the_way[int(rng.integers(len(on_the_way)))]}  # the walk stops there
-    order = chapter.execution_order(fetches, fed)
+    with refusing("execution_order", "the walk back from the fetches", *SESSIONS_PLAN):
+        order = chapter.execution_order(fetches, fed)
     _check_order(order, fed)
     got = sorted(o.name for o in order)
     expected = sorted(o.name for o in needed_operations(fetches, fed))
@@ -298,7 +305,8 @@ def test_run_graph_on_hidden_graphs(chapter, seed: int) -> None:
     feed[middle] = rng.uniform(-1, 1, 4).astype(np.float32)
     with Session(g) as session:
         expected = session.run(fetches, feed)
-    got = chapter.run_graph(fetches, feed)
+    with refusing("run_graph", "a tiny Session", *SESSIONS_PLAN):
+        got = chapter.run_graph(fetches, feed)
     assert len(got) == len(fetches), f"expected one value per fetch, got {got!r}"
     for g_value, e_value, t in zip(got, expected, fetches, strict=True):
         np.testing.assert_allclose(g_value, e_value, rtol=1e-6,
@@ -321,6 +329,7 @@ def refuse_real_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Session, "run", refuse_run)
     monkeypatch.setattr(SessionStorage, "read", refuse_store)
     monkeypatch.setattr(SessionStorage, "write", refuse_store)
+    refuse(monkeypatch, "MiniSession", "a Session", *SESSIONS_PLAN)
 
 
 def running_total() -> tuple[Graph, Variable, SymbolicTensor, SymbolicTensor, Operation]:

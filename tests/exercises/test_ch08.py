@@ -10,10 +10,13 @@ import warnings
 
 import numpy as np
 import pytest
+from ready_made import refusing
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
 from eagerflow.graph import Function, Graph, Session, SymbolicTensor, cond, function, placeholder
+from eagerflow.graph.autograph import conversion, operators
+from eagerflow.graph.autograph.converters import conditional_expressions, control_flow
 from eagerflow.graph.core.session import Plan
 from eagerflow.graph.tracing.signatures import RetracingWarning
 
@@ -529,10 +532,21 @@ def ag_if(test, if_true, if_false, names):  # type: ignore[no-untyped-def]
     return if_true() if test else if_false()
 
 
+def refusing_autograph():  # type: ignore[no-untyped-def]
+    """eagerflow's own AutoGraph: its conversion, its AST transformers, its ``if_stmt``."""
+    ready_made = [
+        (conversion, "convert"), (conversion, "to_code"), (conversion, "_compile"),
+        (control_flow, "transform"), (conditional_expressions, "transform"),
+        (operators, "if_stmt"), (conversion.HELPERS, "if_stmt"),
+    ]  # fmt: skip
+    return refusing("if_to_ag_if", "a mini AutoGraph", *ready_made)
+
+
 def converted(chapter, fn):  # type: ignore[no-untyped-def]
     """``fn`` rewritten by the reader's ``if_to_ag_if``, compiled, and its new source."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    result = chapter.if_to_ag_if(tree)
+    with refusing_autograph():
+        result = chapter.if_to_ag_if(tree)
     assert isinstance(result, ast.Module), f"expected the changed tree (a Module), got {result!r}"
     result = ast.fix_missing_locations(result)
     source = ast.unparse(result)
@@ -582,6 +596,41 @@ def count_above(x):  # type: ignore[no-untyped-def]
     return total
 
 
+class Box:
+    def __init__(self):  # type: ignore[no-untyped-def]
+        self.total = 0.0
+
+
+def branches_to_leave_alone(x, flag, log, box):  # type: ignore[no-untyped-def]
+    y = x * 1.0
+    z = x * 0.0
+    if flag:  # a call among the assignments
+        y = y + 1.0
+        log.append("flag")
+    if flag:  # a tuple target
+        z = z - 1.0
+        y, z = z, y
+    if flag:  # an augmented assignment
+        y = y * 2.0
+        z += 2.0
+    if flag:  # an attribute
+        y = y - 0.25
+        box.total = y
+    if flag:  # a nested if: the inner one is converted, the outer one stays
+        z = z + 0.5
+        if x > 1.0:
+            z = z * 3.0
+    if not flag:  # a return
+        y = y + 10.0
+        return y, z
+    return y, z
+
+
+# what if_to_ag_if must keep of branches_to_leave_alone, as ast.unparse writes it
+KEPT = ["log.append('flag')", "y, z = (z, y)", "z += 2.0", "box.total = y", "z = z + 0.5",
+        "return (y, z)"]  # fmt: skip
+
+
 HIDDEN = [  # (function, Python arguments after x, values of x, tensor ifs it runs in a graph)
     (piecewise, (), [-2.0, -0.5, 0.0, 1.5], 1),
     (clip_and_count, (2.0,), [-1.0, 2.0, 2.5, 7.0], 1),
@@ -593,10 +642,11 @@ HIDDEN_IDS = ["piecewise", "clip_and_count", "python_flag_on", "python_flag_off"
 
 
 def run(fn, *args):  # type: ignore[no-untyped-def]
-    try:
-        return fn(*args)
-    except Exception as error:
-        raise AssertionError(f"the converted function raised {error!r}") from error
+    with refusing_autograph():
+        try:
+            return fn(*args)
+        except Exception as error:
+            raise AssertionError(f"the converted function raised {error!r}") from error
 
 
 def as_floats(result):  # type: ignore[no-untyped-def]
@@ -648,6 +698,34 @@ def test_if_to_ag_if_still_runs_eagerly(chapter, fn, extra, xs, ifs):
         log: list[str] = []
         run(new, ef.constant(1.0), True, log)
         assert log == ["called"], f"the if with a call in it must still run:\n{source}"
+
+
+def test_if_to_ag_if_leaves_the_other_ifs_whole(chapter):
+    new, source = converted(chapter, branches_to_leave_alone)
+    assert source.count("ag_if(") == 1, (
+        "only the innermost if of branches_to_leave_alone assigns nothing but names: expected "
+        f"one ag_if, the other ifs left as they are:\n{source}"
+    )
+    for statement in KEPT:
+        assert statement in source, (
+            f"`{statement}` is gone: an if whose branches hold anything but `name = ...` must "
+            f"be left as it is, every statement kept:\n{source}"
+        )
+    for flag in (True, False):
+        for x in (ef.constant(2.0), ef.constant(-0.5), 1.5):
+            log, box = [], Box()
+            expected = as_floats(branches_to_leave_alone(x, flag, log, box))
+            my_log, my_box = [], Box()
+            got = as_floats(run(new, x, flag, my_log, my_box))
+            assert (got, my_log, float(my_box.total)) == (
+                pytest.approx(expected),
+                log,
+                pytest.approx(float(box.total)),
+            ), (
+                f"branches_to_leave_alone({x!r}, {flag}): expected {expected}, log {log} and "
+                f"box.total {float(box.total)}, got {got}, {my_log} and {float(my_box.total)}; "
+                f"the code was\n{source}"
+            )
 
 
 # --- relaxing_function (stretch) ------------------------------------------------------------------

@@ -6,11 +6,13 @@ import math
 
 import numpy as np
 import pytest
+from ready_made import refusing
 
 import eagerflow.tensor as ef
 from eagerflow import nn
 from eagerflow.autodiff import Variable
 from eagerflow.graph import Graph, Session, function, global_variables_initializer, placeholder
+from eagerflow.nn import training
 from eagerflow.tensor.errors import EagerflowError
 
 pytestmark = pytest.mark.ch12
@@ -85,7 +87,42 @@ def test_adagrad_works_in_a_graph_through_minimize(chapter):
             )
 
 
+def test_adagrad_in_a_function_traced_once(chapter):
+    w = Variable([1.0, -2.0, 3.0], name="w")
+    optimizer = chapter.AdagradOptimizer(0.5, initial_accumulator_value=0.1)
+    traces = []
+
+    def train_step(gradient):  # type: ignore[no-untyped-def]
+        traces.append(gradient.shape)
+        optimizer.apply_gradients([(gradient, w)])
+        return w.read_value()
+
+    step_fn = function(train_step)
+    expected = adagrad_reference([1.0, -2.0, 3.0], GRADIENTS, 0.5, 0.1)
+    for step, (g, want) in enumerate(zip(GRADIENTS, expected, strict=True), start=1):
+        try:
+            got = step_fn(ef.constant(g)).numpy()
+        except TypeError as error:
+            if "control_dependencies" not in str(error):
+                raise
+            raise AssertionError(
+                f"in a traced function apply_gradients failed ({error}): return the update "
+                "with read_value=False (variable.assign_sub(..., read_value=False)); a read "
+                "value there is the Variable itself, and the train op can only wait for ops"
+            ) from error
+        np.testing.assert_allclose(
+            got, want, rtol=1e-5, err_msg=f"in a traced function, after step {step}"
+        )
+    assert len(traces) == 1, f"the same signature at every call: one trace, got {len(traces)}"
+
+
 # --- train_step -----------------------------------------------------------------------------------
+def refusing_fit():  # type: ignore[no-untyped-def]
+    """``fit`` is the training step, ready-made (and repeated)."""
+    return refusing("train_step", "the training step", (training, "fit"),
+                    (training, "_train_epoch"))  # fmt: skip
+
+
 class TrainingSpy(nn.Layer):
     def __init__(self):
         super().__init__(name="training_spy")
@@ -119,7 +156,8 @@ def test_train_step_takes_one_gradient_step_on_the_mean_loss(chapter):
     spy.seen.clear()
     kernel, bias = (v.numpy().astype(np.float64) for v in model.variables)
     loss, d_kernel, d_bias = softmax_loss_and_grads(x, y, kernel, bias)
-    got = chapter.train_step(model, nn.GradientDescentOptimizer(0.5), x, y)
+    with refusing_fit():
+        got = chapter.train_step(model, nn.GradientDescentOptimizer(0.5), x, y)
     assert isinstance(got, float), f"return the loss as a Python float, got {got!r}"
     assert got == pytest.approx(loss, rel=1e-5), (
         f"expected the mean cross-entropy before the update, {loss:.6f}, got {got}"
@@ -149,7 +187,8 @@ def test_train_step_builds_a_new_model_and_learns(chapter):
     y = (x[:, 0] + x[:, 1] > 0).astype(np.int64)
     model = nn.Sequential([nn.Dense(8, "relu"), nn.Dense(2)])  # not built yet
     optimizer = nn.AdamOptimizer(0.05)
-    losses = [chapter.train_step(model, optimizer, x, y) for _ in range(40)]
+    with refusing_fit():
+        losses = [chapter.train_step(model, optimizer, x, y) for _ in range(40)]
     assert len(model.variables) == 4, "the model should have been built by its first call"
     assert losses[-1] < losses[0] / 3, (
         f"40 Adam steps on a separable problem should cut the loss by 3x: {losses[0]:.3f} -> "

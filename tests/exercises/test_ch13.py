@@ -55,6 +55,13 @@ def test_fizzbuzz_class_on_hidden_numbers(chapter):
             eager = int(chapter.fizzbuzz_class(ef.constant(value)))
             traced = int(session.run(c, {n: value}))
             want = python_class(value)
+            assert c.dtype is ef.int32 and chapter.fizzbuzz_class(ef.constant(value)).dtype is (
+                ef.int32
+            ), (
+                f"fizzbuzz_class gave {c.dtype.name} in a graph and "
+                f"{chapter.fizzbuzz_class(ef.constant(value)).dtype.name} eagerly: a class is an "
+                "int32 scalar (ef.constant(3) is int32; ef.constant(3, ef.int64) is not)"
+            )
             assert (eager, traced) == (want, want), (
                 f"fizzbuzz_class({value}): expected {want}, got {eager} eagerly and {traced} "
                 "in a Session"

@@ -201,6 +201,23 @@ def test_least_squares_on_hidden_data(chapter):
         )
 
 
+def test_least_squares_works_in_float64(chapter):
+    # inputs that float32 cannot hold (x near 1000, spread 0.01), and float32 data whose
+    # sums in float32 lose digits: only float64 arithmetic gets (w*, b*) to 1e-9
+    rng = np.random.default_rng(1418)
+    x = 1000.0 + rng.uniform(0, 0.01, 400)
+    y = 3.0 * (x - 1000.0) + 0.25 + rng.normal(0, 1e-4, 400)
+    x32 = rng.uniform(0, 1, 5000).astype(np.float32) + np.float32(300)
+    y32 = (2.0 * x32 - 1.0 + rng.normal(0, 0.01, 5000)).astype(np.float32)
+    for xs, ys, what in [(x, y, "float64 data near x = 1000"), (x32, y32, "5000 float32 points")]:
+        want = tuple(float(v) for v in np.polyfit(xs.astype(np.float64), ys.astype(np.float64), 1))
+        got = chapter.least_squares(xs, ys)
+        assert got == pytest.approx(want, rel=1e-9), (
+            f"{what}: expected (w*, b*) = {want}, got {got}: compute in float64 "
+            "(np.asarray(x, np.float64)), whatever the inputs' dtype"
+        )
+
+
 # --- stretch: early stopping ----------------------------------------------------------------------
 def early_stopping_reference(xt, yt, xv, yv, degree, lr, max_steps, patience):  # type: ignore[no-untyped-def]
     """The rules of the docstring, in NumPy: (best weights, best step, steps)."""

@@ -9,9 +9,10 @@ from __future__ import annotations
 import ast
 import base64
 import math
+import sys
 import time
 from collections.abc import Callable
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import pytest
@@ -53,11 +54,19 @@ from eagerflow.graph import (
     while_loop,
 )
 from eagerflow.graph import SymbolicTensor as SymbolicTensorType
-from eagerflow.graph.compiler.fusion import domain_of
+from eagerflow.graph.autograph.analysis import analyze
+from eagerflow.graph.autograph.converters import control_flow as autograph_control_flow
+from eagerflow.graph.autograph.naming import Namer
+from eagerflow.graph.compiler import fusion as compiler_fusion
+from eagerflow.graph.compiler import program as compiler_program
+from eagerflow.graph.compiler.fusion import Cluster, domain_of
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
 from eagerflow.graph.core import graph as ef_graph
+from eagerflow.graph.core import session as session_module
+from eagerflow.graph.core.session import Plan
 from eagerflow.graph.core.state import session_values
 from eagerflow.graph.export.graph_def import decode_attr, encode_attr
+from eagerflow.tensor import rules as ef_rules
 from eagerflow.tensor.dtypes import FLOATS, DType
 from eagerflow.tensor.errors import EagerflowError
 from eagerflow.tensor.execution import execute
@@ -213,6 +222,49 @@ def test_ch08_if_to_ag_if_rejects(mistake, fn, message) -> None:  # type: ignore
         test_ch08.test_if_to_ag_if_gives_the_eager_results_in_a_graph(chapter, *case)
 
 
+def _if_to_ag_if_by_eagerflows_autograph(tree: ast.AST) -> ast.AST:
+    (definition,) = tree.body  # type: ignore[attr-defined]
+    analyze(definition)
+    definition = autograph_control_flow.transform(definition, Namer(definition))  # gamed
+    helpers = "ag__ = __import__('eagerflow.graph.autograph', fromlist=['conversion'])"
+    definition.body[:0] = ast.parse(f"{helpers}.conversion.HELPERS").body
+    tree.body = [definition]  # type: ignore[attr-defined]
+    return tree
+
+
+def test_ch08_if_to_ag_if_rejects_eagerflows_autograph() -> None:
+    chapter = SimpleNamespace(if_to_ag_if=_if_to_ag_if_by_eagerflows_autograph)
+    message = (
+        "if_to_ag_if: this exercise asks you to build a mini AutoGraph yourself: calling "
+        "eagerflow.graph.autograph.converters.control_flow.transform is not allowed"
+    )
+    case = test_ch08.HIDDEN[test_ch08.HIDDEN_IDS.index("piecewise")]
+    with pytest.raises(AssertionError, match=message):
+        test_ch08.test_if_to_ag_if_gives_the_eager_results_in_a_graph(chapter, *case)
+
+
+def _if_to_ag_if_dropping_statements(tree: ast.AST) -> ast.AST:
+    def assigns(statements: list[ast.stmt]) -> list[ast.stmt]:
+        return [s for s in statements if _only_assigns(ast.If(ast.Constant(1), [s], []))]
+
+    class Mistake(ast.NodeTransformer):
+        def visit_If(self, node: ast.If) -> ast.stmt:
+            self.generic_visit(node)
+            kept = ast.If(node.test, assigns(node.body), assigns(node.orelse))
+            names = sorted({s.targets[0].id for s in [*kept.body, *kept.orelse]})  # type: ignore[attr-defined]
+            if not names:
+                return node
+            return _ag_if_call(ast.copy_location(kept, node), names)  # the rest is dropped
+
+    return Mistake().visit(tree)
+
+
+def test_ch08_if_to_ag_if_rejects_dropping_statements() -> None:
+    chapter = SimpleNamespace(if_to_ag_if=_if_to_ag_if_dropping_statements)
+    with pytest.raises(AssertionError, match="the other ifs left as they are"):
+        test_ch08.test_if_to_ag_if_leaves_the_other_ifs_whole(chapter)
+
+
 # --- chapter 9: a fused loop by hand ------------------------------------------------------------
 def _fuse_by_pasting_text(ops):  # type: ignore[no-untyped-def]
     expression = "x[i]"
@@ -330,6 +382,31 @@ def test_ch09_predict_clusters_rejects_forgetting(rule, program) -> None:  # typ
         SimpleNamespace(predict_clusters=_clusters_with), program
     )
     with pytest.raises(AssertionError, match="expected the clusters"):
+        test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, program)
+
+
+def _clusters_of_the_compiler(program):  # type: ignore[no-untyped-def]
+    units = compiler_fusion.find_clusters(program)  # gamed: the compiler's own pass
+    return [[n.operation.name for n in u.nodes] for u in units if isinstance(u, Cluster)]
+
+
+def _clusters_of_a_compiled_plan(program):  # type: ignore[no-untyped-def]
+    units = compiler_program.find_clusters(program)  # gamed: the same, where the compiler calls it
+    return [[n.operation.name for n in u.nodes] for u in units if isinstance(u, Cluster)]
+
+
+@pytest.mark.parametrize(
+    ("mistake", "program"),
+    [(_clusters_of_the_compiler, "layer_norm"), (_clusters_of_a_compiled_plan, "two_domains")],
+    ids=["find_clusters", "find_clusters_of_the_compilers_program"],
+)
+def test_ch09_predict_clusters_rejects_the_compilers_pass(mistake, program) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(predict_clusters=mistake)
+    message = (
+        "predict_clusters: this exercise asks you to build the compiler's clustering yourself: "
+        "calling eagerflow.graph.compiler.fusion.find_clusters is not allowed"
+    )
+    with pytest.raises(AssertionError, match=message):
         test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, program)
 
 
@@ -475,6 +552,35 @@ def test_ch10_encode_attr_rejects_forgetting(rule, value, message) -> None:  # t
         test(chapter, value)
 
 
+def _exercise_module(monkeypatch, **names):  # type: ignore[no-untyped-def]
+    """A module holding ``names`` as a reader's exercise file would: the tests' refusals
+    find a ready-made function it re-exports (`encode_attr = graph_def.encode_attr`)."""
+    module = ModuleType("eagerflow_exercises_planted")
+    vars(module).update(names)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("mine", "test", "refused"),
+    [
+        ({"encode_attr": encode_attr, "decode_attr": decode_attr}, "round_trip_on_hidden_values",
+         "encode_attr"),
+        ({"encode_attr": _encoder(), "decode_attr": decode_attr}, "the_chapters_format_both_ways",
+         "decode_attr"),
+    ],
+    ids=["both_re_exported", "decode_attr_re_exported"],
+)  # fmt: skip
+def test_ch10_encode_attr_rejects_the_chapters_own(mine, test, refused, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    chapter = _exercise_module(monkeypatch, **mine)  # gamed: the chapter's functions, re-exported
+    message = (
+        "encode_attr and decode_attr: this exercise asks you to build the encoder yourself: "
+        f"calling eagerflow.graph.export.graph_def.{refused} is not allowed"
+    )
+    with pytest.raises(AssertionError, match=message):
+        getattr(test_ch10, f"test_{test}")(chapter, "nan payloads")
+
+
 def test_ch10_decode_attr_rejects_a_read_only_view() -> None:
     def view(data):  # type: ignore[no-untyped-def]
         if isinstance(data, dict) and "tensor" in data:
@@ -605,6 +711,13 @@ def _numpy_source_with_eagerflow(graph_def, fetches):  # type: ignore[no-untyped
 )  # fmt: skip
 def test_ch10_numpy_source_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
     rejects(test_ch10.test_numpy_source_on_hidden_networks, message, 0, numpy_source=mistake)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+def test_ch10_numpy_source_rejects_constants_written_by_repr() -> None:
+    # _numpy_source writes np.array([inf, nan], ...): names that the source does not define
+    rejects(test_ch10.test_numpy_source_of_constants_that_are_not_finite,
+            "name 'inf' is not defined", numpy_source=_numpy_source)  # fmt: skip
 
 
 def test_ch10_numpy_source_planted_mistakes_are_mistakes() -> None:
@@ -803,6 +916,38 @@ def test_ch15_early_stopping_rejects(mistake, message, monkeypatch) -> None:  # 
             early_stopping=mistake)  # fmt: skip
 
 
+# --- dtypes: a class index, least squares ---------------------------------------------------------
+def _fizzbuzz_class_in_int64(n):  # type: ignore[no-untyped-def]
+    def multiple_of(k):  # type: ignore[no-untyped-def]
+        return ef.equal(ef.floormod(n, k), 0)
+
+    def c(k):  # type: ignore[no-untyped-def]
+        return lambda: ef.constant(k, ef.int64)  # the right numbers, in int64
+
+    return cond(multiple_of(15), c(3), lambda: cond(
+        multiple_of(5), c(2), lambda: cond(multiple_of(3), c(1), c(0))))  # fmt: skip
+
+
+def test_ch13_fizzbuzz_class_rejects_an_int64_class() -> None:
+    rejects(test_ch13.test_fizzbuzz_class_on_hidden_numbers, "int32 scalar",
+            fizzbuzz_class=_fizzbuzz_class_in_int64)  # fmt: skip
+
+
+def _least_squares_in_float32(x, y):  # type: ignore[no-untyped-def]
+    x, y = np.asarray(x, np.float32), np.asarray(y, np.float32)  # the hint said float64
+    dx, dy = x - x.mean(), y - y.mean()
+    w = float(np.mean(dx * dy) / np.mean(dx * dx))
+    return w, float(y.mean() - w * x.mean())
+
+
+def test_ch15_least_squares_rejects_float32() -> None:
+    test_ch15.test_least_squares_on_hidden_data(  # it passes the tests of values that float32 fits
+        SimpleNamespace(least_squares=_least_squares_in_float32)
+    )
+    rejects(test_ch15.test_least_squares_works_in_float64, "compute in float64",
+            least_squares=_least_squares_in_float32)  # fmt: skip
+
+
 # --- how a mistake is run -------------------------------------------------------------------------
 FAILED = (AssertionError, pytest.fail.Exception)
 
@@ -946,15 +1091,18 @@ def _jacobian_transposed(f, x):
 @pytest.mark.parametrize(
     ("mistake", "message"),
     [
-        (_jacobian_with_tape_jacobian, "called tape.jacobian"),
+        (
+            _jacobian_with_tape_jacobian,
+            "calling eagerflow.autodiff.tape.GradientTape.jacobian is not allowed",
+        ),
         (_jacobian_running_f_per_row, "f ran 4 times"),
         (_jacobian_transposed, r"expected a \(3, 2\) Jacobian"),
     ],
     ids=["tape_jacobian", "f_per_row", "transposed"],
 )
-def test_ch03_jacobian_by_rows_rejects(mistake, message, monkeypatch) -> None:
+def test_ch03_jacobian_by_rows_rejects(mistake, message) -> None:
     test = test_ch03.test_jacobian_by_rows_on_hidden_functions_runs_f_once
-    rejects(test, message, monkeypatch, jacobian_by_rows=mistake)
+    rejects(test, message, jacobian_by_rows=mistake)
 
 
 def _numerical_gradient_from_a_tape(f, x, eps=1e-4):
@@ -1049,6 +1197,10 @@ def _order_without(fetches, fed, stop_at_fed=True, controls=True):
     return [o for o in fetches[0].graph.get_operations() if o in seen]
 
 
+def _order_of_the_sessions_plan(fetches, fed=()):
+    return session_module._needed_operations(list(fetches), set(fed))  # gamed: ready-made
+
+
 def _order_of_everything(fetches, fed=()):
     return list(fetches[0].graph.get_operations())
 
@@ -1067,8 +1219,20 @@ def _order_without_control_inputs(fetches, fed=()):
         (_order_of_everything, 0, "expected the operations"),
         (_order_through_fed_tensors, 1, "expected the operations"),
         (_order_without_control_inputs, 4, "has the control input"),
+        (
+            _order_of_the_sessions_plan,
+            2,
+            "execution_order: this exercise asks you to build the "
+            "walk back from the fetches yourself: calling eagerflow.graph.core.session."
+            "_needed_operations is not allowed",
+        ),
     ],
-    ids=["every_operation", "walks_past_fed_tensors", "forgets_control_inputs"],
+    ids=[
+        "every_operation",
+        "walks_past_fed_tensors",
+        "forgets_control_inputs",
+        "sessions_needed_operations",
+    ],
 )
 def test_ch05_execution_order_rejects(mistake, seed, message) -> None:
     rejects(test_ch05.test_execution_order_on_hidden_graphs, message, seed, execution_order=mistake)
@@ -1089,6 +1253,16 @@ def _run_graph_computing_over_the_feed(fetches, feed_dict):
 def test_ch05_run_graph_rejects_computing_over_a_fed_tensor() -> None:
     rejects(test_ch05.test_run_graph_on_hidden_graphs, "hidden graph", 1,
             run_graph=_run_graph_computing_over_the_feed)  # fmt: skip
+
+
+def _run_graph_by_the_sessions_plan(fetches, feed_dict):
+    return Plan(list(fetches), list(feed_dict)).run(dict(feed_dict))  # gamed: a Session's own
+
+
+def test_ch05_run_graph_rejects_the_sessions_plan() -> None:
+    message = "run_graph: .* calling eagerflow.graph.core.session.Plan is not allowed"
+    rejects(test_ch05.test_run_graph_on_hidden_graphs, message, 1,
+            run_graph=_run_graph_by_the_sessions_plan)  # fmt: skip
 
 
 # --- chapter 5: a Session with a memory (stretch) -------------------------------------------------
@@ -1167,6 +1341,16 @@ class _MiniSessionWithTheRealStore(_MiniSession):
     real_kernels = True
 
 
+class _MiniSessionOfAPlan:
+    def __init__(self, graph: Graph) -> None:
+        self.values: dict[object, np.ndarray] = {}
+
+    def run(self, fetches, feed_dict=None):  # type: ignore[no-untyped-def]
+        feed = dict(feed_dict or {})
+        with session_values(self.values):  # gamed: a Session's plan, on a store of its own
+            return Plan(list(fetches), list(feed)).run(feed)
+
+
 class _MiniSessionOfARealSession:
     def __init__(self, graph: Graph) -> None:
         self.values: dict[object, np.ndarray] = {}
@@ -1185,8 +1369,21 @@ class _MiniSessionOfARealSession:
         (_MiniSessionReadingZeros, "refuses_an_uninitialized_variable", "DID NOT RAISE"),
         (_MiniSessionWithTheRealStore, "on_hidden_run_sequences", "store"),
         (_MiniSessionOfARealSession, "trains_like_a_session_on_hidden_data", "Session.run"),
+        (
+            _MiniSessionOfAPlan,
+            "on_hidden_run_sequences",
+            "calling eagerflow.graph.core.session.Plan is not allowed",
+        ),
     ],
-    ids=["one_store_for_all", "in_place", "reads_at_the_start", "zeros", "real_store", "session"],
+    ids=[
+        "one_store_for_all",
+        "in_place",
+        "reads_at_the_start",
+        "zeros",
+        "real_store",
+        "session",
+        "sessions_plan",
+    ],
 )
 def test_ch05_mini_session_rejects(mistake, test, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     args = (0,) if test == "on_hidden_run_sequences" else ()
@@ -1663,6 +1860,52 @@ def test_ch12_scheduled_gradient_descent_rejects(mistake, test, message, tmp_pat
     rejects(test_function, message, *args, ScheduledGradientDescent=mistake)
 
 
+class _AdagradAsItsHintSaid(nn.Optimizer):
+    """Adagrad as its Hint 3 read: the last assignment returned with its read value."""
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, name="Adagrad"):  # type: ignore[no-untyped-def]
+        super().__init__(learning_rate, name)
+        self.initial_accumulator_value = float(initial_accumulator_value)
+
+    def _apply(self, grad, variable):  # type: ignore[no-untyped-def]
+        accumulator = self.slot(variable, "accumulator", initial=self.initial_accumulator_value)
+        new = accumulator.assign(accumulator + ef.square(grad))
+        return variable.assign_sub(self.learning_rate * grad / ef.sqrt(new))  # the Variable
+
+
+def test_ch12_adagrad_rejects_returning_the_read_value() -> None:
+    # right eagerly and in a graph; in a traced function the train op cannot wait for it
+    chapter = SimpleNamespace(AdagradOptimizer=_AdagradAsItsHintSaid)
+    test_ch12.test_adagrad_works_in_a_graph_through_minimize(chapter)
+    rejects(test_ch12.test_adagrad_in_a_function_traced_once, "read_value=False",
+            AdagradOptimizer=_AdagradAsItsHintSaid)  # fmt: skip
+
+
+def _train_step_by_fit(model, optimizer, x, y):  # type: ignore[no-untyped-def]
+    history = nn.fit(
+        model,
+        x,
+        y,
+        loss="sparse_softmax_cross_entropy",
+        optimizer=optimizer,
+        batch_size=len(x),
+        shuffle=False,
+        verbose=False,
+    )  # gamed: fit, one batch
+    return float(history["loss"][0])
+
+
+@pytest.mark.parametrize(
+    "test", ["takes_one_gradient_step_on_the_mean_loss", "builds_a_new_model_and_learns"]
+)
+def test_ch12_train_step_rejects_fit(test) -> None:  # type: ignore[no-untyped-def]
+    message = (
+        "train_step: this exercise asks you to build the training step yourself: calling "
+        "eagerflow.nn.training.fit is not allowed"
+    )
+    rejects(getattr(test_ch12, f"test_train_step_{test}"), message, train_step=_train_step_by_fit)
+
+
 # --- chapter 1: shapes, broadcasting, the registry -----------------------------------------------
 def _broadcast_from_the_left(a, b):
     a, b = tuple(a) + (1,) * (len(b) - len(a)), tuple(b) + (1,) * (len(a) - len(b))
@@ -1675,11 +1918,33 @@ def _broadcast_without_checking(a, b):
     return tuple(max(x, y) for x, y in zip(a, b, strict=True))  # (3,) and (4,) give (4,)
 
 
+def _broadcast_by_numpy(a, b):
+    return tuple(np.broadcast_shapes(a, b))  # gamed: NumPy's rule, ready-made
+
+
+def _broadcast_by_numpy_broadcast(a, b):
+    return np.broadcast(np.empty(a), np.empty(b)).shape  # gamed: the same, by another name
+
+
+def _broadcast_by_eagerflows_rule(a, b):
+    return tuple(ef_rules.broadcast(tuple(a), tuple(b)))  # gamed: the framework's own
+
+
+_REFUSED_BROADCAST = "this exercise asks you to build the broadcasting rule yourself: calling"
+
+
 @pytest.mark.parametrize(
     ("mistake", "message"),
-    [(_broadcast_from_the_left, "broadcast_shape"), (_broadcast_without_checking, "ShapeError")],
-    ids=["aligned_on_the_left", "no_shape_error"],
-)
+    [
+        (_broadcast_from_the_left, "broadcast_shape"),
+        (_broadcast_without_checking, "ShapeError"),
+        (_broadcast_by_numpy, _REFUSED_BROADCAST + " numpy.broadcast_shapes is not allowed"),
+        (_broadcast_by_numpy_broadcast, _REFUSED_BROADCAST + " numpy.broadcast is not allowed"),
+        (_broadcast_by_eagerflows_rule, _REFUSED_BROADCAST + " eagerflow.tensor.rules.broadcast"),
+    ],
+    ids=["aligned_on_the_left", "no_shape_error", "np_broadcast_shapes", "np_broadcast",
+         "eagerflows_rule"],
+)  # fmt: skip
 def test_ch01_broadcast_shape_rejects(mistake, message) -> None:
     rejects(test_ch01.test_broadcast_shape_on_hidden_shapes, message, broadcast_shape=mistake)
 
@@ -1687,6 +1952,15 @@ def test_ch01_broadcast_shape_rejects(mistake, message) -> None:
 def _squared_distances_in_numpy(a, b):
     a, b = a.numpy(), b.numpy()
     return ((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=-1)  # a NumPy array
+
+
+def _squared_distances_in_numpy_made_a_tensor(a, b):
+    return ef.constant(_squared_distances_in_numpy(a, b))  # gamed: no op computed it
+
+
+def _squared_distances_of_copies(a, b):
+    a, b = ef.constant(a.numpy()), ef.constant(b.numpy())  # gamed: ops, but not on a and b
+    return ef.reduce_sum(ef.square(ef.expand_dims(a, 1) - ef.expand_dims(b, 0)), axis=-1)
 
 
 def _squared_distances_summed_over_the_wrong_axis(a, b):
@@ -1699,8 +1973,10 @@ def _squared_distances_summed_over_the_wrong_axis(a, b):
     [
         (_squared_distances_in_numpy, "expected an eagerflow Tensor"),
         (_squared_distances_summed_over_the_wrong_axis, "expected shape"),
+        (_squared_distances_in_numpy_made_a_tensor, "computing it in NumPy .* is not allowed"),
+        (_squared_distances_of_copies, "what ops .* made from a and b"),
     ],
-    ids=["numpy_array", "wrong_axis"],
+    ids=["numpy_array", "wrong_axis", "numpy_made_a_tensor", "ops_on_copies"],
 )
 def test_ch01_squared_distances_rejects(mistake, message) -> None:
     rejects(test_ch01.test_squared_distances_on_hidden_points, message, squared_distances=mistake)
@@ -1880,6 +2156,14 @@ def _cross_entropy_unstable(logits, labels):
     return ef.reduce_sum(labels * (lse - logits), axis=-1)
 
 
+def _cross_entropy_built_in(logits, labels):
+    return nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits)  # gamed
+
+
+def _cross_entropy_of_log_softmax(logits, labels):
+    return -ef.reduce_sum(labels * ef.log_softmax(logits), axis=-1)  # gamed: stable, ready-made
+
+
 def _second_derivative_graph_of_f_prime_only(f):
     graph = Graph()
     with graph.as_default():
@@ -1901,8 +2185,24 @@ def _second_derivative_graph_of_f_prime_only(f):
             {"second_derivative_graph": _second_derivative_graph_of_f_prime_only},
             "hidden polynomial",
         ),
+        (
+            "test_cross_entropy_on_hidden_batches_in_both_modes",
+            {"cross_entropy": _cross_entropy_built_in},
+            "cross_entropy: this exercise asks you to build the stable cross-entropy yourself: "
+            "calling eagerflow.nn.losses.softmax_cross_entropy_with_logits is not allowed",
+        ),
+        (
+            "test_cross_entropy_on_hidden_batches_in_both_modes",
+            {"cross_entropy": _cross_entropy_of_log_softmax},
+            "calling eagerflow.tensor.nn_ops.log_softmax is not allowed",
+        ),
     ],
-    ids=["cross_entropy_unstable", "second_derivative_is_f_prime"],
+    ids=[
+        "cross_entropy_unstable",
+        "second_derivative_is_f_prime",
+        "cross_entropy_built_in",
+        "cross_entropy_of_log_softmax",
+    ],
 )
 def test_ch06_rejects(test, mistake, message) -> None:
     rejects(getattr(test_ch06, test), message, **mistake)
@@ -2485,6 +2785,12 @@ def _jvp_from_the_tape(f, x, v):
     return y, ef.matmul(tape.jacobian(y, x), ef.reshape(v, (-1, 1)))[:, 0]  # reverse mode
 
 
+def _jvp_by_the_accumulator(f, x, v):
+    with ForwardAccumulator(x, v) as accumulator:  # gamed: the framework's forward mode
+        y = f(x)
+    return y, accumulator.jvp(y)
+
+
 def _jvp_zeros(f, x, v):
     y = f(x)
     return y, ef.zeros_like(y)  # gamed: the shape is right
@@ -2527,8 +2833,11 @@ def _jvp_forgetting_a_product_term(f, x, v):
         (_jvp_from_the_tape, "eagerflow's tape"),
         (_jvp_zeros, "J·v"),
         (_jvp_forgetting_a_product_term, "J·v"),
+        (_jvp_by_the_accumulator, "jvp: this exercise asks you to build forward mode yourself: "
+         "calling eagerflow.autodiff.forward.ForwardAccumulator is not allowed"),
     ],
-    ids=["finite_differences", "reverse_mode_tape", "zeros", "mul_without_a_term"],
+    ids=["finite_differences", "reverse_mode_tape", "zeros", "mul_without_a_term",
+         "forward_accumulator"],
 )  # fmt: skip
 def test_ch03_jvp_rejects(mistake, message, monkeypatch) -> None:
     test = test_ch03.test_jvp_stretch_matches_the_jacobian_on_hidden_programs
