@@ -3,14 +3,25 @@ conftest's folder there), so tests can `import op_cases`."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import eagerflow.tensor as ef
 from eagerflow.graph import reset_default_graph
 from eagerflow.nn import Layer
+
+# Hypothesis: the same examples on every CI run (a red run means a change broke something, not
+# that a new example was drawn), fresh ones on a developer's machine, and many more with
+# HYPOTHESIS_PROFILE=explore. Loaded here, before any test module makes its settings.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", max_examples=1000)
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default")
+)
 
 EXERCISE_TESTS = Path(__file__).parent / "exercises"
 # `-m ch03`, `-m "ch03 or ch04"`: the command a reader runs for a chapter's exercises

@@ -89,11 +89,20 @@ SETTINGS = settings(
 
 
 def check_each(names: list[str], expected: list[Any], got: list[Any], dtype: np.dtype) -> None:
-    for name, e, g in zip(names, expected, got, strict=True):
+    """Each op's values as the interpreter's. A last value named "sum" adds up the others: it
+    is checked to within the rounding of adding them in another order, a few eps of the
+    terms' magnitude (far above the sum's when they cancel)."""
+    summed = names[-1] == "sum"
+    for name, e, g in zip(names[:-1] if summed else names, expected, got, strict=False):
         try:
             check([e], [g], name not in INEXACT, dtype)
         except AssertionError as error:
             raise AssertionError(f"{name}: {error}") from None
+    if not summed:
+        return
+    terms = sum(np.abs(np.asarray(e, np.float64)).sum() for e in expected[:-1])
+    bound = 8 * np.finfo(dtype).eps * len(names) * max(1.0, float(terms))
+    np.testing.assert_allclose(got[-1], expected[-1], rtol=0, atol=bound, err_msg=names[-1])
 
 
 # All ops of a kind in one graph: one loop (one numba compile) per example, not one per op.
