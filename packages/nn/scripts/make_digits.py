@@ -81,6 +81,7 @@ def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def main() -> int:
+    """Write the file and print its SHA-256 and size."""
     arrays = split(*source())
     write_npz(OUT, arrays)
     data = OUT.read_bytes()

@@ -46,6 +46,7 @@ def call_with(fn: Callable[..., Any], element: Any) -> Any:
 
 
 def checked_function(caller: str, fn: Any) -> Callable[..., Any]:
+    """``fn``, or a TypeError naming ``caller`` when it cannot be called."""
     if not callable(fn):
         raise TypeError(
             f"{caller}: expected a function (called with each element's components), got "
@@ -65,10 +66,12 @@ def count_argument(caller: str, what: str, value: Any, least: int | None) -> int
 
 
 def function_name(fn: Callable[..., Any]) -> str:
+    """A function's name for a message (a callable object's class name)."""
     return getattr(fn, "__name__", type(fn).__name__)
 
 
 def to_numpy(t: Tensor) -> Any:
+    """``t.numpy()``, as a function to map over an element's structure."""
     return t.numpy()
 
 

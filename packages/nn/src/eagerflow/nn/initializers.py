@@ -18,10 +18,12 @@ Initializer = Callable[[Sequence[int], DType], Tensor]
 
 
 def zeros(shape: Sequence[int], dtype: DType = ef.float32) -> Tensor:
+    """All zeros (Keras' ``\"zeros\"``): biases start here."""
     return ef.zeros(shape, dtype)
 
 
 def ones(shape: Sequence[int], dtype: DType = ef.float32) -> Tensor:
+    """All ones (Keras' ``\"ones\"``): a normalization's scale starts here."""
     return ef.ones(shape, dtype)
 
 

@@ -245,6 +245,7 @@ def add_recorder(recorder: Recorder) -> None:
 
 
 def remove_recorder(recorder: Recorder) -> None:
+    """Stop telling ``recorder`` about this thread's ops."""
     recorders = _state.get().recorders
     if recorders and recorders[-1] is recorder:  # the usual case: the newest one leaves
         _set_recorders(recorders[:-1])
@@ -253,6 +254,7 @@ def remove_recorder(recorder: Recorder) -> None:
 
 
 def active_recorders() -> tuple[Recorder, ...]:
+    """The recorders this thread's ops are told about, oldest first."""
     return _state.get().recorders
 
 

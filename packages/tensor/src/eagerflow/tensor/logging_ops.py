@@ -56,7 +56,7 @@ def print_kernel(
     sep: str,
     end: str,
 ) -> tuple[()]:
-    # writes the template, with each tensor slot filled by the next input, to the stream
+    """Write the template to the stream, each tensor slot filled by the next input."""
     values = iter(arrays)
     filled = [v if v is not TENSOR_SLOT else next(values) for v in flatten(template)]
     items = pack_sequence_as(template, filled)

@@ -25,6 +25,8 @@ _DOT = {"op": "box", "input": "ellipse", "variable": "cylinder", "const": "note"
 
 @dataclass(frozen=True)
 class Node:
+    """A box of a picture: an op, an input, a variable or a constant."""
+
     id: str
     title: str  # first line of the label (e.g. the op's name)
     detail: str = ""  # second line (e.g. the op type, or a dtype and shape)
@@ -35,6 +37,8 @@ class Node:
 
 @dataclass(frozen=True)
 class Edge:
+    """An arrow of a picture, from one node's ``id`` to another's."""
+
     source: str
     target: str
     label: str = ""
@@ -42,6 +46,7 @@ class Edge:
 
 
 def safe_id(text: str) -> str:
+    """``text`` as an identifier Mermaid and Graphviz accept (``layer/w:0`` -> ``n_layer_w_0``)."""
     return "n_" + re.sub(r"\W", "_", text)
 
 

@@ -91,6 +91,7 @@ def reduced_axes(axis: int | Sequence[int] | None, rank: int) -> set[int]:
 
 # --- dtypes ---------------------------------------------------------------------------------
 def names(allowed: frozenset[DType]) -> str:
+    """The dtypes of ``allowed`` for a message: ``float16, float32, float64``."""
     return ", ".join(sorted(d.name for d in allowed))
 
 

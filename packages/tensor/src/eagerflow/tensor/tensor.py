@@ -353,6 +353,7 @@ def _check_lossless(array: np.ndarray, natural: DType, target: DType, value: Any
 
 
 def is_tensor(value: Any) -> bool:
+    """Whether ``value`` is a tensor, eager or symbolic (``tf.is_tensor``)."""
     return isinstance(value, Tensor)
 
 

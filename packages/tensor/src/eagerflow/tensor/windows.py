@@ -77,12 +77,14 @@ def as_pair(op_name: str, what: str, value: Any) -> Pair:
 
 
 def check_padding(op_name: str, padding: Any) -> str:
+    """``padding``, which must be ``\"SAME\"`` or ``\"VALID\"``."""
     if padding not in ("SAME", "VALID"):
         raise InvalidArgumentError(f'{op_name}: padding must be "SAME" or "VALID", got {padding!r}')
     return str(padding)
 
 
 def check_data_format(op_name: str, data_format: Any) -> None:
+    """Refuse any layout but NHWC, saying how to transpose NCHW input."""
     if data_format != "NHWC":
         raise InvalidArgumentError(
             f"{op_name}: only data_format='NHWC' is supported, got {data_format!r} "
@@ -130,6 +132,7 @@ def pads_of(size: int, k: int, stride: int, dilation: int, padding: str) -> tupl
 
 
 def check_rank4(what: str, shape: Shape) -> None:
+    """Refuse a shape that is not [batch, height, width, channels]."""
     if len(shape) != 4:
         raise ShapeError(f"{what} must have rank 4 (NHWC), got shape {format_shape(shape)}")
 
@@ -144,6 +147,7 @@ def agree(a: Dim, b: Dim, message: Callable[[], str]) -> Dim:
 
 
 def conv_out_size(x: Shape, kh: Dim, kw: Dim, attrs: Attrs) -> tuple[Dim, Dim]:
+    """The output's height and width for input shape ``x`` and a ``kh`` x ``kw`` kernel."""
     (sh, sw), (dh, dw) = attrs["strides"], attrs["dilations"]
     return (
         out_size(x[1], kh, sh, dh, attrs["padding"]),
