@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+import eagerflow.tensor.pictures as pictures
 from eagerflow.graph.compiler.fusion import Cluster, Unit, find_clusters, reduced_axes
 from eagerflow.graph.compiler.kernels import (
     BACKENDS,
@@ -57,7 +58,6 @@ from eagerflow.graph.compiler.specialize import Node, Specialized, specialize
 from eagerflow.graph.core.graph import Operation, SymbolicTensor
 from eagerflow.graph.core.session import fetched_copy, name_the_node
 from eagerflow.graph.core.subgraphs import Subgraph
-from eagerflow.tensor import pictures
 from eagerflow.tensor.errors import EagerflowError, format_shape
 from eagerflow.tensor.execution import run_kernel
 
