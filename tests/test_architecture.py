@@ -22,7 +22,6 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 # Still over the limits, to be split next (this list may only shrink: a fixed entry must go).
 KNOWN_TOO_LONG = {
-    "packages/graph/src/eagerflow/graph/autograph/operators.py",
     "packages/graph/src/eagerflow/graph/export/graph_def_import.py:import_graph_def",
     "packages/graph/src/eagerflow/graph/export/saved_model/saving.py:save",
     "packages/graph/src/eagerflow/graph/export/saved_model/loading.py:load",
