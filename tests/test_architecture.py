@@ -22,7 +22,6 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 # Still over the limits, to be split next (this list may only shrink: a fixed entry must go).
 KNOWN_TOO_LONG = {
-    "packages/graph/src/eagerflow/graph/compiler/kernels.py:loop_source",
     "packages/graph/src/eagerflow/graph/core/control_flow_grad.py:_while_grad",
 }
 
