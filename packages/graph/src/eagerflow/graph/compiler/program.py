@@ -58,6 +58,7 @@ from eagerflow.graph.compiler.specialize import Node, Specialized, specialize
 from eagerflow.graph.core.graph import Operation, SymbolicTensor
 from eagerflow.graph.core.session import fetched_copy, name_the_node
 from eagerflow.graph.core.subgraphs import Subgraph
+from eagerflow.graph.core.walks import last_uses
 from eagerflow.tensor.errors import EagerflowError, format_shape
 from eagerflow.tensor.execution import run_kernel
 
@@ -294,22 +295,13 @@ class _Writer:
 
     def _last_uses(self, include_fetched: bool = False) -> dict[int, list[int]]:
         """For each step index, the computed values no later step reads (fetched values live
-        to the end: only with ``include_fetched`` are they listed, at their last reader)."""
-        program = self.program
-        fetched = {v for v in program.fetches if v is not None}
-        made: set[int] = set()
-        last: dict[int, int] = {}
-        for index, step in enumerate(self.steps):
-            for v in step.inputs:
-                last[v] = index
-            for v in step.outputs:
-                made.add(v)
-                last.setdefault(v, index)
-        result: dict[int, list[int]] = {}
-        for v, index in last.items():
-            if v in made and (include_fetched or v not in fetched):
-                result.setdefault(index, []).append(v)
-        return result
+        to the end: only with ``include_fetched`` are they listed, at their last reader).
+        Values no step computes (fed, constants) are never listed: they are the caller's."""
+        made = {v for step in self.steps for v in step.outputs}
+        keep = {v for step in self.steps for v in step.inputs} - made
+        if not include_fetched:
+            keep |= {v for v in self.program.fetches if v is not None}
+        return last_uses([(step.inputs, step.outputs) for step in self.steps], keep)
 
     # --- lines ---------------------------------------------------------------------------------
     def _lines(self, step: Unit, buffers: dict[int, np.ndarray]) -> list[str]:

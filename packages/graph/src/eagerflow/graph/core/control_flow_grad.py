@@ -18,8 +18,9 @@ import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, register_gradient
 from eagerflow.graph.core.control_flow import loop_attrs
 from eagerflow.graph.core.gradients import gradients
-from eagerflow.graph.core.graph import Operation, SymbolicTensor
+from eagerflow.graph.core.graph import SymbolicTensor
 from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
+from eagerflow.graph.core.walks import operations_behind
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import InvalidArgumentError
 from eagerflow.tensor.execution import execute
@@ -264,19 +265,12 @@ def _placeholders_behind(tensors: Sequence[SymbolicTensor]) -> set[SymbolicTenso
     body reads a variable needs its handle fed, so that a gradient of the backward loop
     reaches the variable too."""
     found: set[SymbolicTensor] = set()
-    seen: set[Operation] = set()
-    stack = [t.op for t in tensors]
-    while stack:
-        operation = stack.pop()
-        if operation in seen:
-            continue
-        seen.add(operation)
+    for operation in operations_behind([t.op for t in tensors], control=False):
         if operation.op_def.fed:
             found.update(operation.outputs)
         elif operation.op_def.reads_state and isinstance(operation.graph, FunctionGraph):
             handles = operation.graph.handles
             found.update(h for h, v in handles.items() if v is operation.attrs["variable"])
-        stack.extend(t.op for t in operation.inputs)
     return found
 
 
