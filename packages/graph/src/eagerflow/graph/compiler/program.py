@@ -260,23 +260,8 @@ class _Writer:
     def _plan_buffers(self) -> dict[int, np.ndarray]:
         """A buffer for each plannable value; values alive at different times share one."""
         program = self.program
-        readers: dict[int, list[Unit]] = {}
-        for step in self.steps:
-            for v in step.inputs:
-                readers.setdefault(v, []).append(step)
         fetched = {v for v in program.fetches if v is not None}
-        plannable = set()
-        for step in self.steps:
-            for v in self._writes_into_buffer(step):
-                shape = program.shapes.get(v)
-                if shape is None or v in program.fed:
-                    continue
-                # only a reader that keeps nothing of its inputs may read a planned buffer
-                if all(
-                    isinstance(r, Cluster) or not r.operation.op_def.retains_inputs
-                    for r in readers.get(v, [])
-                ):
-                    plannable.add(v)
+        plannable = self._plannable()
         last = self._last_uses(include_fetched=True)
         free: dict[tuple[Any, ...], list[np.ndarray]] = {}
         buffers: dict[int, np.ndarray] = {}
@@ -292,6 +277,26 @@ class _Writer:
                     key = (program.shapes[v], program.dtypes[v].np)
                     free.setdefault(key, []).append(buffers[v])
         return buffers
+
+    def _plannable(self) -> set[int]:
+        """The values that can live in a planned buffer: written into one (``out=``), of a
+        known shape, not fed, and read only by steps that keep nothing of their inputs."""
+        program = self.program
+        readers: dict[int, list[Unit]] = {}
+        for step in self.steps:
+            for v in step.inputs:
+                readers.setdefault(v, []).append(step)
+        plannable = set()
+        for step in self.steps:
+            for v in self._writes_into_buffer(step):
+                if program.shapes.get(v) is None or v in program.fed:
+                    continue
+                if all(
+                    isinstance(r, Cluster) or not r.operation.op_def.retains_inputs
+                    for r in readers.get(v, [])
+                ):
+                    plannable.add(v)
+        return plannable
 
     def _last_uses(self, include_fetched: bool = False) -> dict[int, list[int]]:
         """For each step index, the computed values no later step reads (fetched values live

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from eagerflow.graph.core.graph import Operation
@@ -171,13 +174,41 @@ def _strided_slice(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
     shape = op.inputs[0].shape
     if shape is None:
         raise Refused("the input's rank is unknown, so '...' cannot be placed")
-    key = list(op.attrs["key"])
+    bounds, squeeze, unsqueeze = _slicing(_full_key(op.attrs["key"], len(shape)), shape)
+    out = x[0]
+    if bounds:
+        hints = ("starts", "ends", "axes", "steps")
+        columns = zip(*bounds, strict=True)  # the starts, the ends, the axes, the steps
+        names = [b.ints(c, hint) for c, hint in zip(columns, hints, strict=True)]
+        out = b.one("Slice", [out, *names])
+    if squeeze:
+        out = b.one("Squeeze", [out, b.ints(squeeze, "axes")])
+    if unsqueeze:
+        out = b.one("Unsqueeze", [out, b.ints(unsqueeze, "axes")])
+    if out == x[0]:
+        out = b.one("Identity", [out])
+    return [out]
+
+
+def _full_key(key: Sequence[Any], rank: int) -> list[Any]:
+    """``key`` with its ``...`` (one is added at the end when it has none) written out as
+    the ``:``s it stands for, so that every axis of the input has an entry."""
+    key = list(key)
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if Ellipsis not in key:
         key.append(Ellipsis)
     where = key.index(Ellipsis)
-    key[where : where + 1] = [slice(None)] * (len(shape) - consumed)
-    bounds: list[tuple[int, int, int, int]] = []  # (start, end, axis, step) per sliced axis
+    key[where : where + 1] = [slice(None)] * (rank - consumed)
+    return key
+
+
+def _slicing(
+    key: list[Any], shape: Sequence[int | None]
+) -> tuple[list[tuple[int, int, int, int]], list[int], list[int]]:
+    """For a full key: the (start, end, axis, step) of each sliced axis (an int ``k`` is
+    the slice ``k:k+1``), the input axes to squeeze (the ints') and the output positions to
+    unsqueeze (the ``None``s')."""
+    bounds: list[tuple[int, int, int, int]] = []
     squeeze: list[int] = []
     unsqueeze: list[int] = []
     axis = position = 0  # of the input, of the output
@@ -196,19 +227,7 @@ def _strided_slice(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
             bounds.append((k, INT64_MAX if k == -1 else k + 1, axis, 1))
             squeeze.append(axis)
         axis += 1
-    out = x[0]
-    if bounds:
-        hints = ("starts", "ends", "axes", "steps")
-        columns = zip(*bounds, strict=True)  # the starts, the ends, the axes, the steps
-        names = [b.ints(c, hint) for c, hint in zip(columns, hints, strict=True)]
-        out = b.one("Slice", [out, *names])
-    if squeeze:
-        out = b.one("Squeeze", [out, b.ints(squeeze, "axes")])
-    if unsqueeze:
-        out = b.one("Unsqueeze", [out, b.ints(unsqueeze, "axes")])
-    if out == x[0]:
-        out = b.one("Identity", [out])
-    return [out]
+    return bounds, squeeze, unsqueeze
 
 
 def _slice_bounds(k: slice, dim: int | None) -> tuple[int, int, int]:
