@@ -180,7 +180,7 @@ RULES: dict[str, Rule] = {}
 def _simple(onnx_type: str, **attrs: Any) -> Rule:
     """The rule of an op that is one ONNX node of the same inputs."""
 
-    def translate(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    def translate(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
         return b.node(onnx_type, x, **attrs)
 
     translate.__doc__ = f"One ``{onnx_type}`` node."
@@ -213,8 +213,8 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
     return register
 
 
-def rank_of(op: Operation, i: int = 0) -> int:
-    shape = op.inputs[i].shape
+def rank_of(node: Operation, i: int = 0) -> int:
+    shape = node.inputs[i].shape
     if shape is None:
         raise Refused(f"input {i} has an unknown rank; ONNX needs it here")
     return len(shape)
