@@ -43,17 +43,22 @@ def tape_diagram(
             if t not in producer:
                 source, outside = f"in{outside}", outside + 1
                 producer[t] = source
-                if t in reads:
-                    title, kind = reads[t].name, "variable"
-                elif t in tape._roots:
-                    title, kind = "watched", "input"
-                else:
-                    title, kind = "constant", "const"
+                title, kind = _outside_kind(t, reads, tape._roots)
                 nodes.append(Node(source, title, describe(t), kind, notes=notes((t,))))
             edges.append(Edge(producer[t], node_id, str(tuple(t.shape))))
         for o in record.outputs:
             producer[o] = node_id
     return nodes, edges
+
+
+def _outside_kind(t: Any, reads: dict[Any, Any], roots: Any) -> tuple[str, str]:
+    """The title and kind of an input from outside the tape: a variable's read (titled by
+    the variable), a watched tensor, or a constant."""
+    if t in reads:
+        return reads[t].name, "variable"
+    if t in roots:
+        return "watched", "input"
+    return "constant", "const"
 
 
 __all__ = ["tape_diagram"]

@@ -22,7 +22,10 @@ GradientRule = Callable[..., Sequence[Tensor | None]]
 
 
 class OpRecord(NamedTuple):
-    """One op application, as a gradient rule sees it (a NamedTuple: cheap to make)."""
+    """One op application, as a gradient rule sees it (a NamedTuple: cheap to make).
+
+    A *use* of an op: its ``op`` is the ``OpDef`` applied, with the inputs, attributes and
+    outputs of this one application (a use kept in a graph is an ``Operation``, a node)."""
 
     op: OpDef
     inputs: tuple[Tensor, ...]

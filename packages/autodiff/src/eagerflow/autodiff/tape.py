@@ -123,7 +123,9 @@ def _dependents(entries: Sequence[Entry], sources: set[Tensor]) -> set[Tensor]:
     return depends
 
 
-def _backprop(
+# The backward hot path, kept in one function on purpose (over ruff's complexity limit): it
+# runs once per recorded op, and each helper it called would add a Python call (~60 ns).
+def _backprop(  # noqa: C901
     entries: Sequence[Entry],
     targets: Sequence[Tensor],
     seeds: Sequence[Tensor],

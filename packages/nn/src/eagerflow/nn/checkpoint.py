@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import warnings
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from pathlib import Path
 from typing import Any
 
@@ -106,12 +106,7 @@ class Checkpoint:
         pending, waiting_slots = self._missing_optimizer_state(arrays, variables)
         now = {key: v for key, v in variables.items() if key in arrays}
         known = now.keys() | pending.keys() | waiting_slots.keys()
-        maybe_waiting: dict[str, tuple[Layer, str]] = {}  # values for variables not made yet
-        for key in arrays:  # (in the file's order, so that errors come in that order)
-            top, _, rest = key.partition("/")
-            layer = self.objects.get(top)
-            if isinstance(layer, Layer) and rest and key not in known:
-                maybe_waiting[key] = (layer, rest)
+        maybe_waiting = self._for_layers_to_make(arrays, known)
         # check everything first, so that a file that does not fit changes nothing
         for key, variable in now.items():
             _check(path, key, arrays[key], variable.shape, variable.dtype.np)
@@ -123,17 +118,23 @@ class Checkpoint:
         for key, (create, _, _) in pending.items():
             now[key] = create()
         _write(now, arrays, session)
-        waiting: dict[str, Waiting] = {}
-        for key, (layer, rest) in maybe_waiting.items():
-            value = Waiting(str(path), key, arrays[key])
-            if layer.defer(rest, value):  # (False: its layer is built and will make no more)
-                waiting[key] = value
-        for key, (primary, optimizer, slot_name) in waiting_slots.items():
-            if primary in waiting:
-                waiting[primary].slots.append((key, optimizer, slot_name, arrays[key]))
+        waiting = _defer(str(path), arrays, maybe_waiting, waiting_slots)
         used = now.keys() | waiting.keys() | {k for w in waiting.values() for k, *_ in w.slots}
         unused = sorted(arrays.keys() - used)
         return CheckpointLoadStatus(self, str(path), arrays.keys(), unused, list(waiting.values()))
+
+    def _for_layers_to_make(
+        self, arrays: dict[str, np.ndarray], known: Set[str]
+    ) -> dict[str, tuple[Layer, str]]:
+        """The values of the file for variables not made yet: ``{key: (its layer, the rest of
+        the key)}``, in the file's order (so that errors come in that order)."""
+        found: dict[str, tuple[Layer, str]] = {}
+        for key in arrays:
+            top, _, rest = key.partition("/")
+            layer = self.objects.get(top)
+            if isinstance(layer, Layer) and rest and key not in known:
+                found[key] = (layer, rest)
+        return found
 
     def _missing_optimizer_state(
         self, arrays: dict[str, np.ndarray], variables: dict[str, Variable]
@@ -258,6 +259,25 @@ class CheckpointLoadStatus:
             warnings.warn(f"checkpoint {self._path} was restored in part: " + "; ".join(problems)
                           + " (call expect_partial() on the status if that is intended)",
                           CheckpointWarning, stacklevel=2)  # fmt: skip
+
+
+def _defer(
+    path: str,
+    arrays: dict[str, np.ndarray],
+    maybe_waiting: dict[str, tuple[Layer, str]],
+    waiting_slots: dict[str, tuple[str, Optimizer, str]],
+) -> dict[str, Waiting]:
+    """Hand each value for a variable not made yet to its layer, to give when it makes it;
+    the optimizer slots of such a variable wait with it."""
+    waiting: dict[str, Waiting] = {}
+    for key, (layer, rest) in maybe_waiting.items():
+        value = Waiting(path, key, arrays[key])
+        if layer.defer(rest, value):  # (False: its layer is built and will make no more)
+            waiting[key] = value
+    for key, (primary, optimizer, slot_name) in waiting_slots.items():
+        if primary in waiting:
+            waiting[primary].slots.append((key, optimizer, slot_name, arrays[key]))
+    return waiting
 
 
 def _slot_maker(optimizer: Optimizer, primary: Variable, slot_name: str) -> Any:

@@ -59,7 +59,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True, slots=True)
 class OpDef:
-    """One op: its TensorFlow name, NumPy kernel, static shape and dtype rules, and facts."""
+    """One op: its TensorFlow name, NumPy kernel, static shape and dtype rules, and facts.
+
+    The *definition* of an op, made once per op and never per use: an ``OpRecord`` (a use
+    seen by a gradient rule) and an ``Operation`` (a graph node) each hold one as ``op`` or
+    ``op_def``. (The ``@op`` decorator below registers one for an op's public function.)"""
 
     name: str
     kernel: Kernel

@@ -15,7 +15,8 @@ Read it in this order:
 2. ``converters/``    one ``ast.NodeTransformer`` per construct (its ``__init__`` lists them);
 3. ``analysis.py``    which variables each statement changes and which are used after it;
 4. ``operators.py``   the helpers the converted code calls: Python or graph, decided at run
-   time, with messages that name the user's variables and lines;
+   time, with messages that name the user's variables and lines (``values.py`` what they
+   share, ``conditionals.py`` for ``if``, ``and``, ``or``, ``not``, ``loops.py`` for loops);
 5. ``templates.py``, ``naming.py``, ``anno.py``: small tools of the converters.
 """
 

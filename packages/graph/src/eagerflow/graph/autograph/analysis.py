@@ -100,20 +100,26 @@ def _collect_stores(node: ast.AST, found: set[str]) -> None:
     if isinstance(node, _COMPREHENSIONS):
         found.update(n.target.id for n in ast.walk(node) if isinstance(n, ast.NamedExpr))
         return
-    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-        found.add(node.id)
-    elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
-        name = dotted_name(node)
-        if name:  # `self.count = ...`: a *composite* variable, see `Scope`
-            found.add(name)
-    elif isinstance(node, ast.Import | ast.ImportFrom):
-        found.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
-    elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
-        found.add(node.name)
-    elif isinstance(node, ast.MatchMapping) and node.rest:
-        found.add(node.rest)
+    found.update(_names_bound_by(node))
     for child in ast.iter_child_nodes(node):
         _collect_stores(child, found)
+
+
+def _names_bound_by(node: ast.AST) -> list[str]:
+    """The names ``node`` itself binds (not its children): an assigned name or attribute
+    chain, an import, an ``except ... as`` or a ``match`` capture."""
+    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+        return [node.id]
+    if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+        name = dotted_name(node)  # `self.count = ...`: a *composite* variable, see `Scope`
+        return [name] if name else []
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return [(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"]
+    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+        return [node.name]
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return [node.rest]
+    return []
 
 
 def dotted_name(node: ast.expr) -> str | None:

@@ -223,13 +223,36 @@ class LoopSpec:
 
 def loop_source(spec: LoopSpec, name: str) -> str:
     """The Python source of ``spec``'s loop nest, a function ``name(n0, ..., a0, ..., o0,
-    ...)`` writing its outputs into the arrays ``o``."""
-    r = spec.rank
+    ...)`` writing its outputs into the arrays ``o``. Written in passes, in the order the
+    function runs: the accumulators, the loops over the domain, the body (each input's
+    element, each member's value, the stores, the reductions' steps), the reductions' outputs."""
+    rows = [k for m, k, axes, _ in spec.reductions if _sums_rows(spec, m, axes)]
+    body = "    " * (spec.rank + 1)  # the indent inside the innermost loop
+    lines = [
+        _signature(spec, name),
+        *_accumulators(spec, rows),
+        *(f"{'    ' * (j + 1)}for i{j} in range(n{j}):" for j in range(spec.rank)),
+        *_elementwise(spec, body),
+        *_reduction_steps(spec, body, rows),
+    ]
+    for reduction in spec.reductions:
+        lines += _reduction_output(spec, *reduction)
+    return "\n".join(lines) + "\n"
+
+
+def _signature(spec: LoopSpec, name: str) -> str:
+    """``def name(n0, ..., a0, ..., o0, ...):``: the domain's sizes, the inputs, the outputs."""
     n_out = len(spec.stores) + len(spec.reductions)
-    sizes = [f"n{j}" for j in range(r)]
-    params = [*sizes, *(f"a{k}" for k in range(len(spec.inputs))),
+    params = [*(f"n{j}" for j in range(spec.rank)), *(f"a{k}" for k in range(len(spec.inputs))),
               *(f"o{k}" for k in range(n_out))]  # fmt: skip
-    lines = [f"def {name}({', '.join(params)}):"]
+    return f"def {name}({', '.join(params)}):"
+
+
+def _accumulators(spec: LoopSpec, rows: Sequence[int]) -> list[str]:
+    """Before the loops: each reduction's accumulator at its start value, the scratch rows,
+    and the 0-d inputs (which come as scalars)."""
+    r = spec.rank
+    lines = []
     for m, k, axes, keepdims in spec.reductions:
         start = REDUCTIONS[spec.members[m][0]].start
         kept = _kept(r, axes, keepdims)
@@ -238,63 +261,78 @@ def loop_source(spec: LoopSpec, name: str) -> str:
             lines.append(f"    acc{k} = np.full(({shape},), {start})")
         else:
             lines.append(f"    acc{k} = {start}")
-    rows = [k for m, k, axes, _ in spec.reductions if _sums_rows(spec, m, axes)]
-    for k in rows:
-        lines.append(f"    row{k} = np.empty(n{r - 1})")
-    for k, (_, along) in enumerate(spec.inputs):
-        if not along:  # a 0-d input comes as a scalar
-            lines.append(f"    e{k} = a{k}")
-    indent = "    "
-    for j in range(r):
-        lines.append(f"{indent}for i{j} in range(n{j}):")
-        indent += "    "
-    for k, (_, along) in enumerate(spec.inputs):
-        if along:
-            lines.append(f"{indent}e{k} = a{k}[{_index(r, along)}]")
+    lines += [f"    row{k} = np.empty(n{r - 1})" for k in rows]
+    lines += [f"    e{k} = a{k}" for k, (_, along) in enumerate(spec.inputs) if not along]
+    return lines
+
+
+def _elementwise(spec: LoopSpec, indent: str) -> list[str]:
+    """In the innermost loop: each input's element, each elementwise member's value rounded
+    to its dtype, and the stores of the values used outside the cluster."""
+    r = spec.rank
+    lines = [
+        f"{indent}e{k} = a{k}[{_index(r, along)}]"
+        for k, (_, along) in enumerate(spec.inputs)
+        if along
+    ]
     for j, (op_name, dtype, operands) in enumerate(spec.members):
-        values = [f"e{i}" if kind == "in" else f"v{i}" for kind, i in operands]
         if op_name in REDUCTIONS:
             continue
-        expression = ELEMENTWISE[op_name].format(*values)
+        expression = ELEMENTWISE[op_name].format(*(_operand(o) for o in operands))
         lines.append(f"{indent}v{j} = {_ROUND[dtype].format(expression)}")
     full = _index(r, (True,) * r)
-    for m, k in spec.stores:
-        lines.append(f"{indent}o{k}[{full}] = v{m}")
-    row_sums = []  # what adds each finished row, after the innermost loop
+    lines += [f"{indent}o{k}[{full}] = v{m}" for m, k in spec.stores]
+    return lines
+
+
+def _operand(operand: tuple[str, int]) -> str:
+    """An operand's variable: ``e<k>``, the k-th input's element, or ``v<j>``, a member's."""
+    kind, i = operand
+    return f"e{i}" if kind == "in" else f"v{i}"
+
+
+def _reduction_steps(spec: LoopSpec, indent: str, rows: Sequence[int]) -> list[str]:
+    """In the innermost loop: each reduction takes its element into its accumulator (or its
+    scratch row, added up after the innermost loop: those lines come last)."""
+    lines, row_sums = [], []
     for m, k, axes, keepdims in spec.reductions:
         op_name, _, operands = spec.members[m]
-        kind, i = operands[0]
-        x = f"e{i}" if kind == "in" else f"v{i}"
-        kept = _kept(r, axes, keepdims)
+        x = _operand(operands[0])
+        kept = _kept(spec.rank, axes, keepdims)
         acc = (
             f"acc{k}[{', '.join('0' if j in axes else f'i{j}' for j in kept)}]"
             if kept
             else f"acc{k}"
         )
         if k in rows:
-            lines.append(f"{indent}row{k}[i{r - 1}] = {x}")
+            lines.append(f"{indent}row{k}[i{spec.rank - 1}] = {x}")
             row_sums.append(f"{indent[:-4]}{acc} += row_sum(row{k})")
         else:
             lines.append(indent + REDUCTIONS[op_name].take.format(acc=acc, x=x))
-    lines.extend(row_sums)
-    for m, k, axes, keepdims in spec.reductions:
-        op_name, dtype, _ = spec.members[m]
-        count = " * ".join(f"n{j}" for j in axes) or "1"
-        finish = REDUCTIONS[op_name].finish
-        kept = _kept(r, axes, keepdims)
-        if not kept:
-            result = finish.format(acc=f"acc{k}", count=count)
-            lines.append(f"    o{k}[()] = {_ROUND[dtype].format(result)}")
-            continue
-        out_index = ", ".join(f"j{d}" for d in range(len(kept)))
-        inner = "    "
-        for d, j in enumerate(kept):
-            bound = "1" if j in axes else f"n{j}"
-            lines.append(f"{inner}for j{d} in range({bound}):")
-            inner += "    "
-        value = _ROUND[dtype].format(finish.format(acc=f"acc{k}[{out_index}]", count=count))
-        lines.append(f"{inner}o{k}[{out_index}] = {value}")
-    return "\n".join(lines) + "\n"
+    return lines + row_sums
+
+
+def _reduction_output(
+    spec: LoopSpec, m: int, k: int, axes: tuple[int, ...], keepdims: bool
+) -> list[str]:
+    """After the loops: reduction ``k``'s output from its accumulator (a mean divides by the
+    count), looping over the dimensions it keeps."""
+    op_name, dtype, _ = spec.members[m]
+    count = " * ".join(f"n{j}" for j in axes) or "1"
+    finish = REDUCTIONS[op_name].finish
+    kept = _kept(spec.rank, axes, keepdims)
+    if not kept:
+        result = finish.format(acc=f"acc{k}", count=count)
+        return [f"    o{k}[()] = {_ROUND[dtype].format(result)}"]
+    out_index = ", ".join(f"j{d}" for d in range(len(kept)))
+    lines, inner = [], "    "
+    for d, j in enumerate(kept):
+        bound = "1" if j in axes else f"n{j}"
+        lines.append(f"{inner}for j{d} in range({bound}):")
+        inner += "    "
+    value = _ROUND[dtype].format(finish.format(acc=f"acc{k}[{out_index}]", count=count))
+    lines.append(f"{inner}o{k}[{out_index}] = {value}")
+    return lines
 
 
 def _sums_rows(spec: LoopSpec, member: int, axes: Sequence[int]) -> bool:

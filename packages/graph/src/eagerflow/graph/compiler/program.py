@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+import eagerflow.tensor.pictures as pictures
 from eagerflow.graph.compiler.fusion import Cluster, Unit, find_clusters, reduced_axes
 from eagerflow.graph.compiler.kernels import (
     BACKENDS,
@@ -57,7 +58,7 @@ from eagerflow.graph.compiler.specialize import Node, Specialized, specialize
 from eagerflow.graph.core.graph import Operation, SymbolicTensor
 from eagerflow.graph.core.session import fetched_copy, name_the_node
 from eagerflow.graph.core.subgraphs import Subgraph
-from eagerflow.tensor import pictures
+from eagerflow.graph.core.walks import last_uses
 from eagerflow.tensor.errors import EagerflowError, format_shape
 from eagerflow.tensor.execution import run_kernel
 
@@ -259,23 +260,8 @@ class _Writer:
     def _plan_buffers(self) -> dict[int, np.ndarray]:
         """A buffer for each plannable value; values alive at different times share one."""
         program = self.program
-        readers: dict[int, list[Unit]] = {}
-        for step in self.steps:
-            for v in step.inputs:
-                readers.setdefault(v, []).append(step)
         fetched = {v for v in program.fetches if v is not None}
-        plannable = set()
-        for step in self.steps:
-            for v in self._writes_into_buffer(step):
-                shape = program.shapes.get(v)
-                if shape is None or v in program.fed:
-                    continue
-                # only a reader that keeps nothing of its inputs may read a planned buffer
-                if all(
-                    isinstance(r, Cluster) or not r.operation.op_def.retains_inputs
-                    for r in readers.get(v, [])
-                ):
-                    plannable.add(v)
+        plannable = self._plannable()
         last = self._last_uses(include_fetched=True)
         free: dict[tuple[Any, ...], list[np.ndarray]] = {}
         buffers: dict[int, np.ndarray] = {}
@@ -292,24 +278,35 @@ class _Writer:
                     free.setdefault(key, []).append(buffers[v])
         return buffers
 
+    def _plannable(self) -> set[int]:
+        """The values that can live in a planned buffer: written into one (``out=``), of a
+        known shape, not fed, and read only by steps that keep nothing of their inputs."""
+        program = self.program
+        readers: dict[int, list[Unit]] = {}
+        for step in self.steps:
+            for v in step.inputs:
+                readers.setdefault(v, []).append(step)
+        plannable = set()
+        for step in self.steps:
+            for v in self._writes_into_buffer(step):
+                if program.shapes.get(v) is None or v in program.fed:
+                    continue
+                if all(
+                    isinstance(r, Cluster) or not r.operation.op_def.retains_inputs
+                    for r in readers.get(v, [])
+                ):
+                    plannable.add(v)
+        return plannable
+
     def _last_uses(self, include_fetched: bool = False) -> dict[int, list[int]]:
         """For each step index, the computed values no later step reads (fetched values live
-        to the end: only with ``include_fetched`` are they listed, at their last reader)."""
-        program = self.program
-        fetched = {v for v in program.fetches if v is not None}
-        made: set[int] = set()
-        last: dict[int, int] = {}
-        for index, step in enumerate(self.steps):
-            for v in step.inputs:
-                last[v] = index
-            for v in step.outputs:
-                made.add(v)
-                last.setdefault(v, index)
-        result: dict[int, list[int]] = {}
-        for v, index in last.items():
-            if v in made and (include_fetched or v not in fetched):
-                result.setdefault(index, []).append(v)
-        return result
+        to the end: only with ``include_fetched`` are they listed, at their last reader).
+        Values no step computes (fed, constants) are never listed: they are the caller's."""
+        made = {v for step in self.steps for v in step.outputs}
+        keep = {v for step in self.steps for v in step.inputs} - made
+        if not include_fetched:
+            keep |= {v for v in self.program.fetches if v is not None}
+        return last_uses([(step.inputs, step.outputs) for step in self.steps], keep)
 
     # --- lines ---------------------------------------------------------------------------------
     def _lines(self, step: Unit, buffers: dict[int, np.ndarray]) -> list[str]:

@@ -2,7 +2,8 @@
 
 Read in this order: ``graph.py`` (``Graph``, ``Operation``, ``SymbolicTensor``), ``ops.py``
 (placeholders, groups, initializers), ``state.py`` (variables' values per Session),
-``session.py`` (``Session`` and its ``Plan``), ``gradients.py``, ``control_flow.py``
+``walks.py`` (the operations some tensors need, in a topological order; when a value is
+used last), ``session.py`` (``Session`` and its ``Plan``), ``gradients.py``, ``control_flow.py``
 (``cond``, ``while_loop``), ``auto_control_deps.py``, ``draw.py`` (pictures) and ``files.py``
 (``atomic_write``, used by the compiler's cache and by every export format).
 

@@ -18,8 +18,9 @@ import eagerflow.tensor as ef
 from eagerflow.autodiff import OpRecord, register_gradient
 from eagerflow.graph.core.control_flow import loop_attrs
 from eagerflow.graph.core.gradients import gradients
-from eagerflow.graph.core.graph import Operation, SymbolicTensor
+from eagerflow.graph.core.graph import SymbolicTensor
 from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
+from eagerflow.graph.core.walks import operations_behind
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import InvalidArgumentError
 from eagerflow.tensor.execution import execute
@@ -81,14 +82,33 @@ def _while_grad(op: OpRecord, *grads: Tensor | None) -> tuple[Tensor | None, ...
     has even run already), and the gradient runs its loop a second time. That is also why a
     loop with effects (``assign``, random numbers) is refused: they would happen twice.
     """
-    num_vars, num_sequences = op.attrs["num_vars"], op.attrs["num_sequences"]
     _check_rerunnable(op.attrs["cond"], op.attrs["body"])
     backward = _BackwardBody(op, grads)
     if backward.subgraph is None:
         return (None,) * len(op.inputs)  # nothing differentiable flows through this loop
+    attrs = loop_attrs(
+        cond=None,
+        body=backward.subgraph,
+        num_vars=len(backward.vars) + len(backward.captured),
+        num_sequences=1
+        + len(backward.recorded)
+        + op.attrs["num_sequences"]
+        + len(backward.emitted),
+        num_emitted=len(backward.rows),
+        reverse=not op.attrs["reverse"],
+    )
+    outputs = execute("While", _backward_inputs(op, grads, backward), attrs, "while_grad")
+    return _at_input_positions(op, backward, outputs)
+
+
+def _backward_inputs(
+    op: OpRecord, grads: Sequence[Tensor | None], backward: _BackwardBody
+) -> tuple[Tensor, ...]:
+    """The backward While's inputs, in the order its body takes them (see ``_BackwardBody``)."""
+    num_vars, num_sequences = op.attrs["num_vars"], op.attrs["num_sequences"]
     sequences = op.inputs[num_vars : num_vars + num_sequences]
     captured = op.inputs[num_vars + num_sequences :]
-    inputs = (
+    return (
         # carried: the loop variables' gradients, the sums of the captured tensors' gradients
         *(_or_zeros(grads[i], op.outputs[i]) for i in backward.vars),
         *(ef.zeros_like(captured[i]) for i in backward.captured),
@@ -100,16 +120,14 @@ def _while_grad(op: OpRecord, *grads: Tensor | None) -> tuple[Tensor | None, ...
         # the same at every iteration
         *(captured[i] for i in backward.reads),
     )
-    attrs = loop_attrs(
-        cond=None,
-        body=backward.subgraph,
-        num_vars=len(backward.vars) + len(backward.captured),
-        num_sequences=1 + len(backward.recorded) + num_sequences + len(backward.emitted),
-        num_emitted=len(backward.rows),
-        reverse=not op.attrs["reverse"],
-    )
-    outputs = execute("While", inputs, attrs, "while_grad")
-    # each output back to the position of its input in the op
+
+
+def _at_input_positions(
+    op: OpRecord, backward: _BackwardBody, outputs: Sequence[Tensor]
+) -> tuple[Tensor | None, ...]:
+    """The backward loop's outputs, each at the position of its input in the op (None for
+    the inputs with no gradient)."""
+    num_vars, num_sequences = op.attrs["num_vars"], op.attrs["num_sequences"]
     result: list[Tensor | None] = [None] * len(op.inputs)
     positions = [
         *backward.vars,
@@ -247,19 +265,12 @@ def _placeholders_behind(tensors: Sequence[SymbolicTensor]) -> set[SymbolicTenso
     body reads a variable needs its handle fed, so that a gradient of the backward loop
     reaches the variable too."""
     found: set[SymbolicTensor] = set()
-    seen: set[Operation] = set()
-    stack = [t.op for t in tensors]
-    while stack:
-        operation = stack.pop()
-        if operation in seen:
-            continue
-        seen.add(operation)
+    for operation in operations_behind([t.op for t in tensors], control=False):
         if operation.op_def.fed:
             found.update(operation.outputs)
         elif operation.op_def.reads_state and isinstance(operation.graph, FunctionGraph):
             handles = operation.graph.handles
             found.update(h for h, v in handles.items() if v is operation.attrs["variable"])
-        stack.extend(t.op for t in operation.inputs)
     return found
 
 

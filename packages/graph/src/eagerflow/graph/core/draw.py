@@ -63,23 +63,37 @@ def _draw(
         for t in o.inputs:
             edges.append(Edge(node_id(t.op), node_id(o), format_shape(t.shape)))
         edges.extend(Edge(node_id(c), node_id(o), control=True) for c in o.control_inputs)
-        if not branches:
-            continue
-        for key, inner in o.attrs.items():
-            if not isinstance(inner, Subgraph):
-                continue
-            label = key.removesuffix("_branch")  # then, else; cond, body
-            inner_prefix = f"{prefix}{o.name}/{key}/"
-            _draw(inner.graph, inner_prefix, f"{scope}{short}: {label}/", variables, branches,
-                  nodes, edges)  # fmt: skip
-            # the node's last inputs feed the inner graph's inputs (an If's first is its pred)
-            fed = o.inputs[len(o.inputs) - len(inner.inputs) :]
-            for t, placeholder in zip(fed, inner.inputs, strict=True):
-                if placeholder is not None:
-                    target = safe_id(inner_prefix + placeholder.op.name)
-                    edges.append(Edge(node_id(t.op), target, format_shape(t.shape)))
-            for t in inner.outputs:
-                edges.append(Edge(safe_id(inner_prefix + t.op.name), node_id(o), label))
+        if branches:
+            for key, inner in o.attrs.items():
+                if isinstance(inner, Subgraph):
+                    box_of_inner = f"{scope}{short}: {key.removesuffix('_branch')}/"
+                    _draw_inner(o, key, inner, prefix, box_of_inner, variables, nodes, edges)
+
+
+def _draw_inner(
+    node: Operation,
+    key: str,
+    inner: Subgraph,
+    prefix: str,
+    box: str,
+    variables: dict[Any, str],
+    nodes: list[Node],
+    edges: list[Edge],
+) -> None:
+    """Add the graph of ``node``'s subgraph attribute ``key`` (a branch, a loop's condition
+    or body) in the scope ``box``, with the edges between it and ``node``."""
+    label = key.removesuffix("_branch")  # then, else; cond, body
+    inner_prefix = f"{prefix}{node.name}/{key}/"
+    _draw(inner.graph, inner_prefix, box, variables, True, nodes, edges)
+    node_id = safe_id(prefix + node.name)
+    # the node's last inputs feed the inner graph's inputs (an If's first is its pred)
+    fed = node.inputs[len(node.inputs) - len(inner.inputs) :]
+    for t, placeholder in zip(fed, inner.inputs, strict=True):
+        if placeholder is not None:
+            target = safe_id(inner_prefix + placeholder.op.name)
+            edges.append(Edge(safe_id(prefix + t.op.name), target, format_shape(t.shape)))
+    for t in inner.outputs:
+        edges.append(Edge(safe_id(inner_prefix + t.op.name), node_id, label))
 
 
 SEAMS.graph_diagram = graph_diagram  # Graph.to_mermaid and Graph.to_dot call it

@@ -97,7 +97,11 @@ class SymbolicTensor(Tensor):
 
 
 class Operation:
-    """A node of a graph: one op applied to symbolic inputs, with static outputs."""
+    """A node of a graph: one op applied to symbolic inputs, with static outputs.
+
+    A *use* of an op that stays in a graph: its ``op_def`` is the ``OpDef`` applied (as an
+    ``OpRecord``'s ``op`` is for a tape's use); a local variable holding one is named
+    ``operation`` or ``node``, never ``op``."""
 
     def __init__(
         self,

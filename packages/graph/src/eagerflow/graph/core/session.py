@@ -28,6 +28,7 @@ from eagerflow.graph.core.graph import (
 )
 from eagerflow.graph.core.seams import SEAMS, registered
 from eagerflow.graph.core.state import session_values
+from eagerflow.graph.core.walks import last_uses, needed_in_order
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, EagerflowError, InvalidArgumentError, format_shape
 from eagerflow.tensor.execution import run_kernel
@@ -76,14 +77,7 @@ class Plan:
             | set(self.constants)
             | {self._slot_of(f) for f in fetches if isinstance(f, SymbolicTensor)}
         )
-        last_use: dict[int, int] = {}
-        for i, (_, ins, outs) in enumerate(raw):
-            for s in (*outs, *ins):
-                last_use[s] = i
-        frees: dict[int, list[int]] = {}
-        for s, i in last_use.items():
-            if s not in keep:
-                frees.setdefault(i, []).append(s)
+        frees = last_uses([(ins, outs) for _, ins, outs in raw], keep)
         self.steps = [
             Step(o, ins, outs, tuple(frees.get(i, ()))) for i, (o, ins, outs) in enumerate(raw)
         ]
@@ -139,16 +133,9 @@ class Plan:
 
 def _needed_operations(fetches: Sequence[Fetch], fed: set[SymbolicTensor]) -> list[Operation]:
     """The operations the fetches depend on (through data and control inputs), stopping at
-    fed tensors, in graph order. Iterative, so deep graphs need no recursion."""
-    needed: set[Operation] = set()
-    stack = [f if isinstance(f, Operation) else f.op for f in fetches if f not in fed]
-    while stack:
-        operation = stack.pop()
-        if operation in needed:
-            continue
-        needed.add(operation)
-        stack.extend(t.op for t in operation.inputs if t not in fed)
-        stack.extend(operation.control_inputs)
+    fed tensors, in graph order; a placeholder among them has no value to run with."""
+    graph = fetches[0].graph if fetches else None
+    needed = needed_in_order(graph, fetches, stop=fed) if graph else []
     for operation in needed:
         if operation.op_def.fed:
             (t,) = operation.outputs
@@ -156,8 +143,7 @@ def _needed_operations(fetches: Sequence[Fetch], fed: set[SymbolicTensor]) -> li
                 f"you must feed a value for placeholder '{t.name}' with dtype {t.dtype} and "
                 f"shape {format_shape(t.shape)} (feed_dict={{{operation.name}: ...}})"
             )
-    graph = next(iter(needed)).graph if needed else None
-    return [o for o in graph.get_operations() if o in needed] if graph else []
+    return needed
 
 
 def _fold_and_merge(

@@ -64,6 +64,7 @@ import base64
 import json
 import math
 import os
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -152,19 +153,9 @@ def encode_attr(
     subgraph or a variable (the exporter's library); without them those are refused."""
 
     def enc(v: Any) -> Any:
-        # bool before int (a bool is an int), NumPy scalars before floats (np.float64 is one)
+        # bool before int (a bool is an int); an int subclass (IntEnum...) is not JSON's int
         if v is None or isinstance(v, bool | str) or type(v) is int:
             return v
-        if isinstance(v, np.generic):
-            return {"scalar": _array_entry(np.asarray(v))}
-        if isinstance(v, float):
-            return v if math.isfinite(v) else {"float": repr(v)}  # "nan", "inf", "-inf"
-        if isinstance(v, int):  # an int subclass (IntEnum...): as the plain int
-            return int(v)
-        if isinstance(v, DType):
-            return {"dtype": v.name}
-        if isinstance(v, np.ndarray):
-            return {"tensor": _array_entry(v)}
         if isinstance(v, tuple):
             return [enc(x) for x in v]
         if isinstance(v, list):
@@ -173,21 +164,62 @@ def encode_attr(
             return {"dict": [[enc(k), enc(x)] for k, x in v.items()]}
         if isinstance(v, slice):
             return {"slice": [enc(v.start), enc(v.stop), enc(v.step)]}
-        if v is Ellipsis:
-            return {"ellipsis": None}
-        if v is TENSOR_SLOT:
-            return {"tensor_slot": None}
-        if isinstance(v, Subgraph) and function is not None:
-            return {"function": function(v)}
-        if isinstance(v, Variable) and variable is not None:
-            return {"variable": variable(v)}
-        if isinstance(v, MissingPythonFunction):
-            return {"python_function": v.name}
-        if isinstance(v, type(enc)) or (callable(v) and hasattr(v, "__qualname__")):
-            return {"python_function": getattr(v, "__qualname__", repr(v))}
-        raise TypeError(f"a GraphDef cannot store {type(v).__name__} {v!r:.60}")
+        return _encode_leaf(v, function, variable)
 
     return enc(value)
+
+
+def _encode_leaf(
+    v: Any,
+    function: Callable[[Subgraph], str] | None,
+    variable: Callable[[Variable], str] | None,
+) -> Any:
+    """A value that holds no other values, as JSON data: a number JSON cannot hold as it is,
+    a dtype, an array, a marker, or a reference (see ``_encode_reference``)."""
+    # NumPy scalars before floats (np.float64 is one)
+    if isinstance(v, np.generic):
+        return {"scalar": _array_entry(np.asarray(v))}
+    if isinstance(v, float):
+        return v if math.isfinite(v) else {"float": repr(v)}  # "nan", "inf", "-inf"
+    if isinstance(v, int):  # an int subclass (IntEnum...): as the plain int
+        return int(v)
+    if isinstance(v, DType):
+        return {"dtype": v.name}
+    if isinstance(v, np.ndarray):
+        return {"tensor": _array_entry(v)}
+    if v is Ellipsis:
+        return {"ellipsis": None}
+    if v is TENSOR_SLOT:
+        return {"tensor_slot": None}
+    return _encode_reference(v, function, variable)
+
+
+def _encode_reference(
+    v: Any,
+    function: Callable[[Subgraph], str] | None,
+    variable: Callable[[Variable], str] | None,
+) -> Any:
+    """A subgraph or a variable, by its name in the library; a Python function, by its
+    qualified name (a reader without it gets a ``MissingPythonFunction``)."""
+    if isinstance(v, Subgraph) and function is not None:
+        return {"function": function(v)}
+    if isinstance(v, Variable) and variable is not None:
+        return {"variable": variable(v)}
+    if isinstance(v, MissingPythonFunction):
+        return {"python_function": v.name}
+    if isinstance(v, types.FunctionType) or (callable(v) and hasattr(v, "__qualname__")):
+        return {"python_function": getattr(v, "__qualname__", repr(v))}
+    raise TypeError(f"a GraphDef cannot store {type(v).__name__} {v!r:.60}")
+
+
+# How ``decode_attr`` makes the value of each {kind: payload} that holds no other values.
+_DECODE_LEAF: dict[str, Callable[[Any], Any]] = {
+    "dtype": dtypes.as_dtype,
+    "tensor": lambda payload: _array_from(payload),
+    "scalar": lambda payload: _array_from(payload)[()],
+    "ellipsis": lambda payload: Ellipsis,
+    "tensor_slot": lambda payload: TENSOR_SLOT,
+}
 
 
 def decode_attr(
@@ -207,33 +239,36 @@ def decode_attr(
                 f"an attribute value is one {{type: payload}}, got {d!r:.80}"
             )
         ((kind, payload),) = d.items()
-        if kind == "dtype":
-            return dtypes.as_dtype(payload)
-        if kind == "float" and payload in ("nan", "inf", "-inf"):
-            return float(payload)
-        if kind == "tensor":
-            return _array_from(payload)
-        if kind == "scalar":
-            return _array_from(payload)[()]
+        if kind in _DECODE_LEAF:
+            return _DECODE_LEAF[kind](payload)
         if kind == "list" and isinstance(payload, list):
             return [dec(x) for x in payload]
         if kind == "dict" and isinstance(payload, list):
             return {dec(k): dec(x) for k, x in payload}
         if kind == "slice" and isinstance(payload, list) and len(payload) == 3:
             return slice(*(dec(x) for x in payload))
-        if kind == "ellipsis":
-            return Ellipsis
-        if kind == "tensor_slot":
-            return TENSOR_SLOT
-        if kind == "python_function" and isinstance(payload, str):
-            return MissingPythonFunction(payload)
-        if kind == "function" and function is not None:
-            return function(payload)
-        if kind == "variable" and variable is not None:
-            return variable(payload)
-        raise InvalidArgumentError(f"unknown attribute value {d!r:.80}")
+        return _decode_other(kind, payload, function, variable)
 
     return dec(data)
+
+
+def _decode_other(
+    kind: str,
+    payload: Any,
+    function: Callable[[str], Subgraph] | None,
+    variable: Callable[[str], Variable] | None,
+) -> Any:
+    """A float JSON cannot hold, or a reference: a Python function's name (only the name
+    can be read back), a subgraph or a variable by its name in the library."""
+    if kind == "float" and payload in ("nan", "inf", "-inf"):
+        return float(payload)
+    if kind == "python_function" and isinstance(payload, str):
+        return MissingPythonFunction(payload)
+    if kind == "function" and function is not None:
+        return function(payload)
+    if kind == "variable" and variable is not None:
+        return variable(payload)
+    raise InvalidArgumentError(f"unknown attribute value { ({kind: payload})!r:.80}")
 
 
 # --- export ----------------------------------------------------------------------------------

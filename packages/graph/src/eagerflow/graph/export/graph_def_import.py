@@ -17,10 +17,45 @@ from eagerflow.graph.tracing.function import ConcreteFunction, TraceGraph
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError, InvalidArgumentError, UnknownOpError
-from eagerflow.tensor.registry import OPS
+from eagerflow.tensor.registry import OPS, OpDef
 
 
 # --- import ------------------------------------------------------------------------------------
+def _op_def_of(node: dict[str, Any], where: str) -> OpDef:
+    """The registered op a node names by its ``op`` type."""
+    op_type = node.get("op")
+    op_def = OPS.get(op_type) if isinstance(op_type, str) else None
+    if op_def is None:
+        raise UnknownOpError(
+            f"{where}: node {node['name']!r} has op type {op_type!r}, which no registered op "
+            "has (is the package that defines it imported?)"
+        )
+    return op_def
+
+
+def _output_types(
+    op_def: OpDef, inputs: list[Any], attrs: dict[str, Any], node: dict[str, Any], where: str
+) -> tuple[Sequence[DType], Sequence[Shape]]:
+    """The output dtypes and shapes by the op's own rules, as ``Graph.run_op`` calls them:
+    nothing stored in the def is trusted."""
+    shapes = [t.shape for t in inputs]
+    try:
+        out_dtypes = op_def.dtype_rule([t.dtype for t in inputs], attrs)
+        out_shapes: Sequence[Shape] = (
+            [None] * len(out_dtypes)
+            if any(s is None for s in shapes)
+            else op_def.shape_rule(shapes, attrs)
+        )
+    except EagerflowError as e:
+        raise e.at_op(op_def.name, inputs) from None
+    except (KeyError, TypeError, AttributeError) as e:  # an attribute missing or mistyped
+        raise InvalidArgumentError(
+            f"{where}: node {node['name']!r} ({node['op']}) has attributes its op cannot use: "
+            f"{type(e).__name__}: {e}"
+        ) from None
+    return out_dtypes, out_shapes
+
+
 class _Importer:
     """Rebuilds a GraphDef's nodes in ``graph``, each through its op's shape and dtype rules."""
 
@@ -57,18 +92,28 @@ class _Importer:
             self.add_node(graph, node, where)
 
     def add_node(self, graph: Graph, node: Any, where: str) -> None:
+        """One node of the def, built in ``graph`` through its op's rules."""
         if not isinstance(node, dict) or not isinstance(node.get("name"), str):
             raise InvalidArgumentError(f"{where}: a node is a dict with a 'name', got {node!r:.80}")
         name = node["name"]
         if name in self.operations[graph]:
             raise InvalidArgumentError(f"{where}: two nodes are named {name!r}")
-        op_type = node.get("op")
-        op_def = OPS.get(op_type) if isinstance(op_type, str) else None
-        if op_def is None:
-            raise UnknownOpError(
-                f"{where}: node {name!r} has op type {op_type!r}, which no registered op has "
-                "(is the package that defines it imported?)"
-            )
+        op_def = _op_def_of(node, where)
+        inputs, control = self.inputs(graph, node, where)
+        attrs = self.attrs(node, where)
+        out_dtypes, out_shapes = _output_types(op_def, inputs, attrs, node, where)
+        block = graph.control_dependencies(control) if control else nullcontext()
+        with block:
+            operation = graph.create_op(op_def, tuple(inputs), attrs, out_shapes, out_dtypes, name)
+        self.operations[graph][name] = operation
+        for t in operation.outputs:
+            self.tensors[graph][f"{name}:{t.name.rpartition(':')[2]}"] = t
+
+    def inputs(
+        self, graph: Graph, node: dict[str, Any], where: str
+    ) -> tuple[list[Any], list[Operation]]:
+        """A node's data inputs (``name:index``) and control inputs (``^name``, listed last)."""
+        name = node["name"]
         inputs, control = [], []
         for entry in node.get("input", []):
             if not isinstance(entry, str):
@@ -82,39 +127,24 @@ class _Importer:
                 )
             else:
                 inputs.append(self.tensor(graph, entry, name, where))
+        return inputs, control
+
+    def attrs(self, node: dict[str, Any], where: str) -> dict[str, Any]:
+        """A node's attributes, decoded (functions and variables they name are built here)."""
         attr_defs = node.get("attr", {})
         if not isinstance(attr_defs, dict):
-            raise InvalidArgumentError(f"{where}: node {name!r} has 'attr' {attr_defs!r:.60}")
+            raise InvalidArgumentError(
+                f"{where}: node {node['name']!r} has 'attr' {attr_defs!r:.60}"
+            )
         attrs = {}
         for key, data in attr_defs.items():
             try:
                 attrs[key] = decode_attr(data, self.function, self.variable)
             except InvalidArgumentError as e:
                 raise InvalidArgumentError(
-                    f"{where}: node {name!r} ({op_type}) attribute {key!r}: {e}"
+                    f"{where}: node {node['name']!r} ({node['op']}) attribute {key!r}: {e}"
                 ) from None
-        dts = [t.dtype for t in inputs]
-        shapes = [t.shape for t in inputs]
-        try:  # the op's own rules, as Graph.run_op calls them: nothing stored is trusted
-            out_dtypes = op_def.dtype_rule(dts, attrs)
-            out_shapes: Sequence[Shape] = (
-                [None] * len(out_dtypes)
-                if any(s is None for s in shapes)
-                else op_def.shape_rule(shapes, attrs)
-            )
-        except EagerflowError as e:
-            raise e.at_op(op_def.name, inputs) from None
-        except (KeyError, TypeError, AttributeError) as e:  # an attribute missing or mistyped
-            raise InvalidArgumentError(
-                f"{where}: node {name!r} ({op_type}) has attributes its op cannot use: "
-                f"{type(e).__name__}: {e}"
-            ) from None
-        block = graph.control_dependencies(control) if control else nullcontext()
-        with block:
-            operation = graph.create_op(op_def, tuple(inputs), attrs, out_shapes, out_dtypes, name)
-        self.operations[graph][name] = operation
-        for t in operation.outputs:
-            self.tensors[graph][f"{name}:{t.name.rpartition(':')[2]}"] = t
+        return attrs
 
     def operation(self, graph: Graph, name: str, user: str, where: str) -> Operation:
         found = self.operations[graph].get(name)
@@ -328,21 +358,8 @@ def import_graph_def(
     input_map = dict(input_map or {})
     graph = get_default_graph()
     names = _node_outputs(graph_def)
-    for key, value in input_map.items():
-        if not isinstance(key, str) or key.rpartition(":")[0] not in names:
-            raise InvalidArgumentError(
-                f"input_map: the GraphDef has no tensor {key!r} (names look like 'x:0')"
-            )
-        if not isinstance(value, SymbolicTensor) or value.graph is not graph:
-            raise TypeError(
-                f"input_map[{key!r}] must be a tensor of the default graph, got {value!r:.60}"
-            )
-    for element in return_elements or ():
-        node = element.rpartition(":")[0] if ":" in str(element) else element
-        if not isinstance(element, str) or node not in names:
-            raise InvalidArgumentError(
-                f"return_elements: the GraphDef has no operation or tensor {element!r}"
-            )
+    _check_input_map(input_map, names, graph)
+    _check_return_elements(return_elements or (), names)
     scope = "import" if name is None else name
     named = graph.name_scope(scope) if scope else nullcontext()
     with named as prefix:
@@ -352,13 +369,35 @@ def import_graph_def(
         importer.connect_variables()
     if return_elements is None:
         return None
-    result: list[Any] = []
+    return [
+        importer.tensor(graph, element, "return_elements", "GraphDef")
+        if ":" in element
+        else importer.operations[graph][element]
+        for element in return_elements
+    ]
+
+
+def _check_input_map(input_map: dict[str, Any], names: set[str], graph: Graph) -> None:
+    """Each key names a tensor of the def; each value is a tensor of the default graph."""
+    for key, value in input_map.items():
+        if not isinstance(key, str) or key.rpartition(":")[0] not in names:
+            raise InvalidArgumentError(
+                f"input_map: the GraphDef has no tensor {key!r} (names look like 'x:0')"
+            )
+        if not isinstance(value, SymbolicTensor) or value.graph is not graph:
+            raise TypeError(
+                f"input_map[{key!r}] must be a tensor of the default graph, got {value!r:.60}"
+            )
+
+
+def _check_return_elements(return_elements: Sequence[str], names: set[str]) -> None:
+    """Each element names an operation (``train``) or a tensor (``y:0``) of the def."""
     for element in return_elements:
-        if ":" in element:
-            result.append(importer.tensor(graph, element, "return_elements", "GraphDef"))
-        else:
-            result.append(importer.operations[graph][element])
-    return result
+        node = element.rpartition(":")[0] if ":" in str(element) else element
+        if not isinstance(element, str) or node not in names:
+            raise InvalidArgumentError(
+                f"return_elements: the GraphDef has no operation or tensor {element!r}"
+            )
 
 
 def import_functions(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 from eagerflow.graph.core.graph import Operation
@@ -17,167 +20,195 @@ from eagerflow.tensor.rules import normalize_axis
 
 
 @rule("Reshape")
-def _reshape(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _reshape(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``Reshape`` to the shape (an input); ``allowzero=1`` when it has a 0, which ONNX
     would otherwise read as "copy that dimension"."""
-    shape = list(op.attrs["shape"])
+    shape = list(node.attrs["shape"])
     if 0 in shape:
         return b.node("Reshape", [x[0], b.ints(shape, "shape")], allowzero=1)
     return b.node("Reshape", [x[0], b.ints(shape, "shape")])
 
 
 @rule("Transpose")
-def _transpose(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _transpose(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``Transpose`` with ``perm``."""
-    return b.node("Transpose", x, perm=list(op.attrs["perm"]))
+    return b.node("Transpose", x, perm=list(node.attrs["perm"]))
 
 
 @rule("ExpandDims")
-def _expand_dims(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _expand_dims(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``Unsqueeze`` (a negative axis counts from the end of the output, in both)."""
-    return b.node("Unsqueeze", [x[0], b.ints([op.attrs["axis"]], "axes")])
+    return b.node("Unsqueeze", [x[0], b.ints([node.attrs["axis"]], "axes")])
 
 
 @rule("Squeeze")
-def _squeeze(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _squeeze(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``Squeeze`` of the given axes, or of every size-1 axis."""
-    if op.attrs["axis"] is None:
+    if node.attrs["axis"] is None:
         return b.node("Squeeze", x)
-    if not op.attrs["axis"]:  # no axis listed: nothing to drop (ONNX would drop them all)
+    if not node.attrs["axis"]:  # no axis listed: nothing to drop (ONNX would drop them all)
         return b.node("Identity", x)
-    return b.node("Squeeze", [x[0], b.ints(op.attrs["axis"], "axes")])
+    return b.node("Squeeze", [x[0], b.ints(node.attrs["axis"], "axes")])
 
 
 @rule("BroadcastTo")
-def _broadcast_to(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _broadcast_to(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``Expand`` to the shape."""
-    return b.node("Expand", [x[0], b.ints(op.attrs["shape"], "shape")])
+    return b.node("Expand", [x[0], b.ints(node.attrs["shape"], "shape")])
 
 
 @rule("Tile")
-def _tile(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _tile(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``Tile`` by ``multiples``."""
-    return b.node("Tile", [x[0], b.ints(op.attrs["multiples"], "repeats")])
+    return b.node("Tile", [x[0], b.ints(node.attrs["multiples"], "repeats")])
 
 
 @rule("ConcatV2")
-def _concat(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _concat(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``Concat`` along ``axis``."""
-    return b.node("Concat", x, axis=int(op.attrs["axis"]))
+    return b.node("Concat", x, axis=int(node.attrs["axis"]))
 
 
 @rule("Pack")
-def _pack(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _pack(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``stack``: each input ``Unsqueeze``d at ``axis``, then ``Concat``."""
-    axes = b.ints([op.attrs["axis"]], "axes")
-    return b.node("Concat", [b.one("Unsqueeze", [t, axes]) for t in x], axis=op.attrs["axis"])
+    axes = b.ints([node.attrs["axis"]], "axes")
+    return b.node("Concat", [b.one("Unsqueeze", [t, axes]) for t in x], axis=node.attrs["axis"])
 
 
 @rule("SplitV")
-def _split(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _split(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``Split`` into pieces of the given sizes (an input)."""
-    sizes = op.attrs["sizes"]
-    return b.node("Split", [x[0], b.ints(sizes, "split")], len(sizes), axis=op.attrs["axis"])
+    sizes = node.attrs["sizes"]
+    return b.node("Split", [x[0], b.ints(sizes, "split")], len(sizes), axis=node.attrs["axis"])
 
 
 @rule("GatherV2")
-def _gather(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _gather(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``Gather`` along ``axis``."""
-    return b.node("Gather", x, axis=int(op.attrs["axis"]))
+    return b.node("Gather", x, axis=int(node.attrs["axis"]))
 
 
 @rule("OneHot")
-def _one_hot(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _one_hot(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """indices == arange(depth) along the new axis, then ``Where(on, off)``: an index out of
     range is all ``off_value``, as in eagerflow (ONNX's own OneHot counts negative indices
     from the end, and runtimes implement few of its type combinations)."""
-    rank = rank_of(op) + 1
-    axis = normalize_axis(op.attrs["axis"], rank)
-    depth = op.attrs["depth"]
-    arange = np.arange(depth, dtype=op.inputs[0].dtype.np)
+    rank = rank_of(node) + 1
+    axis = normalize_axis(node.attrs["axis"], rank)
+    depth = node.attrs["depth"]
+    arange = np.arange(depth, dtype=node.inputs[0].dtype.np)
     arange = arange.reshape([depth if i == axis else 1 for i in range(rank)])
     index = b.one("Unsqueeze", [x[0], b.ints([axis], "axes")])
     hot = b.one("Equal", [index, b.const(arange, "arange")])
-    np_type = op.attrs["dtype"].np
-    on = b.const(np.asarray(op.attrs["on_value"], np_type), "on_value")
-    off = b.const(np.asarray(op.attrs["off_value"], np_type), "off_value")
+    np_type = node.attrs["dtype"].np
+    on = b.const(np.asarray(node.attrs["on_value"], np_type), "on_value")
+    off = b.const(np.asarray(node.attrs["off_value"], np_type), "off_value")
     return b.node("Where", [hot, on, off])
 
 
 @rule("ZerosLike")
-def _zeros_like(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _zeros_like(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``ConstantOfShape`` of the input's ``Shape``, filled with 0."""
-    return _fill_like(b, op, x, 0)
+    return _fill_like(b, node, x, 0)
 
 
 @rule("OnesLike")
-def _ones_like(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _ones_like(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``ConstantOfShape`` of the input's ``Shape``, filled with 1."""
-    return _fill_like(b, op, x, 1)
+    return _fill_like(b, node, x, 1)
 
 
-def _fill_like(b: OnnxBuilder, op: Operation, x: list[str], fill: int) -> list[str]:
-    value = np.full([1], fill, op.inputs[0].dtype.np)
+def _fill_like(b: OnnxBuilder, node: Operation, x: list[str], fill: int) -> list[str]:
+    value = np.full([1], fill, node.inputs[0].dtype.np)
     tensor = b.onnx.numpy_helper.from_array(value, "value")
     return b.node("ConstantOfShape", [b.one("Shape", x)], value=tensor)
 
 
 @rule("Size")
-def _size(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _size(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``Size`` (int64), cast to the op's dtype."""
-    return b.node("Cast", [b.one("Size", x)], to=b.elem_type(op.attrs["dtype"]))
+    return b.node("Cast", [b.one("Size", x)], to=b.elem_type(node.attrs["dtype"]))
 
 
 @rule("Where")
-def _where_coordinates(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _where_coordinates(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """The coordinates of the True elements: ``NonZero`` gives them one row per axis,
     ``Transpose`` one row per element."""
     return b.node("Transpose", [b.one("NonZero", x)], perm=[1, 0])
 
 
 @rule("Range")
-def _range(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _range(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """A range of numbers is computed now (see ``_computed``); of tensors: ``Range``, which
     counts max(0, ceil((limit - start) / delta)) steps, as eagerflow does."""
     if not x:
-        return _computed(b, op, x)
+        return _computed(b, node, x)
     return b.node("Range", x)
 
 
 @rule("Const", "Fill", "LinSpace")
-def _computed(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _computed(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """An op of attributes alone, computed now by its own kernel: an initializer."""
-    value = op.op_def.kernel(**op.attrs)
-    return [b.const(np.asarray(value, op.outputs[0].dtype.np), b.current, scoped=False)]
+    value = node.op_def.kernel(**node.attrs)
+    return [b.const(np.asarray(value, node.outputs[0].dtype.np), b.current, scoped=False)]
 
 
 @rule("ReadVariableOp")
-def _read_variable(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _read_variable(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """The variable's initializer: its value now (the model is frozen)."""
-    return [b.variable(op.attrs["variable"])]
+    return [b.variable(node.attrs["variable"])]
 
 
 @rule("CustomGradient")
-def _custom_gradient(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _custom_gradient(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """Its outputs are its last inputs (the inputs before them are only for the gradient)."""
-    return x[op.attrs["num_inputs"] :]
+    return x[node.attrs["num_inputs"] :]
 
 
 @rule("StridedSlice")
-def _strided_slice(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _strided_slice(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``x[key]`` for a basic index: ``Slice`` over the axes that slices and ints index (an
     int ``k`` is the slice ``k:k+1``), ``Squeeze`` of the int ones, ``Unsqueeze`` where the
     key has ``None``. A known dimension gets Python's exact bounds (``slice.indices``)."""
-    shape = op.inputs[0].shape
+    shape = node.inputs[0].shape
     if shape is None:
         raise Refused("the input's rank is unknown, so '...' cannot be placed")
-    key = list(op.attrs["key"])
+    bounds, squeeze, unsqueeze = _slicing(_full_key(node.attrs["key"], len(shape)), shape)
+    out = x[0]
+    if bounds:
+        hints = ("starts", "ends", "axes", "steps")
+        columns = zip(*bounds, strict=True)  # the starts, the ends, the axes, the steps
+        names = [b.ints(c, hint) for c, hint in zip(columns, hints, strict=True)]
+        out = b.one("Slice", [out, *names])
+    if squeeze:
+        out = b.one("Squeeze", [out, b.ints(squeeze, "axes")])
+    if unsqueeze:
+        out = b.one("Unsqueeze", [out, b.ints(unsqueeze, "axes")])
+    if out == x[0]:
+        out = b.one("Identity", [out])
+    return [out]
+
+
+def _full_key(key: Sequence[Any], rank: int) -> list[Any]:
+    """``key`` with its ``...`` (one is added at the end when it has none) written out as
+    the ``:``s it stands for, so that every axis of the input has an entry."""
+    key = list(key)
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     if Ellipsis not in key:
         key.append(Ellipsis)
     where = key.index(Ellipsis)
-    key[where : where + 1] = [slice(None)] * (len(shape) - consumed)
-    bounds: list[tuple[int, int, int, int]] = []  # (start, end, axis, step) per sliced axis
+    key[where : where + 1] = [slice(None)] * (rank - consumed)
+    return key
+
+
+def _slicing(
+    key: list[Any], shape: Sequence[int | None]
+) -> tuple[list[tuple[int, int, int, int]], list[int], list[int]]:
+    """For a full key: the (start, end, axis, step) of each sliced axis (an int ``k`` is
+    the slice ``k:k+1``), the input axes to squeeze (the ints') and the output positions to
+    unsqueeze (the ``None``s')."""
+    bounds: list[tuple[int, int, int, int]] = []
     squeeze: list[int] = []
     unsqueeze: list[int] = []
     axis = position = 0  # of the input, of the output
@@ -196,19 +227,7 @@ def _strided_slice(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
             bounds.append((k, INT64_MAX if k == -1 else k + 1, axis, 1))
             squeeze.append(axis)
         axis += 1
-    out = x[0]
-    if bounds:
-        hints = ("starts", "ends", "axes", "steps")
-        columns = zip(*bounds, strict=True)  # the starts, the ends, the axes, the steps
-        names = [b.ints(c, hint) for c, hint in zip(columns, hints, strict=True)]
-        out = b.one("Slice", [out, *names])
-    if squeeze:
-        out = b.one("Squeeze", [out, b.ints(squeeze, "axes")])
-    if unsqueeze:
-        out = b.one("Unsqueeze", [out, b.ints(unsqueeze, "axes")])
-    if out == x[0]:
-        out = b.one("Identity", [out])
-    return [out]
+    return bounds, squeeze, unsqueeze
 
 
 def _slice_bounds(k: slice, dim: int | None) -> tuple[int, int, int]:
@@ -230,17 +249,17 @@ def _slice_bounds(k: slice, dim: int | None) -> tuple[int, int, int]:
 
 
 @rule("UnsortedSegmentSum")
-def _segment_sum(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+def _segment_sum(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``ScatterND`` with ``reduction="add"`` (opset 16) into zeros of shape
     (num_segments, *data.shape[len(segment_ids.shape):])."""
     if b.opset < 16:
         raise Refused("needs ScatterND's reduction='add', opset 16 or later")
     data, ids = x
-    lead = rank_of(op, 1)
+    lead = rank_of(node, 1)
     rest = b.one("Slice", [b.one("Shape", [data]), b.ints([lead], "starts"),
                            b.ints([INT64_MAX], "ends")])  # fmt: skip
-    shape = b.one("Concat", [b.ints([op.attrs["num_segments"]], "segments"), rest], axis=0)
-    zero = b.onnx.numpy_helper.from_array(np.zeros([1], op.inputs[0].dtype.np), "value")
+    shape = b.one("Concat", [b.ints([node.attrs["num_segments"]], "segments"), rest], axis=0)
+    zero = b.onnx.numpy_helper.from_array(np.zeros([1], node.inputs[0].dtype.np), "value")
     zeros = b.one("ConstantOfShape", [shape], value=zero)
     index = b.one("Unsqueeze", [b.one("Cast", [ids], to=b.onnx.TensorProto.INT64),
                                 b.ints([-1], "axes")])  # fmt: skip

@@ -13,6 +13,7 @@ import numpy as np
 from eagerflow.autodiff import Variable
 from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
 from eagerflow.graph.core.subgraphs import Subgraph
+from eagerflow.graph.core.walks import needed_in_order
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError
 
@@ -120,16 +121,9 @@ class OnnxBuilder:
         """Translate the nodes of ``graph`` that ``targets`` need, in graph order, into the
         current node list; ``env`` maps the tensors already known (inputs, the outer scope)
         to ONNX names and is extended. Returns the targets' names."""
-        needed: set[Operation] = set()
-        stack = [t.op for t in targets if t not in env]
-        while stack:
-            operation = stack.pop()
-            if operation in needed:
-                continue
-            needed.add(operation)
-            stack.extend(t.op for t in operation.inputs if t not in env)
-        for operation in graph.get_operations():
-            if operation not in needed or all(t in env for t in operation.outputs):
+        # (data inputs only: a control input orders effects, which ONNX graphs do not have)
+        for operation in needed_in_order(graph, targets, stop=env, control=False):
+            if all(t in env for t in operation.outputs):
                 continue
             inputs = [env[t] for t in operation.inputs]
             rule = RULES.get(operation.type)
@@ -186,7 +180,7 @@ RULES: dict[str, Rule] = {}
 def _simple(onnx_type: str, **attrs: Any) -> Rule:
     """The rule of an op that is one ONNX node of the same inputs."""
 
-    def translate(b: OnnxBuilder, op: Operation, x: list[str]) -> list[str]:
+    def translate(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
         return b.node(onnx_type, x, **attrs)
 
     translate.__doc__ = f"One ``{onnx_type}`` node."
@@ -219,8 +213,8 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
     return register
 
 
-def rank_of(op: Operation, i: int = 0) -> int:
-    shape = op.inputs[i].shape
+def rank_of(node: Operation, i: int = 0) -> int:
+    shape = node.inputs[i].shape
     if shape is None:
         raise Refused(f"input {i} has an unknown rank; ONNX needs it here")
     return len(shape)
@@ -258,15 +252,12 @@ def unsupported(
     """Every node the subgraphs run (their outputs, what those need, their side effects and
     control inputs, and the same inside If, While and called functions) that has no rule."""
     for subgraph in subgraphs:
-        fed = {t.op for t in subgraph.inputs if t is not None}
-        stack = [*(t.op for t in subgraph.outputs), *subgraph.side_effects]
-        while stack:
-            operation = stack.pop()
-            if operation in seen or operation in fed:
+        fed = {t for t in subgraph.inputs if t is not None}
+        targets: list[SymbolicTensor | Operation] = [*subgraph.outputs, *subgraph.side_effects]
+        for operation in needed_in_order(subgraph.graph, targets, stop=fed):
+            if operation in seen:
                 continue
             seen.add(operation)
-            stack.extend(t.op for t in operation.inputs)
-            stack.extend(operation.control_inputs)
             if operation.type not in RULES:
                 why = NOT_EXPORTABLE.get(operation.type, "no ONNX rule for this op")
                 found.append((operation.type, operation.name, why))

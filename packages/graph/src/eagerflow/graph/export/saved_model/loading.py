@@ -12,6 +12,7 @@ import numpy as np
 from eagerflow.autodiff import Variable
 from eagerflow.graph.export.graph_def import (
     GraphDef,
+    NewVariable,
     check_graph_def,
 )
 from eagerflow.graph.export.graph_def_import import import_functions
@@ -203,23 +204,13 @@ def load(export_dir: str | os.PathLike[str]) -> LoadedModel:
     """The SavedModel in ``export_dir`` (as ``save`` wrote it), loaded: its functions over new
     eager variables holding the saved values (see the module docs for what is checked)."""
     directory = os.fspath(export_dir)
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"load(): no SavedModel directory at {directory!r}")
-    path = os.path.join(directory, SAVED_MODEL_FILENAME)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(
-            f"load(): {directory!r} is not a SavedModel: it has no {SAVED_MODEL_FILENAME}"
-        )
+    path = _document_path(directory)
     document = _check_document(_read_json(path), path)
-    relative = document["variables"]
-    if os.path.isabs(relative) or ".." in relative.replace("\\", "/").split("/"):
-        raise SavedModelError(f"{path}: 'variables' must be a path inside the directory")
-    values_path = os.path.join(directory, relative)
+    values_path = _values_path(directory, document["variables"], path)
     values = _read_values(values_path)
     graph_def: GraphDef = document["graph_def"]
-    made: dict[str, Variable] = {}  # by key in the def
-
     _check_values(graph_def, values, path, values_path)
+    made: dict[str, Variable] = {}  # by key in the def
 
     def new_variable(
         key: str, name: str, shape: tuple[int, ...], dtype: DType, trainable: bool
@@ -230,8 +221,43 @@ def load(export_dir: str | os.PathLike[str]) -> LoadedModel:
         return made[key]
 
     functions, call, signatures = _parse_functions(document, path)
+    concretes = _import(graph_def, [f[0] for f in functions.values()], new_variable, path)
+    loaded = _loaded_functions(functions, concretes, path)
+    attributes = {name: loaded[name] for name, parsed in functions.items() if parsed[4]}
+    if call is not None and call not in attributes:
+        raise SavedModelError(f"{path}: 'call' names no saved function {call!r}")
+    variables = [made[k] for k in graph_def["variables"] if k in made]  # the def's order
+    return LoadedModel(attributes, call, _loaded_signatures(signatures, loaded, path), variables)
+
+
+def _document_path(directory: str) -> str:
+    """The path of the SavedModel document in ``directory``, which must have one."""
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"load(): no SavedModel directory at {directory!r}")
+    path = os.path.join(directory, SAVED_MODEL_FILENAME)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"load(): {directory!r} is not a SavedModel: it has no {SAVED_MODEL_FILENAME}"
+        )
+    return path
+
+
+def _values_path(directory: str, relative: str, path: str) -> str:
+    """The variables file the document names: a path inside the directory, never outside."""
+    if os.path.isabs(relative) or ".." in relative.replace("\\", "/").split("/"):
+        raise SavedModelError(f"{path}: 'variables' must be a path inside the directory")
+    return os.path.join(directory, relative)
+
+
+def _import(
+    graph_def: GraphDef,
+    names: list[str],
+    new_variable: NewVariable,
+    path: str,
+) -> list[ConcreteFunction]:
+    """The library's functions ``names`` imported; an error says which file it is about."""
     try:
-        concretes = import_functions(graph_def, [f[0] for f in functions.values()], new_variable)
+        return import_functions(graph_def, names, new_variable)
     except SavedModelError:
         raise
     except InvalidArgumentError as e:  # a malformed def: a node, an input, an attribute...
@@ -240,17 +266,29 @@ def load(export_dir: str | os.PathLike[str]) -> LoadedModel:
         raise type(e)(f"{path}: {e}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise SavedModelError(f"{path}: a malformed graph_def: {type(e).__name__}: {e}") from None
+
+
+def _loaded_functions(
+    functions: dict[str, _Parsed], concretes: list[ConcreteFunction], path: str
+) -> dict[str, LoadedFunction]:
+    """Each imported function with its parameters, input signature and output structure."""
     loaded: dict[str, LoadedFunction] = {}
-    attributes: dict[str, LoadedFunction] = {}
-    for (name, (_, parameters, signature, outputs, attribute)), concrete in zip(
+    for (name, (_, parameters, signature, outputs, _)), concrete in zip(
         functions.items(), concretes, strict=True
     ):
         concrete.structure = _output_structure(outputs, concrete, f"{path}: function {name!r}")
         function = LoadedFunction(name, concrete, parameters, signature)
         _check_inputs(function, f"{path}: function {name!r}")
         loaded[name] = function
-        if attribute:
-            attributes[name] = function
+    return loaded
+
+
+def _loaded_signatures(
+    signatures: dict[str, tuple[str, list[str], list[str]]],
+    loaded: dict[str, LoadedFunction],
+    path: str,
+) -> dict[str, LoadedSignature]:
+    """Each serving signature over its loaded function, which it must fit."""
     loaded_signatures = {}
     for key, (name, inputs, outputs) in signatures.items():
         if name not in loaded:
@@ -260,10 +298,7 @@ def load(export_dir: str | os.PathLike[str]) -> LoadedModel:
         if len(inputs) != len(concrete.arguments) or len(outputs) != len(concrete.outputs):
             raise SavedModelError(f"{path}: signature {key!r} does not fit function {name!r}")
         loaded_signatures[key] = LoadedSignature(key, function, inputs, outputs)
-    if call is not None and call not in attributes:
-        raise SavedModelError(f"{path}: 'call' names no saved function {call!r}")
-    variables = [made[k] for k in graph_def["variables"] if k in made]  # the def's order
-    return LoadedModel(attributes, call, loaded_signatures, variables)
+    return loaded_signatures
 
 
 def _check_values(

@@ -130,73 +130,24 @@ def save(
     functions (default ``{"serving_default": obj}`` when ``obj`` is a function). The
     directory is written whole or not at all; an existing SavedModel there is replaced."""
     functions, call = _functions_of(obj)
-    if signatures is None:
-        signatures = {DEFAULT_SERVING_SIGNATURE: obj} if isinstance(obj, Function) else {}
-    elif isinstance(signatures, Function):
-        signatures = {DEFAULT_SERVING_SIGNATURE: signatures}
-    if not isinstance(signatures, Mapping):
-        raise TypeError(
-            f"save(): signatures is a function or a dict of them, got {signatures!r:.60}"
-        )
     attributes = set(functions)
-    signature_functions: dict[str, str] = {}
-    for key, function in signatures.items():
-        if not isinstance(key, str) or not isinstance(function, Function):
-            raise TypeError(
-                f"save(): signatures maps names to functions with an input_signature, got "
-                f"{key!r}: {function!r:.60}"
-            )
-        _require_signature(function, f"signatures[{key!r}]")
-        name = next((n for n, f in functions.items() if f is function), None)
-        if name is None:  # a function that is not an attribute: saved for the signature alone
-            name = f"signature_{key}" if f"signature_{key}".isidentifier() else "signature"
-            while name in functions:
-                name += "_"
-            functions[name] = function
-        signature_functions[key] = name
-
+    signature_functions = _add_signature_functions(_signatures(obj, signatures), functions)
     concretes = {name: f.get_concrete_function() for name, f in functions.items()}
     graph_def, library, variables = functions_as_graph_def(concretes)
-    entries: dict[str, Any] = {}
-    parameters: dict[str, list[str]] = {}
-    for name, function in functions.items():
-        concrete = concretes[name]
-        assert function.input_signature is not None
-        parameters[name] = signature_parameters(
-            name, function.python_function, len(function.input_signature)
+    parameters = {
+        name: signature_parameters(name, f.python_function, len(f.input_signature or ()))
+        for name, f in functions.items()
+    }
+    entries = {
+        name: _function_entry(
+            f, concretes[name], library[name], name in attributes, parameters[name]
         )
-        entries[name] = {
-            "library": library[name],
-            "attribute": name in attributes,
-            "parameters": parameters[name],
-            "input_signature": [
-                encode_structure(s, lambda leaf: {"spec": spec_entry(leaf)})
-                for s in function.input_signature
-            ],
-            "outputs": encode_outputs(concrete.structure),
-        }
-    signature_entries = {}
-    for key, name in signature_functions.items():
-        function, concrete = functions[name], concretes[name]
-        inputs = _input_names(function, parameters[name], key)
-        specs = flatten(list(function.input_signature or ()))
-        outputs = _output_names(concrete.structure, len(concrete.outputs))
-        signature_entries[key] = {
-            "function": name,
-            "inputs": [[n, spec_entry(s)] for n, s in zip(inputs, specs, strict=True)],
-            "outputs": [
-                [n, tensor_entry(t)] for n, t in zip(outputs, concrete.outputs, strict=True)
-            ],
-        }
-    arrays = {}
-    for key, variable in variables.items():
-        try:
-            arrays[key] = np.asarray(variable.numpy())
-        except FailedPreconditionError:
-            raise FailedPreconditionError(
-                f"save(): variable {variable.name!r} lives in a graph (its value is per "
-                "Session): a SavedModel saves the eager variables its functions read"
-            ) from None
+        for name, f in functions.items()
+    }
+    signature_entries = {
+        key: _signature_entry(key, name, functions[name], concretes[name], parameters[name])
+        for key, name in signature_functions.items()
+    }
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -207,7 +158,94 @@ def save(
         "graph_def": graph_def,
     }
     text = json.dumps(document, indent=1, allow_nan=False)
-    _write_directory(os.fspath(export_dir), text, arrays)
+    _write_directory(os.fspath(export_dir), text, _variable_arrays(variables))
+
+
+def _signatures(
+    obj: Any, signatures: Function | Mapping[str, Function] | None
+) -> Mapping[str, Function]:
+    """``save``'s ``signatures`` argument as a dict (see ``save``)."""
+    if signatures is None:
+        return {DEFAULT_SERVING_SIGNATURE: obj} if isinstance(obj, Function) else {}
+    if isinstance(signatures, Function):
+        return {DEFAULT_SERVING_SIGNATURE: signatures}
+    if not isinstance(signatures, Mapping):
+        raise TypeError(
+            f"save(): signatures is a function or a dict of them, got {signatures!r:.60}"
+        )
+    return signatures
+
+
+def _add_signature_functions(
+    signatures: Mapping[str, Function], functions: dict[str, Function]
+) -> dict[str, str]:
+    """Each signature's function name in ``functions``; a function that is not an attribute
+    is added to ``functions`` under a name of its own (saved for the signature alone)."""
+    names: dict[str, str] = {}
+    for key, function in signatures.items():
+        if not isinstance(key, str) or not isinstance(function, Function):
+            raise TypeError(
+                f"save(): signatures maps names to functions with an input_signature, got "
+                f"{key!r}: {function!r:.60}"
+            )
+        _require_signature(function, f"signatures[{key!r}]")
+        name = next((n for n, f in functions.items() if f is function), None)
+        if name is None:
+            name = f"signature_{key}" if f"signature_{key}".isidentifier() else "signature"
+            while name in functions:
+                name += "_"
+            functions[name] = function
+        names[key] = name
+    return names
+
+
+def _function_entry(
+    function: Function,
+    concrete: ConcreteFunction,
+    library_name: str,
+    attribute: bool,
+    parameters: list[str],
+) -> dict[str, Any]:
+    """The document's entry for one saved function."""
+    assert function.input_signature is not None
+    return {
+        "library": library_name,
+        "attribute": attribute,
+        "parameters": parameters,
+        "input_signature": [
+            encode_structure(s, lambda leaf: {"spec": spec_entry(leaf)})
+            for s in function.input_signature
+        ],
+        "outputs": encode_outputs(concrete.structure),
+    }
+
+
+def _signature_entry(
+    key: str, name: str, function: Function, concrete: ConcreteFunction, parameters: list[str]
+) -> dict[str, Any]:
+    """The document's entry for one serving signature: its function, named inputs, outputs."""
+    inputs = _input_names(function, parameters, key)
+    specs = flatten(list(function.input_signature or ()))
+    outputs = _output_names(concrete.structure, len(concrete.outputs))
+    return {
+        "function": name,
+        "inputs": [[n, spec_entry(s)] for n, s in zip(inputs, specs, strict=True)],
+        "outputs": [[n, tensor_entry(t)] for n, t in zip(outputs, concrete.outputs, strict=True)],
+    }
+
+
+def _variable_arrays(variables: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """The values of the variables the functions read, by their key in the document."""
+    arrays = {}
+    for key, variable in variables.items():
+        try:
+            arrays[key] = np.asarray(variable.numpy())
+        except FailedPreconditionError:
+            raise FailedPreconditionError(
+                f"save(): variable {variable.name!r} lives in a graph (its value is per "
+                "Session): a SavedModel saves the eager variables its functions read"
+            ) from None
+    return arrays
 
 
 def _write_directory(export_dir: str, text: str, arrays: dict[str, np.ndarray]) -> None:
