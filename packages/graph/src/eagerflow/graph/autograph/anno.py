@@ -26,6 +26,7 @@ def getanno(node: ast.AST, key: str, default: Any = None) -> Any:
 
 
 def hasanno(node: ast.AST, key: str) -> bool:
+    """Whether ``node`` carries an annotation under ``key``."""
     return key in node.__dict__.get(_KEY, {})
 
 

@@ -28,6 +28,8 @@ def kind(op: OpDef) -> str:
 
 
 def graph_diagram(graph: Graph, branches: bool = False) -> tuple[list[Node], list[Edge]]:
+    """The nodes and edges of a picture of ``graph`` (``branches``: with the graphs inside
+    ``If`` and ``While``)."""
     nodes: list[Node] = []
     edges: list[Edge] = []
     _draw(graph, "", "", {}, branches, nodes, edges)

@@ -23,6 +23,7 @@ def _placeholder_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 
 
 def placeholder_kernel(shape: Any, dtype: DType) -> np.ndarray:
+    """A placeholder has no value of its own: running one unfed is an error."""
     raise InvalidArgumentError("a placeholder must be fed a value (feed_dict)")
 
 
@@ -72,6 +73,7 @@ def _no_op(name: str) -> Operation:
 
 
 def no_op(name: str | None = None) -> Operation | None:
+    """An op that does nothing, to hang control dependencies on (None when eager)."""
     return None if executing_eagerly() else _no_op(name or "NoOp")
 
 
@@ -82,6 +84,7 @@ def global_variables(graph: Graph | None = None) -> list[Variable]:
 
 
 def trainable_variables(graph: Graph | None = None) -> list[Variable]:
+    """The graph's variables that optimizers train (``trainable=True``)."""
     return [v for v in global_variables(graph) if v.trainable]
 
 

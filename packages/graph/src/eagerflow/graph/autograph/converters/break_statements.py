@@ -26,6 +26,8 @@ from eagerflow.graph.autograph.templates import locate, replace, replace_as_expr
 
 
 class BreakConverter(JumpConverter):
+    """Turns ``break`` into a flag that the loop tests before each iteration."""
+
     jump = ast.Break
 
     def visit_Break(self, node: ast.Break) -> Any:

@@ -23,6 +23,8 @@ _FRAME_READERS = frozenset({"super", "locals", "globals", "vars", "eval", "exec"
 
 
 class CallTreeTransformer(FunctionBodyTransformer):
+    """Routes every call through ``ag__.converted_call``, so called functions are converted too."""
+
     def __init__(self, instance: str | None) -> None:
         self.instance = instance  # the method's first parameter (`self`), if any
 

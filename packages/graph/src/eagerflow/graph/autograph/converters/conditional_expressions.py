@@ -15,6 +15,8 @@ from eagerflow.graph.autograph.templates import locate, replace_as_expression
 
 
 class ConditionalExpressionTransformer(FunctionBodyTransformer):
+    """Turns ``a if test else b`` into ``ag__.if_exp``, a ``cond`` when ``test`` is a tensor."""
+
     def visit_IfExp(self, node: ast.IfExp) -> Any:
         self.generic_visit(node)
         result = replace_as_expression(

@@ -21,6 +21,8 @@ from eagerflow.graph.autograph.naming import Namer
 
 
 class ContinueConverter(JumpConverter):
+    """Turns ``continue`` into a flag that guards the rest of the loop's body."""
+
     jump = ast.Continue
 
     def visit_Continue(self, node: ast.Continue) -> Any:

@@ -49,6 +49,9 @@ from eagerflow.graph.autograph.templates import locate, replace, replace_as_expr
 
 
 class ControlFlowTransformer(ast.NodeTransformer):
+    """Turns ``if``, ``while`` and ``for`` into calls of ``ag__.if_stmt``, ``ag__.while_stmt``
+    and ``ag__.for_stmt``."""
+
     def __init__(self, namer: Namer) -> None:
         self.namer = namer
         self.globals: list[frozenset[str]] = []  # the `global` names of each function entered

@@ -41,6 +41,7 @@ def contains(node: ast.AST, jump: type[ast.stmt]) -> bool:
 
 
 def contains_in(statements: Sequence[ast.stmt], jump: type[ast.stmt]) -> bool:
+    """Whether any of ``statements`` holds a ``jump`` that leaves it (see ``contains``)."""
     return any(contains(s, jump) for s in statements)
 
 

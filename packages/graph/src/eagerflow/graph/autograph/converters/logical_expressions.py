@@ -20,6 +20,8 @@ from eagerflow.graph.autograph.templates import locate, replace_as_expression
 
 
 class LogicalTransformer(FunctionBodyTransformer):
+    """Turns ``and``/``or`` into ``ag__.and_``/``ag__.or_``, lazy on tensors as on Python values."""
+
     def visit_BoolOp(self, node: ast.BoolOp) -> Any:
         self.generic_visit(node)
         helper = "ag__.and_" if isinstance(node.op, ast.And) else "ag__.or_"

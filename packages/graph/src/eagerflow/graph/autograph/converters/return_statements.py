@@ -39,6 +39,8 @@ _BODY_RETURNS, _ORELSE_RETURNS = "body_returns", "orelse_returns"
 
 
 class ReturnConverter(JumpConverter):
+    """Turns ``return`` inside a loop or branch into a flag and a value returned at the end."""
+
     jump = ast.Return
 
     def __init__(self, namer: Namer) -> None:

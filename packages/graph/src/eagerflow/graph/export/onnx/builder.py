@@ -214,6 +214,7 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
 
 
 def rank_of(node: Operation, i: int = 0) -> int:
+    """The rank of ``node``'s input ``i``; refused when the graph does not know it."""
     shape = node.inputs[i].shape
     if shape is None:
         raise Refused(f"input {i} has an unknown rank; ONNX needs it here")
@@ -221,6 +222,7 @@ def rank_of(node: Operation, i: int = 0) -> int:
 
 
 def zero_like(b: OnnxBuilder, dtype: DType, value: Any = 0) -> str:
+    """A scalar constant of ``dtype`` (0 unless ``value`` says otherwise)."""
     return b.const(np.asarray(value, dtype.np), "scalar")
 
 

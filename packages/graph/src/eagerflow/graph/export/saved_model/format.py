@@ -63,6 +63,7 @@ def decode_structure(data: Any, leaf: Callable[[str, Any], Any], where: str) -> 
 
 
 def spec_entry(spec: TensorSpec) -> dict[str, Any]:
+    """A ``TensorSpec`` as the JSON entry the file keeps."""
     shape = spec.static_shape
     return {
         "shape": None if shape is None else list(shape),
@@ -72,6 +73,7 @@ def spec_entry(spec: TensorSpec) -> dict[str, Any]:
 
 
 def spec_from(entry: Any, where: str) -> TensorSpec:
+    """The ``TensorSpec`` of a file's JSON entry, checked (``where`` names it in errors)."""
     if not isinstance(entry, dict) or not {"shape", "dtype"} <= set(entry):
         raise SavedModelError(f"{where}: a TensorSpec is {{shape, dtype, name}}, got {entry!r:.80}")
     try:
@@ -88,6 +90,7 @@ def encode_outputs(structure: Any) -> Any:
 
 
 def tensor_entry(t: Tensor) -> dict[str, Any]:
+    """A tensor's shape and dtype as the JSON entry the file keeps."""
     shape = t.shape
     return {"shape": None if shape is None else list(shape), "dtype": t.dtype.name}
 
