@@ -56,7 +56,7 @@ def print_kernel(
     sep: str,
     end: str,
 ) -> tuple[()]:
-    """Write the template to the stream, each tensor slot filled by the next input."""
+    # writes the template to the stream, each tensor slot filled by the next input
     values = iter(arrays)
     filled = [v if v is not TENSOR_SLOT else next(values) for v in flatten(template)]
     items = pack_sequence_as(template, filled)
@@ -145,4 +145,4 @@ def _stream_attr(stream: Any) -> str | TextIO:
     )
 
 
-__all__ = ["TENSOR_SLOT", "print", "print_kernel"]
+__all__ = ["TENSOR_SLOT", "print"]

@@ -110,7 +110,7 @@ def _eager_predicate(pred: Any) -> bool:
 def if_kernel(
     pred: np.ndarray, *inputs: np.ndarray, then_branch: Subgraph, else_branch: Subgraph
 ) -> tuple[Any, ...]:
-    """Run the branch ``pred`` chooses on ``inputs`` (the ``If`` op's kernel)."""
+    # runs the branch `pred` chooses on `inputs` (what If does is said once, on `cond`)
     branch = then_branch if bool(pred) else else_branch
     return tuple(branch.call(inputs))
 
@@ -203,7 +203,7 @@ def while_kernel(
     num_emitted: int,
     reverse: bool,
 ) -> tuple[Any, ...]:
-    """Run ``body`` while ``cond`` holds, from ``inputs`` (the ``While`` op's kernel)."""
+    # runs `body` while `cond` holds, from `inputs` (said once, on `while_loop`)
     # Runs `body` on the loop variables while `cond` is true; returns their final values.
     # The inputs are the loop variables, then `num_sequences` *sequences*, then the captured
     # tensors. The body reads one row of each sequence per iteration; a loop without a
@@ -356,4 +356,4 @@ class _Spec:
         self.dtype = dtype
 
 
-__all__ = ["cond", "if_kernel", "loop_attrs", "while_kernel", "while_loop"]
+__all__ = ["cond", "loop_attrs", "while_loop"]

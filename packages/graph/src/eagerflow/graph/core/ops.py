@@ -23,7 +23,7 @@ def _placeholder_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 
 
 def placeholder_kernel(shape: Any, dtype: DType) -> np.ndarray:
-    """A placeholder has no value of its own: running one unfed is an error."""
+    # a placeholder has no value of its own: running one unfed is an error
     raise InvalidArgumentError("a placeholder must be fed a value (feed_dict)")
 
 
@@ -127,7 +127,6 @@ __all__ = [
     "no_op",
     "no_op_kernel",
     "placeholder",
-    "placeholder_kernel",
     "trainable_variables",
     "variables_initializer",
 ]
