@@ -137,3 +137,17 @@ def test_a_functions_repr_counts_its_traces_in_english() -> None:
     assert repr(double).endswith("(1 trace)>")
     double(ef.constant([1.0, 2.0]))
     assert repr(double).endswith("(2 traces)>")
+
+
+def test_a_general_trace_serves_many_shapes_with_bounded_caches() -> None:
+    """A trace with a None size runs every length; remembering each exact shape for the fast
+    path must not grow without end over a long run (one entry per batch size)."""
+    from eagerflow.graph import TensorSpec
+    from eagerflow.graph.tracing.function import FAST_CACHE_SIZE
+
+    double = function(lambda x: x * 2.0)
+    double.get_concrete_function(TensorSpec((None,), ef.float32))
+    for n in range(1, FAST_CACHE_SIZE + 45):
+        assert double(ef.ones((n,))).shape == (n,)
+    assert double.trace_count == 1
+    assert len(double._cache) == 1 and len(double._fast_cache) == FAST_CACHE_SIZE

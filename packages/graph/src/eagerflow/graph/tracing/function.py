@@ -268,6 +268,9 @@ def _call_grad(op: OpRecord, *grads: Tensor) -> tuple[Tensor | None, ...]:
 # One switch for the whole process, as TensorFlow's ``tf.config.run_functions_eagerly``: a
 # debugging session wants every function plain, including those called by library code.
 _run_eagerly = False
+# How many exact (dtype, shape) signatures a Function remembers for its fast path: a trace
+# with None sizes serves every batch size, and a long run must not keep one entry per size.
+FAST_CACHE_SIZE = 256
 
 
 def run_functions_eagerly(run_eagerly: bool) -> None:
@@ -311,8 +314,9 @@ class Function:
         )
         self._parameters: list[str] | None = None  # the names input_signature describes
         self._traced_function: Callable[..., Any] | None = None  # converted, on first trace
-        self._cache: dict[tuple[Signature, ...], ConcreteFunction] = {}
-        # the same traces, for calls with tensors alone, by each one's dtype and shape
+        self._cache: dict[tuple[Signature, ...], ConcreteFunction] = {}  # one key per trace
+        # the same traces, for calls with tensors alone, by each one's dtype and shape: a
+        # trace with None sizes serves any number of shapes, so this one is bounded
         self._fast_cache: dict[tuple[Any, ...], ConcreteFunction] = {}
         self.trace_count = 0
         self._traced_signatures: list[dict[str, tuple[Signature, ...]]] = []  # for the warning
@@ -423,11 +427,13 @@ class Function:
         concrete = self._cache.get(key)
         if concrete is None:
             concrete = self._general_trace(key)
-            if concrete is None:
-                concrete = self._trace(structure, trace_as)
-                self._note_trace(structure, trace_as)
+        if concrete is None:
+            concrete = self._trace(structure, trace_as)
+            self._note_trace(structure, trace_as)
             self._cache[key] = concrete
         if fast_key is not None and _NOT_FAST not in fast_key:
+            if len(self._fast_cache) >= FAST_CACHE_SIZE:  # the oldest goes (dicts keep order)
+                del self._fast_cache[next(iter(self._fast_cache))]
             self._fast_cache[fast_key] = concrete
         return concrete, leaves
 
