@@ -16,7 +16,7 @@ MERMAID_VERSION := 11.17.2
 ONNXRUNTIME_WEB_VERSION := 1.30.0
 NPM_DIR := build/npm
 
-.PHONY: setup serve test lint coverage bench clean
+.PHONY: setup serve test lint coverage bench clean conformance-record
 
 # Also redone when the Makefile changes, so a new set-up step (or MERMAID_VERSION) takes effect,
 # and when VERSION changes, since editable installs record their version when installed.
@@ -61,6 +61,14 @@ coverage: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+
+# TensorFlow's results for tests/conformance, recorded in a virtual environment of their own
+# (TensorFlow is never a dependency: CI compares with the committed JSON file).
+TF_VENV := .venv-tf
+conformance-record:
+	test -x $(TF_VENV)/bin/python || $(PYTHON) -m venv $(TF_VENV)
+	$(TF_VENV)/bin/python -m pip install --quiet "tensorflow-cpu==2.21.*"
+	$(TF_VENV)/bin/python tests/conformance/record.py
 
 clean:
 	rm -rf $(VENV) build

@@ -1,0 +1,142 @@
+"""Where eagerflow and TensorFlow disagree today, case by case (see test_conformance.py).
+
+``TO_FIX`` lists the cases by root cause: a wrong value, a crash, an input accepted that
+TensorFlow refuses or one refused that it accepts, for the conformance issue to fix or to
+decide. A difference decided as one to keep moves to ``KEPT``, with the phrase of
+``site/docs/tensorflow-names.md`` that documents it.
+"""
+
+from __future__ import annotations
+
+KEPT: dict[str, str] = {
+    "gradient/leaky_relu": "applies `alpha` in the input's own dtype",
+    "unary/leaky_relu/float64/regular": "applies `alpha` in the input's own dtype",
+}
+
+_ROOT_CAUSES: dict[str, list[str]] = {
+    ("float floordiv at ±inf: NumPy's floor_divide gives nan where TensorFlow gives inf and -0"): [
+        "binary/floordiv/float32/edges",
+        "binary/floordiv/float64/edges",
+    ],
+    ("a list of tensors goes through NumPy: float64 and int64 narrowed, mixed dtypes promoted"): [
+        "convert_to_tensor/list_of_float64_tensors",
+        "convert_to_tensor/list_of_int64_tensors",
+        "convert_to_tensor/mixed_tensors",
+    ],
+    ("a function that creates a Variable on every call reuses it silently (TensorFlow raises)"): [
+        "function/creates_variable_each_call",
+    ],
+    ("AutoGraph does not convert `for i in range(n)` with a tensor n"): [
+        "function/python_loop_over_range_of_tensor",
+    ],
+    ("a function returning (x, None) raises"): [
+        "function/returns_tuple_with_none",
+    ],
+    ("indexing with a bool mask tensor is refused"): [
+        "getitem/bool_mask",
+    ],
+    ("gradient(v, v) is None instead of ones"): [
+        "gradient/of_variable_itself",
+    ],
+    ("a persistent tape does not record its own gradient() call"): [
+        "gradient/persistent_second_derivative",
+    ],
+    ("the gradient of relu's gradient is None instead of zeros"): [
+        "gradient/relu_second_order",
+    ],
+    ("the gradient of sign is None instead of zeros"): [
+        "gradient/sign",
+    ],
+    ("where's gradient multiplies the masked branch's nan by 0 (TensorFlow: 0)"): [
+        "gradient/sqrt_masked_by_where",
+    ],
+    ("linspace of int bounds is float32 (TensorFlow: float64)"): [
+        "linspace/int_bounds",
+    ],
+    ("linspace with num=0 raises"): [
+        "linspace/num=0",
+    ],
+    ("t == x with a Python value of another kind is a Python bool (TensorFlow raises)"): [
+        "operator/eq_bool_int",
+        "operator/eq_int_float",
+    ],
+    ("* on bool tensors is refused"): [
+        "operator/mul_bool",
+    ],
+    ("range with a negative limit and the default delta is empty (TensorFlow raises)"): [
+        "range/(-3,)",
+    ],
+    ("range truncates float bounds to an int dtype (TensorFlow raises)"): [
+        "range/float_to_int_dtype",
+    ],
+    ("range with int64 or float64 tensor bounds is int32 or float32 eagerly"): [
+        "range/tensor_bounds/float64",
+        "range/tensor_bounds/int64",
+    ],
+    ("argmax and argmin on bool refused"): [
+        "reduce/argmax/bool",
+        "reduce/argmin/bool",
+    ],
+    ("argmax and argmin with NaN: NumPy picks the NaN, TensorFlow skips it"): [
+        "reduce/argmax/float32/nan",
+        "reduce/argmin/float32/nan",
+    ],
+    (
+        "reduce_max and reduce_min over an empty axis fail in the kernel (TensorFlow: the dtype's"
+        " extremes)"
+    ): [
+        "reduce/reduce_max/float32/empty(2,0)/axis=1",
+        "reduce/reduce_max/float32/empty(2,0)/axis=None",
+        "reduce/reduce_max/float64/empty(2,0)/axis=1",
+        "reduce/reduce_max/float64/empty(2,0)/axis=None",
+        "reduce/reduce_max/int32/empty(2,0)/axis=1",
+        "reduce/reduce_max/int32/empty(2,0)/axis=None",
+        "reduce/reduce_max/int64/empty(2,0)/axis=1",
+        "reduce/reduce_max/int64/empty(2,0)/axis=None",
+        "reduce/reduce_min/float32/empty(2,0)/axis=1",
+        "reduce/reduce_min/float32/empty(2,0)/axis=None",
+        "reduce/reduce_min/float64/empty(2,0)/axis=1",
+        "reduce/reduce_min/float64/empty(2,0)/axis=None",
+        "reduce/reduce_min/int32/empty(2,0)/axis=1",
+        "reduce/reduce_min/int32/empty(2,0)/axis=None",
+        "reduce/reduce_min/int64/empty(2,0)/axis=1",
+        "reduce/reduce_min/int64/empty(2,0)/axis=None",
+    ],
+    ("reduce_sum of a (2, 0) tensor on axis 0 fails in a BLAS fast path"): [
+        "reduce/reduce_sum/float32/empty(2,0)/axis=0",
+        "reduce/reduce_sum/float64/empty(2,0)/axis=0",
+    ],
+    ("reshape accepts -2 eagerly (TensorFlow and eagerflow's graph mode refuse it)"): [
+        "reshape/(-2, 3)",
+    ],
+    ("reshaping an empty tensor with -1 and 0 in the shape is refused"): [
+        "reshape/empty_to_-1,0",
+        "reshape/empty_to_0,-1",
+    ],
+    ("split with -1 in the sizes is refused"): [
+        "split/[1, -1]",
+    ],
+    ("stack of Python numbers of two kinds refused instead of converted together"): [
+        "stack/python_numbers",
+    ],
+    ("leaky_relu on ints is refused (TensorFlow casts to float32)"): [
+        "unary/leaky_relu/int32/regular",
+        "unary/leaky_relu/int64/regular",
+    ],
+    ("softmax and log_softmax of a scalar accepted (TensorFlow needs rank >= 1)"): [
+        "unary/log_softmax/float32/scalar",
+        "unary/log_softmax/float64/scalar",
+        "unary/softmax/float32/scalar",
+        "unary/softmax/float64/scalar",
+    ],
+    ("softmax with an inf gives nan everywhere (TensorFlow: 0 for the others)"): [
+        "unary/softmax/float32/edges",
+    ],
+    ("negative segment ids raise (TensorFlow drops them)"): [
+        "unsorted_segment_sum/negative_ids",
+    ],
+    ("where with a numeric condition is refused"): [
+        "where/numeric_condition",
+    ],
+}
+TO_FIX = {case: cause for cause, names in _ROOT_CAUSES.items() for case in names}

@@ -1,0 +1,116 @@
+"""The vocabulary the conformance cases are written in, for TensorFlow and for eagerflow.
+
+A case is written once, against a namespace ``ns`` holding TensorFlow's names (``ns.constant``,
+``ns.reduce_sum``, ``ns.GradientTape``...). ``tensorflow()`` fills it from TensorFlow (only
+``record.py`` calls it, in a virtual environment of its own), ``eagerflow()`` from eagerflow.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import SimpleNamespace
+from typing import Any
+
+# our name -> (where TensorFlow has it, where eagerflow has it)
+NAMES: dict[str, tuple[str, str]] = {
+    **{d: (f"tf.{d}", f"ef.{d}") for d in ("float16", "float32", "float64", "int32", "int64")},
+    "bool": ("tf.bool", "ef.bool_"),
+    **{
+        name: (f"tf.{name}", f"ef.{name}")
+        for name in [
+            "constant",
+            "convert_to_tensor",
+            "cast",
+            "identity",
+            "abs",
+            "negative",
+            "sign",
+            "square",
+            "sqrt",
+            "exp",
+            "tanh",
+            "sigmoid",
+            "add",
+            "subtract",
+            "multiply",
+            "divide",
+            "maximum",
+            "minimum",
+            "pow",
+            "equal",
+            "not_equal",
+            "less",
+            "less_equal",
+            "greater",
+            "greater_equal",
+            "logical_and",
+            "logical_or",
+            "logical_not",
+            "matmul",
+            "reduce_sum",
+            "reduce_mean",
+            "reduce_max",
+            "reduce_min",
+            "reduce_prod",
+            "argmax",
+            "argmin",
+            "reshape",
+            "transpose",
+            "concat",
+            "stack",
+            "split",
+            "gather",
+            "one_hot",
+            "where",
+            "range",
+            "linspace",
+            "fill",
+            "zeros",
+            "ones",
+            "zeros_like",
+            "ones_like",
+            "expand_dims",
+            "squeeze",
+            "tile",
+            "broadcast_to",
+            "clip_by_value",
+            "size",
+            "stop_gradient",
+        ]
+    },
+    "log": ("tf.math.log", "ef.log"),
+    "floordiv": ("tf.math.floordiv", "ef.floordiv"),
+    "floormod": ("tf.math.floormod", "ef.floormod"),
+    "unsorted_segment_sum": ("tf.math.unsorted_segment_sum", "ef.unsorted_segment_sum"),
+    **{
+        name: (f"tf.nn.{name}", f"ef.nn.{name}")
+        for name in ["relu", "softplus", "elu", "leaky_relu", "softmax", "log_softmax"]
+    },
+    "GradientTape": ("tf.GradientTape", "autodiff.GradientTape"),
+    "Variable": ("tf.Variable", "autodiff.Variable"),
+    "function": ("tf.function", "graph.function"),
+}
+
+
+def _resolve(path: str, roots: dict[str, Any]) -> Any:
+    root, *rest = path.split(".")
+    value = roots[root]
+    for part in rest:
+        value = getattr(value, part)
+    return value
+
+
+def tensorflow() -> SimpleNamespace:
+    """TensorFlow's side (imports TensorFlow: only for recording)."""
+    tf = importlib.import_module("tensorflow")
+    return SimpleNamespace(**{k: _resolve(t, {"tf": tf}) for k, (t, _) in NAMES.items()})
+
+
+def eagerflow() -> SimpleNamespace:
+    """eagerflow's side."""
+    roots = {
+        "ef": importlib.import_module("eagerflow.tensor"),
+        "autodiff": importlib.import_module("eagerflow.autodiff"),
+        "graph": importlib.import_module("eagerflow.graph"),
+    }
+    return SimpleNamespace(**{k: _resolve(e, roots) for k, (_, e) in NAMES.items()})

@@ -1,0 +1,73 @@
+"""eagerflow against TensorFlow: every case of ``cases.py`` run here and compared with what
+TensorFlow 2.21 gave for it (``tensorflow_results.json``, recorded by ``record.py``, so CI needs
+no TensorFlow): the dtype, the shape and the values of each result, and which inputs raise.
+
+A case that disagrees is one of two kinds, and each is listed with its reason:
+
+- ``KEPT``: a difference eagerflow keeps on purpose. ``site/docs/tensorflow-names.md`` says so
+  (the listed phrase must be on that page) and the case is pinned: it must still differ.
+- ``TO_FIX`` (``disagreements.py``): a disagreement not resolved yet, by root cause. Each is an
+  expected failure, strictly: a fix makes its case pass, and the run then fails until the
+  case is taken off the list.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import cases  # noqa: E402
+import namespaces  # noqa: E402
+from disagreements import KEPT, TO_FIX  # noqa: E402
+from outcome import differences, outcome  # noqa: E402
+
+RECORDED = json.loads((HERE / "tensorflow_results.json").read_text(encoding="utf8"))
+NAMES_PAGE = (HERE.parents[1] / "site" / "docs" / "tensorflow-names.md").read_text("utf8")
+EAGERFLOW = namespaces.eagerflow()
+
+
+def run_here(name: str) -> list[str]:
+    """How eagerflow's outcome of case ``name`` differs from TensorFlow's recorded one."""
+    with warnings.catch_warnings():  # NumPy's overflow and empty-mean warnings: compared below
+        warnings.simplefilter("ignore")
+        ours = outcome(cases.CASES[name], EAGERFLOW)
+    return differences(ours, RECORDED["cases"][name])
+
+
+def _param(name: str) -> object:
+    if name in TO_FIX:
+        return pytest.param(name, marks=pytest.mark.xfail(reason=TO_FIX[name], strict=True))
+    return name
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in sorted(cases.CASES) if n not in KEPT])
+def test_agrees_with_tensorflow(name: str) -> None:
+    found = run_here(name)
+    assert not found, f"{name}: " + "; ".join(found)
+
+
+@pytest.mark.parametrize("name", sorted(KEPT))
+def test_a_kept_difference_is_documented_and_still_there(name: str) -> None:
+    phrase = KEPT[name]
+    assert phrase in NAMES_PAGE, f"tensorflow-names.md does not say: {phrase!r}"
+    assert run_here(name), f"{name} now agrees with TensorFlow: take it off KEPT"
+
+
+def test_every_case_is_recorded() -> None:
+    missing = sorted(set(cases.CASES) - set(RECORDED["cases"]))
+    stale = sorted(set(RECORDED["cases"]) - set(cases.CASES))
+    assert not missing and not stale, (
+        f"re-record with `make conformance-record`: new {missing[:5]}, gone {stale[:5]}"
+    )
+
+
+def test_the_lists_name_cases() -> None:
+    assert set(KEPT) <= set(cases.CASES) and set(TO_FIX) <= set(cases.CASES)
+    assert not set(KEPT) & set(TO_FIX)
