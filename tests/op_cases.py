@@ -289,6 +289,7 @@ CASES: dict[str, Callable[[st.DrawFn], Case]] = {
     "Minimum": separated(ef.minimum),
     "Neg": unary(ef.negative),
     "Abs": unary(ef.abs, gap=0.1),
+    "Sign": unary(ef.sign, gap=0.1),  # flat away from 0: a zero gradient, as in TensorFlow
     "Square": unary(ef.square),
     "Sqrt": unary(ef.sqrt, low=0.5, high=3.0),
     "Exp": unary(ef.exp),

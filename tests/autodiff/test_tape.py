@@ -620,7 +620,6 @@ def test_comparison_path_carries_no_gradient_only_the_direct_path() -> None:
         pytest.param(lambda x: ef.cast(ef.argmin(x), ef.float32), id="argmin"),
         pytest.param(lambda x: ef.cast(ef.cast(x, ef.int32), ef.float32), id="cast-to-int"),
         pytest.param(lambda x: ef.cast(ef.cast(x, ef.bool_), ef.float32), id="cast-to-bool"),
-        pytest.param(lambda x: ef.sign(x), id="sign"),
         pytest.param(lambda x: x // 2.0, id="floordiv"),
         pytest.param(lambda x: ef.zeros_like(x) + ef.ones_like(x), id="zeros/ones_like"),
     ],
@@ -918,3 +917,18 @@ def test_a_rule_returning_the_wrong_thing_is_named(new_op: str, rule: Any, fragm
         (y,) = execution.execute(new_op, (x,))
     with raises(ef.EagerflowError, f"the gradient rule of {new_op}", *fragments):
         tape.gradient(y, x)
+
+
+def test_flat_ops_give_zeros_as_in_tensorflow() -> None:
+    """sign and relu's gradient are differentiable with a zero derivative (TensorFlow gives
+    zeros, not None): a second derivative through relu is 0, not unconnected."""
+    x = ef.constant([-1.5, 2.0], ef.float64)
+    with GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        s = ef.sign(x)
+        with GradientTape() as inner:
+            inner.watch(x)
+            y = ef.relu(x)
+        dy = inner.gradient(y, x)
+    np.testing.assert_array_equal(tape.gradient(s, x).numpy(), [0.0, 0.0])
+    np.testing.assert_array_equal(tape.gradient(dy, x).numpy(), [0.0, 0.0])

@@ -179,8 +179,15 @@ def _relu_grad(op: OpRecord, grad: Tensor) -> Grads:
 
 @register_gradient("ReluGrad")
 def _relu_grad_grad(op: OpRecord, grad: Tensor) -> Grads:
-    # relu_grad(g, y) is linear in g with the same mask; the mask is flat in y
-    return (ef.relu_grad(grad, op.inputs[1]), None)
+    # relu_grad(g, y) is linear in g with the same mask; the mask is flat in y: zeros there,
+    # as in TensorFlow (not None: a second derivative through relu is 0, not unconnected)
+    return (ef.relu_grad(grad, op.inputs[1]), ef.zeros_like(op.inputs[1]))
+
+
+@register_gradient("Sign")
+def _sign_grad(op: OpRecord, grad: Tensor) -> Grads:
+    # sign is flat wherever it is differentiable: zeros, as in TensorFlow (not None)
+    return (ef.zeros_like(op.inputs[0]),)
 
 
 @register_gradient("Softplus")
@@ -344,7 +351,7 @@ def _prod_grad(op: OpRecord, grad: Tensor) -> Grads:
 
 not_differentiable(
     "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
-    "LogicalAnd", "LogicalOr", "LogicalNot", "ArgMax", "ArgMin", "FloorDiv", "Sign",
+    "LogicalAnd", "LogicalOr", "LogicalNot", "ArgMax", "ArgMin", "FloorDiv",
 )  # fmt: skip
 
 

@@ -60,7 +60,7 @@ _BLAS_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def sum_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
-    if x.dtype in _BLAS_FLOATS and x.ndim >= 2 and x.flags.c_contiguous:
+    if x.dtype in _BLAS_FLOATS and x.ndim >= 2 and x.size and x.flags.c_contiguous:
         leading = tuple(range(x.ndim - 1))
         if axis == leading or (axis == 0 and x.ndim == 2):
             # Every axis but the last: a bias's gradient. np.add.reduce walks the rows one by
@@ -101,7 +101,18 @@ def reduce_mean(
     return _reduction("Mean", x, axis, keepdims, name)
 
 
+def _extreme(dtype: np.dtype, highest: bool) -> Any:
+    """The dtype's highest or lowest value (infinities for floats): what a maximum or minimum
+    over no elements is, as in TensorFlow, where NumPy raises."""
+    if dtype.kind == "f":
+        return np.inf if highest else -np.inf
+    info = np.iinfo(dtype)
+    return info.max if highest else info.min
+
+
 def max_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
+    if not x.size:
+        return np.max(x, axis=axis, keepdims=keepdims, initial=_extreme(x.dtype, highest=False))
     return np.max(x, axis=axis, keepdims=keepdims)
 
 
@@ -109,11 +120,14 @@ def max_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
 def reduce_max(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
-    """The largest element over ``axis`` (an int, a list of ints, or None for all axes)."""
+    """The largest element over ``axis`` (an int, a list of ints, or None for all axes); over
+    no elements, the dtype's lowest value (-inf for floats), as in TensorFlow."""
     return _reduction("Max", x, axis, keepdims, name)
 
 
 def min_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
+    if not x.size:
+        return np.min(x, axis=axis, keepdims=keepdims, initial=_extreme(x.dtype, highest=True))
     return np.min(x, axis=axis, keepdims=keepdims)
 
 
@@ -121,7 +135,8 @@ def min_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
 def reduce_min(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
-    """The smallest element over ``axis`` (an int, a list of ints, or None for all axes)."""
+    """The smallest element over ``axis`` (an int, a list of ints, or None for all axes); over
+    no elements, the dtype's highest value (inf for floats), as in TensorFlow."""
     return _reduction("Min", x, axis, keepdims, name)
 
 
