@@ -120,8 +120,9 @@ def test_where_needs_a_bool_condition_and_both_or_neither_of_x_and_y() -> None:
 
 # --- linspace -------------------------------------------------------------------------------------
 def test_linspace_matches_numpy() -> None:
-    result = ef.linspace(0, 1, 5)  # TF: tf.linspace; ints give float32, as for a float start
-    assert result.dtype is ef.float32
+    result = ef.linspace(0, 1, 5)  # TF: tf.linspace; two ints give float64 (tests/conformance)
+    assert result.dtype is ef.float64
+    assert ef.linspace(0.0, 1, 5).dtype is ef.float32  # a Python float: float32
     np.testing.assert_allclose(result.numpy(), np.linspace(0, 1, 5))
     assert ef.linspace(np.float64(-1), 2.0, 4).dtype is ef.float64  # start's float dtype
     assert ef.linspace(3.0, 7.0, 1).numpy().tolist() == [3.0]  # one value: the start
@@ -129,8 +130,9 @@ def test_linspace_matches_numpy() -> None:
 
 
 def test_linspace_mistakes() -> None:
-    with pytest.raises(ef.InvalidArgumentError, match=r"LinSpace\(\): num must be >= 1, got 0"):
-        ef.linspace(0.0, 1.0, 0)
+    assert ef.linspace(0.0, 1.0, 0).shape == (0,)  # none, as in TensorFlow
+    with pytest.raises(ef.InvalidArgumentError, match=r"LinSpace\(\): num must be >= 0, got -1"):
+        ef.linspace(0.0, 1.0, -1)
     with pytest.raises(TypeError, match=r"linspace: num must be an int, got 2.5"):
         ef.linspace(0.0, 1.0, 2.5)  # type: ignore[arg-type]
     with pytest.raises(ef.DTypeError, match=r"LinSpace\(\): start and stop .* float64 and float32"):

@@ -288,8 +288,8 @@ def linspace_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 
 def linspace_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     # checked here, not in the shape rule: eager mode runs only the dtype rule
-    if attrs["num"] < 1:
-        raise InvalidArgumentError(f"num must be >= 1, got {attrs['num']}")
+    if attrs["num"] < 0:
+        raise InvalidArgumentError(f"num must be >= 0, got {attrs['num']}")
     return [attrs["dtype"]]
 
 
@@ -297,13 +297,18 @@ def linspace_kernel(start: float, stop: float, num: int, dtype: DType) -> np.nda
     return np.linspace(start, stop, num, dtype=dtype.np)
 
 
+def _both_integers(start: Any, stop: Any) -> bool:
+    return all(natural_dtype(v).is_integer for v in (start, stop))
+
+
 @op("LinSpace", linspace_kernel, shape=linspace_shape, dtype=linspace_dtype)
 def linspace(start: Any, stop: Any, num: int, name: str | None = None) -> Tensor:
     """``num`` evenly spaced floats from ``start`` to ``stop``, both included:
-    start + i (stop - start) / (num - 1) for i = 0 ... num - 1.
+    start + i (stop - start) / (num - 1) for i = 0 ... num - 1 (none for ``num=0``).
 
     The dtype is that of a float ``start`` or ``stop`` (NumPy's float64 stays float64),
-    float32 for Python numbers, as in TensorFlow's ``tf.linspace``.
+    float32 for Python floats, float64 when both are integers, as TensorFlow's
+    ``tf.linspace`` gives (``tests/conformance`` checks it).
     """
     try:
         count = operator.index(num)
@@ -327,7 +332,9 @@ def linspace(start: Any, stop: Any, num: int, name: str | None = None) -> Tensor
         "start": ends[0],
         "stop": ends[1],
         "num": count,
-        "dtype": next(iter(floats), dtypes.float32),
+        "dtype": next(
+            iter(floats), dtypes.float64 if _both_integers(start, stop) else dtypes.float32
+        ),
     }
     return execute("LinSpace", (), attrs, name)[0]
 
