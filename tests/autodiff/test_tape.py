@@ -932,3 +932,13 @@ def test_flat_ops_give_zeros_as_in_tensorflow() -> None:
         dy = inner.gradient(y, x)
     np.testing.assert_array_equal(tape.gradient(s, x).numpy(), [0.0, 0.0])
     np.testing.assert_array_equal(tape.gradient(dy, x).numpy(), [0.0, 0.0])
+
+
+def test_a_watched_variable_as_target_has_gradient_ones() -> None:
+    """d v / d v is ones, as in TensorFlow, also once the tape stopped recording; a target
+    that sums v with a function of it counts v once."""
+    v = Variable([1.0, 2.0])
+    with GradientTape(persistent=True) as tape:
+        y = v * 3.0
+    np.testing.assert_array_equal(tape.gradient(v, v).numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(tape.gradient([v, y], v).numpy(), [4.0, 4.0])

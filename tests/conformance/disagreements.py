@@ -35,9 +35,7 @@ _ROOT_CAUSES: dict[str, list[str]] = {
     ("indexing with a bool mask tensor is refused"): [
         "getitem/bool_mask",
     ],
-    ("gradient(v, v) is None instead of ones"): [
-        "gradient/of_variable_itself",
-    ],
+    ("gradient(v, v) is None instead of ones"): [],
     ("a persistent tape does not record its own gradient() call"): [
         "gradient/persistent_second_derivative",
     ],

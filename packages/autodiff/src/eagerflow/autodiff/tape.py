@@ -409,7 +409,7 @@ class GradientTape:
         if type(target) is Tensor:
             targets = [target]
         else:
-            targets = [ef.convert_to_tensor(t) for t in flatten(target)]
+            targets = [self._as_target(t) for t in flatten(target)]
         flat_sources = flatten(sources)
         was_listening = self._listen(False)  # the backward pass is not recorded on this tape
         try:
@@ -419,6 +419,18 @@ class GradientTape:
             raise
         self._done(was_listening)
         return pack_sequence_as(sources, grads)
+
+    def _as_target(self, target: Any) -> Tensor:
+        """A target as a tensor. A watched variable's value becomes one of its reads, so that
+        d v / d v is ones (TensorFlow's answer), even after the tape stopped recording."""
+        if isinstance(target, Variable) and target in self._variables:
+            value = target.read_value()
+            reads = self._variables[target]
+            if not any(r is value for r in reads):  # (a recording tape noted it already)
+                reads.append(value)
+            self._tracked.add(value)
+            return value
+        return ef.convert_to_tensor(target)
 
     def _check_usable(self, unconnected_gradients: str) -> None:
         check_unconnected_gradients(unconnected_gradients)
