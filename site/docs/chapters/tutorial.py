@@ -52,11 +52,11 @@ def _page_print(text: str) -> None:
     caller.get("print", print)(text)
 
 
-def _display(bundle: dict[str, str]) -> None:
+def _display(bundle: dict[str, str], metadata: dict[str, Any] | None = None) -> None:
     """Show a MIME bundle (``{"text/markdown": ..., "text/plain": ...}``) as a cell's output."""
     from IPython.display import display
 
-    display(bundle, raw=True)
+    display(bundle, raw=True, metadata=metadata)
 
 
 if not in_jupyter():
@@ -127,7 +127,7 @@ def show(figure: Any, alt: str) -> None:
     plt.close(figure)
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
     if in_jupyter():
-        _display({"image/png": data, "text/plain": alt})
+        _display({"image/png": data, "text/plain": alt}, {"image/png": {"width": width}})
     else:
         _page_print(
             f'<img src="data:image/png;base64,{data}" width="{width}" alt="{html.escape(alt)}">'
@@ -135,7 +135,7 @@ def show(figure: Any, alt: str) -> None:
 
 
 # --- diagrams --------------------------------------------------------------------------------
-# Closer nodes and ranks than mermaid's 50 px: a compact diagram fits the page's column.
+# Closer nodes and ranks than mermaid's 50 px (and 50 px): a compact diagram fits the page.
 _TIGHT = '%%{init: {"flowchart": {"nodeSpacing": 15, "rankSpacing": 30}}}%%\n'
 
 
@@ -180,7 +180,9 @@ def compact(mermaid: str, boxes: bool = True) -> str:
         if common is not None:
             line = re.sub(rf"<small>((?:\w+: )?){common} ", r"<small>\1", line)
         lines.append(line)
-    return _TIGHT + "\n".join(lines) + "\n"
+    # the settings go after the first line (mermaid reads them anywhere): a diagram still
+    # starts with its type, ``flowchart TD``
+    return "\n".join([lines[0], _TIGHT.rstrip("\n"), *lines[1:]]) + "\n"
 
 
 def draw(picture: Any, fit: bool = False, boxes: bool = True, **options: Any) -> None:
