@@ -18,6 +18,7 @@ LOCAL_ONNXRUNTIME_WEB /= "ort.wasm.min.js"  # the script chapter 13's live demo 
 FIGURES = {
     "chapters/04-variables/": 1,  # the loss of the training loop
     "chapters/08-eager-to-graph/": 1,  # the time of one step, four ways
+    "chapters/09-compiler/": 2,  # the buffers' lifetimes; the time of one step, six ways
     "chapters/11-models/": 1,  # two losses and their gradients
     "chapters/12-training/": 2,  # three optimizers on a bowl; the learned decision boundary
     "chapters/13-fizzbuzz/": 1,  # the learning curve of the learned FizzBuzz

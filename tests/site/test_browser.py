@@ -1,8 +1,8 @@
 """The built site in a real browser: every page loads cleanly and offline, navigation and
 search work, mermaid diagrams render and images load, and the layout fits a 1280 px screen (no
-code or result block wider than its column, no diagram text smaller than 10 px, diagrams open
-full size on click). Each page is loaded once per session; the tests then check different
-things about that one visit."""
+code or result block, diagram or image wider than its column, no diagram text smaller than
+10 px, diagrams open full size on click). Each page is loaded once per session; the tests then
+check different things about that one visit."""
 
 from __future__ import annotations
 
@@ -83,6 +83,30 @@ root => [...(root || document).querySelectorAll("div.mermaid, .diagram-zoom__fig
   })
 """
 MIN_DIAGRAM_TEXT_PX = 10
+# Every diagram and image in the article: [what it is, its natural width, its width as drawn,
+# the width of its column]. A mermaid SVG's natural width is its viewBox's (mermaid draws it
+# `width="100%"` with that as its `max-width`: useMaxWidth); an image's is its `width`
+# attribute (the CSS pixels it is meant for: `show` draws PNGs at 2 pixels per CSS pixel),
+# else its pixels.
+PICTURE_WIDTHS = """
+() => [
+  ...[...document.querySelectorAll("article div.mermaid")].map((host, index) => {
+    const svg = host.shadowRoot && host.shadowRoot.querySelector("svg");
+    const natural = svg && svg.viewBox.baseVal ? svg.viewBox.baseVal.width : 0;
+    const drawn = svg ? svg.getBoundingClientRect().width : 0;
+    return [`diagram ${index}`, natural, drawn, host.clientWidth];
+  }),
+  ...[...document.querySelectorAll("article img")].map((image, index) => [
+    `image ${index} (${image.alt.slice(0, 50)})`,
+    parseFloat(image.getAttribute("width")) || image.naturalWidth,
+    image.getBoundingClientRect().width,
+    image.parentElement.clientWidth,
+  ]),
+]
+"""
+# A picture shrunk below this fraction of its natural width is too wide, however it fits:
+# its text would be too small to read.
+MIN_PICTURE_SCALE = 0.6
 # Every image: made to load now (a lazy image below the fold would never load), then measured.
 IMAGES = """
 async () => {
@@ -113,6 +137,8 @@ class Visit:
     # at 1280 px: code blocks wider than their column, and each diagram's smallest text
     overflowing: list[tuple[int, int, str]] = field(default_factory=list)
     diagram_text: list[tuple[float, str] | None] = field(default_factory=list)
+    # each diagram and image: (what, natural width, drawn width, column width), in CSS px
+    picture_widths: list[tuple[str, float, float, float]] = field(default_factory=list)
 
 
 def diagrams_in(html: str) -> int:
@@ -127,7 +153,7 @@ def external_allowed(url: str) -> bool:
 
 def new_page(browser: Any, visit: Visit) -> tuple[Any, Any]:
     """A fresh context and page that record errors and block requests to the internet."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
     context.set_default_timeout(TIMEOUT_MS)
     context.add_init_script(OPEN_SHADOW_ROOTS)
 
@@ -183,6 +209,10 @@ def visit(browser: Any, site_url: str, built_site: BuiltSite) -> Callable[[str],
             result.diagram_text = [
                 None if text is None else (float(text[0]), str(text[1]))
                 for text in page.evaluate(SMALLEST_DIAGRAM_TEXT)
+            ]
+            result.picture_widths = [
+                (str(what), float(natural), float(drawn), float(column))
+                for what, natural, drawn, column in page.evaluate(PICTURE_WIDTHS)
             ]
             if path.startswith("chapters/"):  # artifacts for a person to look at
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -250,6 +280,19 @@ def test_diagram_text_is_readable(visit: Callable[[str], Visit], path: str) -> N
         if text is None or text[0] < MIN_DIAGRAM_TEXT_PX
     ]
     assert not small, f"diagram text under {MIN_DIAGRAM_TEXT_PX} px high on /{path}: {small}"
+
+
+@pytest.mark.parametrize("path", page_paths())
+def test_no_picture_is_wider_than_its_column(visit: Callable[[str], Visit], path: str) -> None:
+    # At 1280 px, every diagram and image fits its column (748 px in a chapter) without a
+    # scroll bar, and without being shrunk below MIN_PICTURE_SCALE of its natural width: a
+    # wide graph is drawn compact, left to right, or in parts (tutorial.draw's fit=True).
+    wide = [
+        f"{what}: {natural:.0f} px natural, {drawn:.0f} px drawn, in a {column:.0f} px column"
+        for what, natural, drawn, column in visit(path).picture_widths
+        if drawn > column + 1 or natural * MIN_PICTURE_SCALE > column + 1
+    ]
+    assert not wide, f"pictures on /{path} wider than their column:\n" + "\n".join(wide)
 
 
 def test_a_diagram_opens_full_size_on_click(browser: Any, site_url: str) -> None:

@@ -3,6 +3,7 @@ reasonable time, with a notebook per chapter and, when installed, its own copy o
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import re
@@ -197,10 +198,75 @@ def test_plots_are_drawn_with_alt_texts_from_the_numbers(
     built_site: BuiltSite, path: str, expected: int
 ) -> None:
     html = (built_site.folder / path / "index.html").read_text(encoding="utf-8")
-    alts = re.findall(r'<img src="data:image/png;base64,[^"]+" alt="([^"]*)"', html)
+    alts = re.findall(
+        r'<img src="data:image/png;base64,[^"]+" (?:width="\d+" )?alt="([^"]*)"', html
+    )
     assert len(alts) == expected, f"/{path} has {len(alts)} plot(s), not {expected}"
     for alt in alts:  # a sentence that says what the picture shows, with its numbers
         assert len(alt) > 60 and re.search(r"\d", alt), f"/{path}: a poor alt text {alt!r}"
+
+
+# --- one colour per contender -------------------------------------------------------------------
+# The ways of running the same work that the charts compare, as their labels name them.
+CONTENDER_WORDS = re.compile(r"eager|Session|@function|traced|jit_compile|compiled|NumPy|PyTorch")
+
+
+def python_blocks(path: str) -> list[str]:
+    """The Python code blocks a page runs when it is built."""
+    text = (DOCS / path).read_text(encoding="utf-8")
+    return re.findall(r'^```python exec="on"[^\n]*\n(.*?)^```$', text, re.MULTILINE | re.DOTALL)
+
+
+def own_contender_colours(code: str) -> list[str]:
+    """The places in ``code`` where a chart colours a contender itself: a plotting call with a
+    colour and a contender's label, a bar chart with a list of colours not from ``colours``,
+    or a table of colours keyed by contenders."""
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Dict):
+            contenders = [k for k in node.keys if isinstance(k, ast.Constant)
+                          and CONTENDER_WORDS.search(str(k.value))]  # fmt: skip
+            named = [v for v in node.values if isinstance(v, ast.Constant)
+                     and re.fullmatch(r"C\d|#\w+|[a-z]+", str(v.value))]  # fmt: skip
+            if contenders and named:
+                found.append(ast.unparse(node)[:80])
+        if not isinstance(node, ast.Call):
+            continue
+        keywords = {k.arg: k.value for k in node.keywords}
+        colour = keywords.get("color", keywords.get("colors"))
+        if colour is None:
+            continue
+        from_palette = isinstance(colour, ast.Call) and ast.unparse(colour.func) in (
+            "colour", "colours")  # fmt: skip
+        label = ast.unparse(keywords.get("label", ast.Constant("")))
+        bars = (  # one colour per bar, as a chart of contenders has
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("bar", "barh")
+            and isinstance(colour, (ast.List, ast.ListComp, ast.Tuple))
+        )
+        if not from_palette and (CONTENDER_WORDS.search(label) or bars):
+            found.append(ast.unparse(node)[:80])
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", [p.relative_to(DOCS).as_posix() for p in sorted(DOCS.rglob("*.md"))]
+)
+def test_no_chart_colours_a_contender_itself(path: str) -> None:
+    # "eager", "Session.run", "@function", "compiled", "NumPy" and "PyTorch" have one colour
+    # each on every page: tutorial.CONTENDERS, through tutorial.colour and tutorial.colours.
+    own = [place for code in python_blocks(path) for place in own_contender_colours(code)]
+    assert not own, f"{path} colours contenders itself, not with tutorial.colour(s): {own}"
+
+
+def test_the_contenders_have_distinct_colours(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(DOCS / "chapters"))
+    tutorial = importlib.import_module("tutorial")
+
+    assert len(set(tutorial.CONTENDERS.values())) == len(tutorial.CONTENDERS)
+    for label in ("eager, GradientTape", "graph, Session.run", "graph, @function",
+                  "jit_compile=True", "NumPy, by hand", "PyTorch"):  # fmt: skip
+        assert tutorial.colour(label) == tutorial.CONTENDERS[tutorial.contender(label)]
 
 
 # --- chapter 13's exported model ---------------------------------------------------------------

@@ -24,6 +24,7 @@ import html
 import inspect
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -51,11 +52,11 @@ def _page_print(text: str) -> None:
     caller.get("print", print)(text)
 
 
-def _display(bundle: dict[str, str]) -> None:
+def _display(bundle: dict[str, str], metadata: dict[str, Any] | None = None) -> None:
     """Show a MIME bundle (``{"text/markdown": ..., "text/plain": ...}``) as a cell's output."""
     from IPython.display import display
 
-    display(bundle, raw=True)
+    display(bundle, raw=True, metadata=metadata)
 
 
 if not in_jupyter():
@@ -63,33 +64,139 @@ if not in_jupyter():
     os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+# --- figures ---------------------------------------------------------------------------------
+FIGURE_DPI = 80  # the size a figure is shown at: 80 CSS pixels per inch of its figsize
+PIXEL_RATIO = 2  # ... drawn with 2 pixels per CSS pixel, so that it is sharp on a 2x screen
+
+# One colour per contender on every page: the timing charts (chapters 8, 9, 15) and the
+# learning curves that compare ways of running the same training (14, 15) all take their
+# colours from here, through ``colour``, so "@function" is the same orange everywhere. (A test
+# of the site, test_site.py, checks that no chapter colours a contender itself.)
+CONTENDERS = {
+    "eager": "#7f7f7f",  # grey: the baseline
+    "Session.run": "#1f77b4",  # blue
+    "@function": "#ff7f0e",  # orange
+    "compiled": "#d62728",  # red: @function(jit_compile=True)
+    "NumPy": "#2ca02c",  # green: NumPy written by hand
+    "PyTorch": "#9467bd",  # purple
+}
+# The words in a chart's label that name each contender, most specific first.
+_CONTENDER_WORDS = (
+    ("compiled", ("jit_compile", "compiled")),
+    ("PyTorch", ("PyTorch",)),
+    ("NumPy", ("NumPy",)),
+    ("@function", ("@function", "traced")),
+    ("Session.run", ("Session",)),
+    ("eager", ("eager", "by hand", "Model + optimizer")),
+)
+
+
+def contender(label: str) -> str:
+    """Which of ``CONTENDERS`` a chart's label names: ``"graph, @function"`` -> ``"@function"``."""
+    for name, words in _CONTENDER_WORDS:
+        if any(word in label for word in words):
+            return name
+    raise KeyError(f"{label!r} names none of the contenders {list(CONTENDERS)}")
+
+
+def colour(label: str) -> str:
+    """The colour of the contender ``label`` names, the same on every page."""
+    return CONTENDERS[contender(label)]
+
+
+def colours(labels: Any) -> list[str]:
+    """``colour`` of each label, for a bar chart's ``color=``."""
+    return [colour(label) for label in labels]
+
+
 def show(figure: Any, alt: str) -> None:
     """Put a matplotlib figure on the page as a PNG.
 
     On the site: an ``<img>`` whose ``src`` is a ``data:`` URI (the PNG itself, base64), so
     the image needs no file of its own, and ``alt`` describes it for those who cannot see it.
-    In Jupyter: the PNG, as the cell's output. The figure is closed either way.
+    It is drawn at ``PIXEL_RATIO`` times the size it is shown at (its ``width``), so that it
+    is sharp on a high-density screen. In Jupyter: the PNG, as the cell's output. The figure
+    is closed either way.
     """
     buffer = BytesIO()
-    figure.savefig(buffer, format="png", dpi=80)
+    dpi = FIGURE_DPI * PIXEL_RATIO
+    figure.savefig(buffer, format="png", dpi=dpi, pil_kwargs={"optimize": True})
+    width = round(figure.get_figwidth() * FIGURE_DPI)
     import matplotlib.pyplot as plt
 
     plt.close(figure)
     data = base64.b64encode(buffer.getvalue()).decode("ascii")
     if in_jupyter():
-        _display({"image/png": data, "text/plain": alt})
+        _display({"image/png": data, "text/plain": alt}, {"image/png": {"width": width}})
     else:
-        _page_print(f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}">')
+        _page_print(
+            f'<img src="data:image/png;base64,{data}" width="{width}" alt="{html.escape(alt)}">'
+        )
 
 
-def draw(picture: Any, **options: Any) -> None:
+# --- diagrams --------------------------------------------------------------------------------
+# Closer nodes and ranks than mermaid's 50 px (and 50 px): a compact diagram fits the page.
+_TIGHT = '%%{init: {"flowchart": {"nodeSpacing": 15, "rankSpacing": 30}}}%%\n'
+
+
+_SHAPED = {"Placeholder", "Const"}  # op types a node's shape shows (an input, a constant)
+
+
+def compact(mermaid: str, boxes: bool = True) -> str:
+    """A denser drawing of a ``to_mermaid()`` flowchart, for a graph too wide for the page.
+
+    The same nodes and edges, with less said twice: an edge no longer repeats the shape its
+    source node shows; a node named after its op type (``MatMul``, ``mul_1``), or drawn as
+    an input or a constant, no longer repeats the type; a dtype that every node has
+    (``float32``) is left out; nodes and ranks sit closer. ``boxes=False`` also draws no box
+    per name scope (mermaid lays boxes out side by side, however wide that makes the graph): each
+    node's name starts with its scope instead, as in TensorFlow (``dense_6/MatMul``).
+    """
+    lines: list[str] = []
+    scopes: list[str] = []
+    dtypes = set(re.findall(r"<small>(?:\w+: )?(\w+) [(\[]", mermaid))  # float32 (2, 3)
+    common = dtypes.pop() if len(dtypes) == 1 else None
+
+    def label(match: re.Match[str]) -> str:
+        opening, title, kind, rest = match.groups()
+        if re.sub(r"_\d+$", "", title).lower() == kind.lower() or kind in _SHAPED:
+            kind = ""  # mul_1, of type Mul; x, a Placeholder (drawn as an input)
+        if not boxes and scopes:
+            title = f"{scopes[-1]}/{title}"
+        return f"{opening}{title}<br/><small>{kind and kind + ': '}{rest}</small>"
+
+    for line in mermaid.rstrip("\n").split("\n"):
+        body = line.strip()
+        if body.startswith("subgraph ") or body == "end":
+            if body == "end":
+                scopes.pop()
+            else:
+                scopes.append(body[body.index('["') + 2 : -2])
+            if boxes:
+                lines.append(line)
+            continue
+        line = re.sub(r'(-->|-\.->)\|"[^"]*"\|', r"\1", line)  # the edge's shape
+        line = re.sub(r'^(\s*\w+\W{1,2}")([^<"]+)<br/><small>(\w+): ([^<]*)</small>', label, line)
+        if common is not None:
+            line = re.sub(rf"<small>((?:\w+: )?){common} ", r"<small>\1", line)
+        lines.append(line)
+    # the settings go after the first line (mermaid reads them anywhere): a diagram still
+    # starts with its type, ``flowchart TD``
+    return "\n".join([lines[0], _TIGHT.rstrip("\n"), *lines[1:]]) + "\n"
+
+
+def draw(picture: Any, fit: bool = False, boxes: bool = True, **options: Any) -> None:
     """Draw a diagram: mermaid text, or anything with a ``to_mermaid(**options)`` method (a
     ``Graph``, a ``GradientTape``, a compiled ``Program``).
 
-    On the site: a mermaid fence, which the page draws. In Jupyter: the same fence as
-    Markdown output (``draw(graph)`` with no options is what showing ``graph`` does).
+    ``fit=True`` draws it ``compact`` (with ``boxes``), for a graph that would otherwise be
+    wider than the page's column. On the site: a mermaid fence, which the page draws. In
+    Jupyter: the same fence as Markdown output (``draw(graph)`` with no options is what
+    showing ``graph`` does).
     """
     mermaid = picture if isinstance(picture, str) else picture.to_mermaid(**options)
+    if fit:
+        mermaid = compact(mermaid, boxes)
     fence = f"```mermaid\n{mermaid.rstrip()}\n```"
     if in_jupyter():
         _display({"text/markdown": fence, "text/plain": mermaid})
@@ -302,12 +409,17 @@ def claim_faster(results: dict[str, Timing], fast: str, slow: str, margin: float
 
 __all__ = [
     "CLAIMS",
+    "CONTENDERS",
     "ClaimError",
     "Stopwatch",
     "Timing",
     "claim",
     "claim_faster",
+    "colour",
+    "colours",
+    "compact",
     "compare",
+    "contender",
     "draw",
     "in_jupyter",
     "listing",
