@@ -331,7 +331,9 @@ def on_pre_page(page: Page, config: MkDocsConfig, files: Files) -> Page:
         os.environ.pop(ONNXRUNTIME_WEB_VARIABLE, None)
     else:
         os.environ[ONNXRUNTIME_WEB_VARIABLE] = get_relative_url(ONNXRUNTIME_WEB_URI, page.url)
-    exec_cache_of_process().start_page(page.file.src_uri, page_dir(page, config))
+    cache = getattr(exec_cache, "CURRENT", None)  # None when on_config has not run (tests)
+    if cache is not None:
+        cache.start_page(page.file.src_uri, page_dir(page, config))
     return page
 
 
