@@ -36,8 +36,11 @@ $(STAMP): pyproject.toml VERSION $(foreach p,$(PACKAGES),$(p)/pyproject.toml) Ma
 
 setup: $(STAMP)
 
+# EAGERFLOW_SITE_CACHE=1: a code block whose source (and the packages') has not changed shows
+# its output from build/exec-cache/ instead of running again (site/exec_cache.py). (Not --dirty,
+# which would rebuild only the edited page: mkdocs warns about it, and the site is strict.)
 serve: $(STAMP)
-	$(BIN)/mkdocs serve -f site/mkdocs.yml -a 127.0.0.1:8000
+	EAGERFLOW_SITE_CACHE=1 $(BIN)/mkdocs serve -f site/mkdocs.yml -a 127.0.0.1:8000
 
 # The same checks as lint (so CI, which runs make test, catches unformatted code), then the tests.
 test: $(STAMP)

@@ -1,6 +1,6 @@
 """MkDocs hooks of the eagerflow tutorial site (registered under ``hooks:`` in mkdocs.yml).
 
-Five jobs:
+Six jobs:
 
 1. **Local mermaid.** Material for MkDocs draws ```` ```mermaid ```` fences with mermaid.js,
    which its bundle fetches from unpkg.com *only if* ``window.mermaid`` is undefined. When
@@ -28,6 +28,14 @@ Five jobs:
    diagram, ``listing`` of source, ``pdb_transcript`` of a script) is imported by the
    chapters' code: its folder goes on ``sys.path`` for the build, and MkDocs publishes the
    file next to the notebooks, where a downloaded notebook finds it.
+6. **Timing and caching the code blocks** (``exec_cache.py``, next to this file): every block's
+   CPU time is recorded (``EAGERFLOW_SITE_PROFILE=1`` prints a table at the end of the build),
+   and with ``EAGERFLOW_SITE_CACHE=1`` (``make serve``) a block whose session's source, and
+   the packages' source, are unchanged shows its stored output without running.
+7. **One BLAS thread.** The pages' code runs with NumPy's matrix products on one thread, as
+   chapter 9's race and ``make bench`` already do. The chapters' arrays are small: a second
+   OpenBLAS thread makes no product faster, but it spins while it waits for work, and on 2
+   cores that doubled the CPU time of chapter 14's trainings (27 s instead of 8 s).
 """
 
 from __future__ import annotations
@@ -48,6 +56,10 @@ from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 from mkdocs.utils.meta import get_data
 from nbformat.v4 import new_markdown_cell
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # for exec_cache, next to this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import exec_cache
 
 log = logging.getLogger("mkdocs.hooks.eagerflow")
 
@@ -122,6 +134,8 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     """
     register_code_block_sources()
     use_tutorial_module(config)
+    start_exec_cache(config)
+    one_blas_thread()
     script = local_mermaid(repository_root(config))
     if script is None:
         log.info(
@@ -317,6 +331,9 @@ def on_pre_page(page: Page, config: MkDocsConfig, files: Files) -> Page:
         os.environ.pop(ONNXRUNTIME_WEB_VARIABLE, None)
     else:
         os.environ[ONNXRUNTIME_WEB_VARIABLE] = get_relative_url(ONNXRUNTIME_WEB_URI, page.url)
+    cache = getattr(exec_cache, "CURRENT", None)  # None when on_config has not run (tests)
+    if cache is not None:
+        cache.start_page(page.file.src_uri, page_dir(page, config))
     return page
 
 
@@ -333,3 +350,52 @@ def use_tutorial_module(config: MkDocsConfig) -> None:
     folder = str(Path(config.docs_dir, CHAPTERS))
     if folder not in sys.path:
         sys.path.insert(0, folder)
+
+
+# --- 6. timing and caching the code blocks -----------------------------------------------------
+def exec_cache_of_process() -> exec_cache.ExecCache:
+    """The one cache of this process: ``mkdocs serve`` reloads these hooks at each rebuild, but
+    ``exec_cache`` stays imported, and so does the cache made on it."""
+    cache = getattr(exec_cache, "CURRENT", None)
+    if cache is None:
+        raise RuntimeError("on_config has not started the code blocks' cache")
+    return cache  # type: ignore[no-any-return]
+
+
+def start_exec_cache(config: MkDocsConfig) -> None:
+    """Time (and, with EAGERFLOW_SITE_CACHE=1, cache) markdown-exec's Python blocks."""
+    root = repository_root(config)
+    tutorial = Path(config.docs_dir, CHAPTERS, TUTORIAL_MODULE)
+    cache = getattr(exec_cache, "CURRENT", None)
+    if cache is None or cache.root != root:
+        cache = exec_cache.ExecCache(root=root, tutorial=tutorial)
+        exec_cache.CURRENT = cache  # type: ignore[attr-defined]
+    cache.start_build()
+    exec_cache.install(cache)
+
+
+def on_post_build(config: MkDocsConfig) -> None:
+    """Say how the code blocks went: from the cache or run, and (when asked) where the CPU went."""
+    cache = exec_cache_of_process()
+    if cache.enabled:
+        log.info(
+            "code blocks: %d shown from %s, %d run",
+            cache.hits, exec_cache.CACHE_DIR, cache.executed,
+        )  # fmt: skip
+    if os.environ.get(exec_cache.PROFILE_VARIABLE):
+        log.info("CPU time of the code blocks:\n%s", cache.report())
+
+
+# --- 7. one BLAS thread ------------------------------------------------------------------------
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def one_blas_thread() -> None:
+    """NumPy's BLAS on one thread: for a NumPy loaded later (the variables, also inherited by
+    the programs a page runs) and for one loaded already (threadpoolctl)."""
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+    if "numpy" in sys.modules:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
