@@ -127,7 +127,7 @@ MISTAKES = {
     "one_hot, negative depth": lambda c: ef.one_hot(c(np.array([1])), -1),
     "one_hot, on and off of two dtypes": lambda c: ef.one_hot(c(np.array([1])), 3, 1, 0.5),
     "where, an int condition": lambda c: ef.where(c(np.array([1, 0]))),
-    "linspace, num 0": lambda c: ef.linspace(0.0, 1.0, 0),
+    "linspace, num -1": lambda c: ef.linspace(0.0, 1.0, -1),
     "leaky_relu, ints": lambda c: ef.nn.leaky_relu(c(np.array([1, 0]))),
     "tile, negative multiple": lambda c: ef.tile(c(X), [-1, 1]),
     "tile, too few multiples": lambda c: ef.tile(c(X), [2]),
