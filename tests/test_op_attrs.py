@@ -59,6 +59,7 @@ def _eager_ops() -> None:
     ef.gather(x, i)
     ef.unsorted_segment_sum(x, i, 2)
     ef.one_hot(i, 3)
+    ef.one_hot(i, 3, on_value=ef.constant(7, ef.int64), off_value=2**33)
     _ = x[0, ::-1]
     ef.strided_slice_grad(ef.constant([1.0, 2.0]), (2, 2), (0, slice(None)))
     ef.nn.leaky_relu(x, 0.1)

@@ -237,6 +237,14 @@ def one_hot_kernel(
     return np.moveaxis(out, -1, axis)
 
 
+def _scalar_attr(value: Any, default: int) -> Any:
+    """``on_value`` or ``off_value`` as an attribute: a Python or NumPy scalar (an eager
+    tensor's value), or ``default``."""
+    if value is None:
+        return default
+    return value.numpy().item() if isinstance(value, Tensor) else value
+
+
 ONE_HOT_ATTRS = {
     "depth": Int(min=0),
     "on_value": Scalar("dtype"),
@@ -275,8 +283,8 @@ def one_hot(
         dtype = next(iter(found.values()), dtypes.float32)
     attrs = {
         "depth": int(depth),
-        "on_value": 1 if on_value is None else on_value,
-        "off_value": 0 if off_value is None else off_value,
+        "on_value": _scalar_attr(on_value, 1),
+        "off_value": _scalar_attr(off_value, 0),
         "axis": int(axis),
         "dtype": dtypes.as_dtype(dtype),
     }
