@@ -60,6 +60,14 @@ def test_a_const_of_a_dtype_not_ours() -> None:
     assert "got ndarray" in str(error) and error.attr == "value"
 
 
+def test_a_dtype_attribute_not_ours() -> None:
+    def tamper(graph_def: dict[str, Any]) -> None:
+        _node(graph_def, "seven")["attr"]["dtype"] = {"dtype": "uint8"}
+
+    error = _refused(tamper)
+    assert "node 'seven': Fill attribute 'dtype': eagerflow has no dtype for 'uint8'" in str(error)
+
+
 def test_a_bool_that_is_a_string() -> None:
     def tamper(graph_def: dict[str, Any]) -> None:
         _node(graph_def, "mm")["attr"]["transpose_a"] = "yes"

@@ -155,6 +155,9 @@ class Omissible(AttrSchema):
         self.schema = schema
         self.expected = schema.expected
 
+    def check(self, value: Any) -> Any:
+        return self.schema.check(value)
+
     def check_in(self, value: Any, attrs: Mapping[str, Any]) -> Any:
         return self.schema.check_in(value, attrs)
 

@@ -88,7 +88,7 @@ def _check_node(
     for key, data in node.get("attr", {}).items():
         try:
             attrs[key] = decode_attr(data, function, variable)
-        except InvalidArgumentError as e:
+        except (InvalidArgumentError, TypeError, ValueError) as e:  # (a dtype not ours, bad base64)
             raise _at_node(InvalidAttrError(f"{op_def.name} attribute {key!r}: {e}", key),
                            where, node) from None  # fmt: skip
     schema = {
