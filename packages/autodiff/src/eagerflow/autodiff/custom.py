@@ -18,6 +18,7 @@ from eagerflow.tensor import DType, Tensor, convert_to_tensor
 from eagerflow.tensor.execution import execute, no_recording
 from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import Attrs, Shape, op
+from eagerflow.tensor.schema import Function, Int
 
 
 def _outputs_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
@@ -28,7 +29,8 @@ def _outputs_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return list(dts[attrs["num_inputs"] :])
 
 
-@op("CustomGradient", shape=_outputs_shape, dtype=_outputs_dtype, multi_output=True)
+@op("CustomGradient", shape=_outputs_shape, dtype=_outputs_dtype,
+    attrs={"num_inputs": Int(min=0), "grad_fn": Function()}, multi_output=True)  # fmt: skip
 def custom_gradient_kernel(
     *values: np.ndarray, num_inputs: int, grad_fn: Callable[..., Any]
 ) -> tuple[np.ndarray, ...]:

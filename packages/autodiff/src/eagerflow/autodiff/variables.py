@@ -26,6 +26,7 @@ from eagerflow.tensor.errors import DTypeError, ShapeError, format_shape
 from eagerflow.tensor.execution import context, current_context, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import compatible
+from eagerflow.tensor.schema import AttrSchema
 
 
 # --- the variable ops ------------------------------------------------------------------------
@@ -81,10 +82,24 @@ def _private_value(variable: Variable) -> np.ndarray | None:
     return None
 
 
+class _IsVariable(AttrSchema):
+    """A ``Variable`` (the class is defined below; looked up when an attribute is checked)."""
+
+    expected = "a Variable"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, Variable)
+
+
+# the attributes of every variable op: the variable it stands for, reads or writes
+VARIABLE_ATTRS = {"variable": _IsVariable()}
+
+
 @op(
     "VariableV2",
     shape=_variable_shape,
     dtype=_variable_dtype,
+    attrs=VARIABLE_ATTRS,
     stateful=True,
     reads_state=True,
     defines_variable=True,
@@ -94,7 +109,8 @@ def variable_kernel(variable: Variable) -> np.ndarray:
     return _value(variable)
 
 
-@op("ReadVariableOp", shape=_variable_shape, dtype=_variable_dtype, stateful=True, reads_state=True)
+@op("ReadVariableOp", shape=_variable_shape, dtype=_variable_dtype, attrs=VARIABLE_ATTRS,
+    stateful=True, reads_state=True)  # fmt: skip
 def read_variable_kernel(variable: Variable) -> np.ndarray:
     """The variable's current value (the op tapes watch to see a variable used)."""
     return _value(variable)
@@ -121,7 +137,8 @@ def _assign_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return [variable.dtype]
 
 
-@op("AssignVariableOp", shape=_assign_shape, dtype=_assign_dtype, stateful=True)
+@op("AssignVariableOp", shape=_assign_shape, dtype=_assign_dtype, attrs=VARIABLE_ATTRS,
+    stateful=True)  # fmt: skip
 def assign_kernel(value: np.ndarray, variable: Variable) -> np.ndarray:
     """Store ``value`` as the variable's new value; returns it."""
     return _set(variable, value)
@@ -152,6 +169,7 @@ _SCALAR_UPDATES: dict[Any, Callable[[Any, Any], Any]] = {
     "AssignAddVariableOp",
     shape=_assign_shape,
     dtype=_assign_dtype,
+    attrs=VARIABLE_ATTRS,
     stateful=True,
     retains_inputs=False,
 )
@@ -164,6 +182,7 @@ def assign_add_kernel(delta: np.ndarray, variable: Variable) -> np.ndarray:
     "AssignSubVariableOp",
     shape=_assign_shape,
     dtype=_assign_dtype,
+    attrs=VARIABLE_ATTRS,
     stateful=True,
     retains_inputs=False,
 )
@@ -198,7 +217,8 @@ def apply_gradient_descent_kernel(alpha: Any, delta: np.ndarray, variable: Varia
 
 
 @op("ApplyGradientDescent", apply_gradient_descent_kernel, shape=_gradient_descent_shape,
-    dtype=_gradient_descent_dtype, stateful=True, retains_inputs=False)  # fmt: skip
+    dtype=_gradient_descent_dtype, attrs=VARIABLE_ATTRS, stateful=True,
+    retains_inputs=False)  # fmt: skip
 def apply_gradient_descent(variable: Variable, alpha: Any, delta: Any) -> Any:
     """``variable -= alpha * delta`` as one op; returns the op's output (the new value)."""
     # Python and NumPy values take the variable's dtype; a tensor of another dtype is refused

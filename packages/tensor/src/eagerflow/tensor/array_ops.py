@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from eagerflow.tensor import dtypes
-from eagerflow.tensor.dtypes import ANY, DType
+from eagerflow.tensor.dtypes import ANY, FLOATS, INTEGERS, NUMBERS, DType
 from eagerflow.tensor.errors import (
     DTypeError,
     InvalidArgumentError,
@@ -31,6 +31,16 @@ from eagerflow.tensor.rules import (
     normalize_axis,
     same_dtype,
     same_shape_rule,
+)
+from eagerflow.tensor.schema import (
+    Array,
+    DTypeAttr,
+    Float,
+    Int,
+    Ints,
+    Maybe,
+    Omissible,
+    Scalar,
 )
 from eagerflow.tensor.tensor import Tensor, convert_to_tensor, to_array
 
@@ -74,7 +84,8 @@ def const_kernel(value: np.ndarray) -> np.ndarray:
     return value
 
 
-@op("Const", const_kernel, shape=const_shape, dtype=const_dtype, constant=True)
+@op("Const", const_kernel, shape=const_shape, dtype=const_dtype, attrs={"value": Array()},
+    constant=True)  # fmt: skip
 def constant(
     value: Any,
     dtype: DType | str | None = None,
@@ -107,7 +118,8 @@ def fill_kernel(shape: tuple[int, ...], value: Any, dtype: DType) -> np.ndarray:
     return np.full(shape, value, dtype=dtype.np)
 
 
-@op("Fill", fill_kernel, shape=_no_inputs_shape, dtype=attr_dtype_rule)
+@op("Fill", fill_kernel, shape=_no_inputs_shape, dtype=attr_dtype_rule,
+    attrs={"shape": Ints(min=0), "value": Scalar("dtype"), "dtype": DTypeAttr()})  # fmt: skip
 def fill(dims: ShapeLike, value: Any, name: str | None = None) -> Tensor:
     """A tensor of shape ``dims`` filled with ``value`` (its dtype is the value's)."""
     scalar = to_array(value)
@@ -209,7 +221,17 @@ def range_kernel(*bounds: np.ndarray, dtype: DType, **static: Any) -> np.ndarray
     return (static["start"] + static["delta"] * np.arange(count)).astype(dtype.np)
 
 
-@op("Range", range_kernel, shape=range_shape, dtype=range_dtype)
+# Range's bounds are attributes when they are known (a graph then knows its length), else
+# inputs
+RANGE_ATTRS = {
+    "start": Omissible(Float()),
+    "limit": Omissible(Float()),
+    "delta": Omissible(Float()),
+    "dtype": DTypeAttr(NUMBERS),
+}
+
+
+@op("Range", range_kernel, shape=range_shape, dtype=range_dtype, attrs=RANGE_ATTRS)
 def range(  # TensorFlow's name; shadows the builtin in this module (see `builtins`)
     start: Any,
     limit: Any = None,
@@ -297,11 +319,10 @@ def linspace_kernel(start: float, stop: float, num: int, dtype: DType) -> np.nda
     return np.linspace(start, stop, num, dtype=dtype.np)
 
 
-def _both_integers(start: Any, stop: Any) -> bool:
-    return all(natural_dtype(v).is_integer for v in (start, stop))
+LINSPACE_ATTRS = {"start": Float(), "stop": Float(), "num": Int(min=0), "dtype": DTypeAttr(FLOATS)}
 
 
-@op("LinSpace", linspace_kernel, shape=linspace_shape, dtype=linspace_dtype)
+@op("LinSpace", linspace_kernel, shape=linspace_shape, dtype=linspace_dtype, attrs=LINSPACE_ATTRS)
 def linspace(start: Any, stop: Any, num: int, name: str | None = None) -> Tensor:
     """``num`` evenly spaced floats from ``start`` to ``stop``, both included:
     start + i (stop - start) / (num - 1) for i = 0 ... num - 1 (none for ``num=0``).
@@ -325,6 +346,7 @@ def linspace(start: Any, stop: Any, num: int, name: str | None = None) -> Tensor
         ends.append(np.asarray(v).item())
         if dtype.is_floating and type(v) is not float:  # a Python float takes the other's
             floats[dtype] = None
+    integers = all(natural_dtype(v).is_integer for v in (start, stop))  # TF: float64
     if len(floats) > 1:
         found = " and ".join(map(str, floats))
         raise DTypeError(f"start and stop must have one dtype, got {found}").at_op("LinSpace", ())
@@ -332,9 +354,7 @@ def linspace(start: Any, stop: Any, num: int, name: str | None = None) -> Tensor
         "start": ends[0],
         "stop": ends[1],
         "num": count,
-        "dtype": next(
-            iter(floats), dtypes.float64 if _both_integers(start, stop) else dtypes.float32
-        ),
+        "dtype": next(iter(floats), dtypes.float64 if integers else dtypes.float32),
     }
     return execute("LinSpace", (), attrs, name)[0]
 
@@ -369,7 +389,8 @@ def size_kernel(x: np.ndarray, dtype: DType) -> np.ndarray:
     return np.asarray(np.size(x), dtype=dtype.np)
 
 
-@op("Size", size_kernel, shape=size_shape, dtype=attr_dtype_rule, needs_only_shapes=True)
+@op("Size", size_kernel, shape=size_shape, dtype=attr_dtype_rule,
+    attrs={"dtype": DTypeAttr(INTEGERS)}, needs_only_shapes=True)  # fmt: skip
 def size(x: Any, out_type: DType | str = dtypes.int32, name: str | None = None) -> Tensor:
     """The number of elements of x, as a scalar tensor (in a graph, known only when it runs if
     x's shape is not)."""
@@ -407,7 +428,8 @@ def reshape_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return np.reshape(x, shape)
 
 
-@op("Reshape", reshape_kernel, shape=reshape_shape, dtype=same_dtype(ANY))
+@op("Reshape", reshape_kernel, shape=reshape_shape, dtype=same_dtype(ANY),
+    attrs={"shape": Ints(min=-1)})  # fmt: skip
 def reshape(x: Any, shape: ShapeLike, name: str | None = None) -> Tensor:
     """The same elements, in row-major order, in a new ``shape``; one dimension may be -1
     (inferred)."""
@@ -429,7 +451,8 @@ def transpose_kernel(x: np.ndarray, perm: tuple[int, ...]) -> np.ndarray:
     return np.transpose(x, perm)
 
 
-@op("Transpose", transpose_kernel, shape=transpose_shape, dtype=same_dtype(ANY))
+@op("Transpose", transpose_kernel, shape=transpose_shape, dtype=same_dtype(ANY),
+    attrs={"perm": Ints()})  # fmt: skip
 def transpose(x: Any, perm: Sequence[int] | None = None, name: str | None = None) -> Tensor:
     """Permute the axes of x (by default reverse them: a matrix transpose)."""
     x = convert_to_tensor(x)
@@ -449,7 +472,8 @@ def expand_dims_kernel(x: np.ndarray, axis: int) -> np.ndarray:
     return x.reshape(expand_dims_shape([x.shape], {"axis": axis})[0])  # type: ignore[arg-type]
 
 
-@op("ExpandDims", expand_dims_kernel, shape=expand_dims_shape, dtype=same_dtype(ANY))
+@op("ExpandDims", expand_dims_kernel, shape=expand_dims_shape, dtype=same_dtype(ANY),
+    attrs={"axis": Int()})  # fmt: skip
 def expand_dims(x: Any, axis: int, name: str | None = None) -> Tensor:
     """x with a new axis of size 1 inserted at ``axis``."""
     return execute("ExpandDims", (convert_to_tensor(x),), {"axis": int(axis)}, name)[0]
@@ -477,7 +501,8 @@ def squeeze_kernel(x: np.ndarray, axis: tuple[int, ...] | None) -> np.ndarray:
     return np.squeeze(x, axis=axis)
 
 
-@op("Squeeze", squeeze_kernel, shape=squeeze_shape, dtype=same_dtype(ANY))
+@op("Squeeze", squeeze_kernel, shape=squeeze_shape, dtype=same_dtype(ANY),
+    attrs={"axis": Maybe(Ints())})  # fmt: skip
 def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = None) -> Tensor:
     """x without its size-1 axes (only those in ``axis``, when given)."""
     if axis is not None:
@@ -510,6 +535,7 @@ def broadcast_to_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     broadcast_to_kernel,
     shape=broadcast_to_shape,
     dtype=same_dtype(ANY),
+    attrs={"shape": Ints(min=0)},
     expands=True,
 )
 def broadcast_to(x: Any, shape: ShapeLike, name: str | None = None) -> Tensor:
@@ -534,7 +560,7 @@ def tile_kernel(x: np.ndarray, multiples: tuple[int, ...]) -> np.ndarray:
     return np.tile(x, multiples)
 
 
-@op("Tile", tile_kernel, shape=tile_shape, dtype=same_dtype(ANY))
+@op("Tile", tile_kernel, shape=tile_shape, dtype=same_dtype(ANY), attrs={"multiples": Ints(min=0)})
 def tile(x: Any, multiples: Sequence[int], name: str | None = None) -> Tensor:
     """x repeated ``multiples[i]`` times along axis i."""
     attrs = {"multiples": static_shape(multiples, "tile")}

@@ -25,6 +25,8 @@ from eagerflow.tensor.registry import op
 from eagerflow.tensor.rules import same_dtype
 from eagerflow.tensor.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor.windows import (
+    CONV_ATTRS,
+    SIZES,
     Dim,
     Pair,
     as_pair,
@@ -54,7 +56,7 @@ def conv2d_kernel(
     return (cols @ filters.reshape(kh * kw * c, o)).reshape(n, oh, ow, o)
 
 
-@op("Conv2D", conv2d_kernel, shape=conv2d_shape, dtype=same_dtype(FLOATS))
+@op("Conv2D", conv2d_kernel, shape=conv2d_shape, dtype=same_dtype(FLOATS), attrs=CONV_ATTRS)
 def conv2d(
     input: Any,
     filters: Any,
@@ -131,7 +133,7 @@ def conv2d_backprop_input_kernel(
 
 
 @op("Conv2DBackpropInput", conv2d_backprop_input_kernel, shape=conv2d_backprop_input_shape,
-    dtype=same_dtype(FLOATS))  # fmt: skip
+    dtype=same_dtype(FLOATS), attrs={"input_sizes": SIZES, **CONV_ATTRS})  # fmt: skip
 def conv2d_backprop_input(
     input_sizes: Sequence[int | None],
     filters: Any,
@@ -177,7 +179,7 @@ def conv2d_backprop_filter_kernel(
 
 
 @op("Conv2DBackpropFilter", conv2d_backprop_filter_kernel, shape=conv2d_backprop_filter_shape,
-    dtype=same_dtype(FLOATS))  # fmt: skip
+    dtype=same_dtype(FLOATS), attrs={"filter_sizes": SIZES, **CONV_ATTRS})  # fmt: skip
 def conv2d_backprop_filter(
     input: Any,
     filter_sizes: Sequence[int | None],

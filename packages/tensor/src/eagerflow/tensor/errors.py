@@ -47,6 +47,15 @@ class InvalidArgumentError(EagerflowError, ValueError):
     """Any other bad argument (a negative depth, a zero integer divisor, ...)."""
 
 
+class InvalidAttrError(InvalidArgumentError):
+    """An op's attribute that its row's schema refuses (``OpDef.attrs``): of the wrong type,
+    out of range, missing or unknown. ``attr`` is the attribute's name, when known."""
+
+    def __init__(self, message: str, attr: str | None = None) -> None:
+        super().__init__(message)
+        self.attr = attr
+
+
 class FailedPreconditionError(EagerflowError, RuntimeError):
     """The state is not ready for the op (e.g. reading a variable never initialized)."""
 
@@ -89,6 +98,7 @@ __all__ = [
     "EagerflowError",
     "FailedPreconditionError",
     "InvalidArgumentError",
+    "InvalidAttrError",
     "OutOfRangeError",
     "ShapeError",
     "UnknownOpError",

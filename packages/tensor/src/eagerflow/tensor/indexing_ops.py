@@ -35,6 +35,7 @@ from eagerflow.tensor.rules import (
     normalize_axis,
     same_dtype,
 )
+from eagerflow.tensor.schema import DTypeAttr, IndexKey, Int, Ints, Scalar
 from eagerflow.tensor.tensor import Tensor, convert_operands, convert_to_tensor
 
 
@@ -66,7 +67,7 @@ def concat_kernel(*xs: np.ndarray, axis: int) -> np.ndarray:
     return np.concatenate(xs, axis=axis)
 
 
-@op("ConcatV2", concat_kernel, shape=concat_shape, dtype=same_dtype(ANY))
+@op("ConcatV2", concat_kernel, shape=concat_shape, dtype=same_dtype(ANY), attrs={"axis": Int()})
 def concat(values: Sequence[Any], axis: int, name: str | None = None) -> Tensor:
     """Join tensors along an existing ``axis``."""
     if not values:
@@ -90,7 +91,7 @@ def stack_kernel(*xs: np.ndarray, axis: int) -> np.ndarray:
     return np.stack(xs, axis=axis)
 
 
-@op("Pack", stack_kernel, shape=stack_shape, dtype=same_dtype(ANY))
+@op("Pack", stack_kernel, shape=stack_shape, dtype=same_dtype(ANY), attrs={"axis": Int()})
 def stack(values: Sequence[Any], axis: int = 0, name: str | None = None) -> Tensor:
     """Stack tensors of one shape along a new ``axis``."""
     if not values:
@@ -119,7 +120,8 @@ def split_kernel(x: np.ndarray, sizes: tuple[int, ...], axis: int) -> tuple[np.n
     return tuple(np.split(x, np.cumsum(sizes[:-1]), axis=axis))
 
 
-@op("SplitV", split_kernel, shape=split_shape, dtype=split_dtype, multi_output=True)
+@op("SplitV", split_kernel, shape=split_shape, dtype=split_dtype,
+    attrs={"sizes": Ints(), "axis": Int()}, multi_output=True)  # fmt: skip
 def split(
     value: Any, num_or_size_splits: int | Sequence[int], axis: int = 0, name: str | None = None
 ) -> list[Tensor]:
@@ -161,7 +163,7 @@ def gather_kernel(params: np.ndarray, indices: np.ndarray, axis: int) -> np.ndar
     return np.take(params, indices, axis=axis)
 
 
-@op("GatherV2", gather_kernel, shape=gather_shape, dtype=gather_dtype)
+@op("GatherV2", gather_kernel, shape=gather_shape, dtype=gather_dtype, attrs={"axis": Int()})
 def gather(params: Any, indices: Any, axis: int = 0, name: str | None = None) -> Tensor:
     """Pick slices of ``params`` along ``axis`` at integer ``indices`` (any shape); an index
     out of range is an error."""
@@ -199,7 +201,8 @@ def segment_sum_kernel(data: np.ndarray, segment_ids: np.ndarray, num_segments: 
     return out
 
 
-@op("UnsortedSegmentSum", segment_sum_kernel, shape=segment_sum_shape, dtype=segment_sum_dtype)
+@op("UnsortedSegmentSum", segment_sum_kernel, shape=segment_sum_shape, dtype=segment_sum_dtype,
+    attrs={"num_segments": Int(min=0)})  # fmt: skip
 def unsorted_segment_sum(
     data: Any, segment_ids: Any, num_segments: int, name: str | None = None
 ) -> Tensor:
@@ -234,7 +237,24 @@ def one_hot_kernel(
     return np.moveaxis(out, -1, axis)
 
 
-@op("OneHot", one_hot_kernel, shape=one_hot_shape, dtype=one_hot_dtype)
+def _scalar_attr(value: Any, default: int) -> Any:
+    """``on_value`` or ``off_value`` as an attribute: a Python or NumPy scalar (an eager
+    tensor's value), or ``default``."""
+    if value is None:
+        return default
+    return value.numpy().item() if isinstance(value, Tensor) else value
+
+
+ONE_HOT_ATTRS = {
+    "depth": Int(min=0),
+    "on_value": Scalar("dtype"),
+    "off_value": Scalar("dtype"),
+    "axis": Int(),
+    "dtype": DTypeAttr(),
+}
+
+
+@op("OneHot", one_hot_kernel, shape=one_hot_shape, dtype=one_hot_dtype, attrs=ONE_HOT_ATTRS)
 def one_hot(
     indices: Any,
     depth: int,
@@ -263,8 +283,8 @@ def one_hot(
         dtype = next(iter(found.values()), dtypes.float32)
     attrs = {
         "depth": int(depth),
-        "on_value": 1 if on_value is None else on_value,
-        "off_value": 0 if off_value is None else off_value,
+        "on_value": _scalar_attr(on_value, 1),
+        "off_value": _scalar_attr(off_value, 0),
         "axis": int(axis),
         "dtype": dtypes.as_dtype(dtype),
     }
@@ -420,7 +440,8 @@ def slice_grad_kernel(
     return out
 
 
-@op("StridedSliceGrad", slice_grad_kernel, shape=slice_grad_shape, dtype=same_dtype(ANY))
+@op("StridedSliceGrad", slice_grad_kernel, shape=slice_grad_shape, dtype=same_dtype(ANY),
+    attrs={"shape": Ints(min=0, unknown=True), "key": IndexKey()})  # fmt: skip
 def strided_slice_grad(
     dy: Any, shape: Sequence[int | None], key: tuple[Index, ...], name: str | None = None
 ) -> Tensor:
@@ -431,7 +452,13 @@ def strided_slice_grad(
     return execute("StridedSliceGrad", (convert_to_tensor(dy),), attrs, name)[0]
 
 
-@op("StridedSlice", slice_kernel, shape=slice_shape, dtype=same_dtype(ANY))
+@op(
+    "StridedSlice",
+    slice_kernel,
+    shape=slice_shape,
+    dtype=same_dtype(ANY),
+    attrs={"key": IndexKey()},
+)
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]``: a basic index (ints, slices, ``None`` and ``...``) is one ``StridedSlice``
     op, usually a view; an integer list, array or tensor picks along the first axis with

@@ -26,6 +26,7 @@ from eagerflow.tensor.errors import InvalidArgumentError
 from eagerflow.tensor.execution import execute
 from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import Attrs, op
+from eagerflow.tensor.schema import AttrSchema, Instance, Int
 from eagerflow.tensor.tensor import Tensor, convert_to_tensor
 
 # The standard streams by name, found again when the op runs: a test or a tool that swaps
@@ -91,8 +92,28 @@ def _format(value: Any, summarize: int, top: bool = False) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-@op("PrintV2", print_kernel, shape=_no_outputs, dtype=_no_outputs, multi_output=True,
-    stateful=True)  # fmt: skip
+class _Stream(AttrSchema):
+    """Where ``print`` writes: a standard stream's name, or an object with a ``write``."""
+
+    expected = "'stdout', 'stderr' or a stream"
+
+    def accepts(self, value: Any) -> bool:
+        return (isinstance(value, str) and value in _STREAMS) or callable(
+            getattr(value, "write", None)
+        )
+
+
+PRINT_ATTRS = {
+    "template": Instance(list, "a list of values and tensor slots"),
+    "output_stream": _Stream(),
+    "summarize": Int(),
+    "sep": Instance(str, "a string"),
+    "end": Instance(str, "a string"),
+}
+
+
+@op("PrintV2", print_kernel, shape=_no_outputs, dtype=_no_outputs, attrs=PRINT_ATTRS,
+    multi_output=True, stateful=True)  # fmt: skip
 def print(  # TensorFlow's name; shadows the builtin in this module
     *inputs: Any,
     output_stream: Any = sys.stderr,

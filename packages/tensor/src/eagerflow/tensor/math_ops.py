@@ -31,6 +31,7 @@ from eagerflow.tensor.rules import (
     same_dtype,
     same_shape_rule,
 )
+from eagerflow.tensor.schema import Bool, DTypeAttr
 from eagerflow.tensor.tensor import Tensor, convert_operands, convert_to_tensor
 
 BOOL = frozenset({dtypes.bool_})
@@ -385,7 +386,8 @@ def cast_kernel(x: np.ndarray, dtype: DType) -> np.ndarray:
     return x.astype(dtype.np)
 
 
-@op("Cast", cast_kernel, shape=same_shape_rule, dtype=attr_dtype_rule, retains_inputs=False)
+@op("Cast", cast_kernel, shape=same_shape_rule, dtype=attr_dtype_rule, attrs={"dtype": DTypeAttr()},
+    retains_inputs=False)  # fmt: skip
 def cast(x: Any, dtype: DType | str, name: str | None = None) -> Tensor:
     """x converted to ``dtype`` (the only way to change a tensor's dtype): floats to ints
     truncate toward zero; to bool, nonzero is True."""
@@ -422,7 +424,8 @@ def matmul_kernel(a: np.ndarray, b: np.ndarray, transpose_a: bool, transpose_b: 
     return np.matmul(a, b)
 
 
-@op("MatMul", matmul_kernel, shape=matmul_shape, dtype=same_dtype(NUMBERS), retains_inputs=False)
+@op("MatMul", matmul_kernel, shape=matmul_shape, dtype=same_dtype(NUMBERS),
+    attrs={"transpose_a": Bool(), "transpose_b": Bool()}, retains_inputs=False)  # fmt: skip
 def matmul(
     a: Any, b: Any, transpose_a: bool = False, transpose_b: bool = False, name: str | None = None
 ) -> Tensor:

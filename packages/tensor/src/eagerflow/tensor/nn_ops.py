@@ -18,6 +18,7 @@ from eagerflow.tensor.errors import (
 from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import compatible, names, normalize_axis, same_dtype, same_shape_rule
+from eagerflow.tensor.schema import Float, Int
 from eagerflow.tensor.tensor import Tensor, convert_to_tensor
 
 
@@ -99,6 +100,7 @@ def leaky_relu_kernel(x: np.ndarray, alpha: float) -> np.ndarray:
     leaky_relu_kernel,
     shape=same_shape_rule,
     dtype=same_dtype(FLOATS),
+    attrs={"alpha": Float()},
     retains_inputs=False,
 )
 def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Tensor:
@@ -124,7 +126,12 @@ def softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 @op(
-    "Softmax", softmax_kernel, shape=axis_shape_rule, dtype=same_dtype(FLOATS), retains_inputs=False
+    "Softmax",
+    softmax_kernel,
+    shape=axis_shape_rule,
+    dtype=same_dtype(FLOATS),
+    attrs={"axis": Int()},
+    retains_inputs=False,
 )
 def softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
     """Turn ``logits`` into probabilities along ``axis``: eˣ / Σ eˣ (they sum to 1 there)."""
@@ -144,6 +151,7 @@ def log_softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
     log_softmax_kernel,
     shape=axis_shape_rule,
     dtype=same_dtype(FLOATS),
+    attrs={"axis": Int()},
     retains_inputs=False,
 )
 def log_softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:

@@ -16,6 +16,8 @@ from eagerflow.tensor.registry import op
 from eagerflow.tensor.rules import same_dtype
 from eagerflow.tensor.tensor import Tensor, convert_to_tensor
 from eagerflow.tensor.windows import (
+    POOL_ATTRS,
+    SIZES,
     Dim,
     Pair,
     as_pair,
@@ -86,7 +88,7 @@ def max_pool_kernel(x: np.ndarray, ksize: Pair, strides: Pair, padding: str) -> 
     return out
 
 
-@op("MaxPool", max_pool_kernel, shape=pool_shape, dtype=same_dtype(FLOATS))
+@op("MaxPool", max_pool_kernel, shape=pool_shape, dtype=same_dtype(FLOATS), attrs=POOL_ATTRS)
 def max_pool2d(
     input: Any,
     ksize: int | Sequence[int],
@@ -123,7 +125,8 @@ def max_pool_grad_kernel(
                          grad.dtype)  # fmt: skip
 
 
-@op("MaxPoolGrad", max_pool_grad_kernel, shape=max_pool_grad_shape, dtype=same_dtype(FLOATS))
+@op("MaxPoolGrad", max_pool_grad_kernel, shape=max_pool_grad_shape, dtype=same_dtype(FLOATS),
+    attrs=POOL_ATTRS)  # fmt: skip
 def max_pool_grad(
     orig_input: Any,
     grad: Any,
@@ -157,7 +160,7 @@ def max_pool_grad_grad_kernel(
 
 
 @op("MaxPoolGradGrad", max_pool_grad_grad_kernel, shape=max_pool_grad_grad_shape,
-    dtype=same_dtype(FLOATS))  # fmt: skip
+    dtype=same_dtype(FLOATS), attrs=POOL_ATTRS)  # fmt: skip
 def max_pool_grad_grad(
     orig_input: Any,
     grad: Any,
@@ -191,7 +194,7 @@ def avg_pool_kernel(x: np.ndarray, ksize: Pair, strides: Pair, padding: str) -> 
     return (total / _counts(x.shape, ksize, strides, padding)).astype(x.dtype, copy=False)
 
 
-@op("AvgPool", avg_pool_kernel, shape=pool_shape, dtype=same_dtype(FLOATS))
+@op("AvgPool", avg_pool_kernel, shape=pool_shape, dtype=same_dtype(FLOATS), attrs=POOL_ATTRS)
 def avg_pool2d(
     input: Any,
     ksize: int | Sequence[int],
@@ -222,7 +225,8 @@ def avg_pool_grad_kernel(
     return scatter_taps(lambda t: share, full, ksize, strides, (1, 1), padding, grad.dtype)
 
 
-@op("AvgPoolGrad", avg_pool_grad_kernel, shape=avg_pool_grad_shape, dtype=same_dtype(FLOATS))
+@op("AvgPoolGrad", avg_pool_grad_kernel, shape=avg_pool_grad_shape, dtype=same_dtype(FLOATS),
+    attrs={"orig_input_shape": SIZES, **POOL_ATTRS})  # fmt: skip
 def avg_pool_grad(
     orig_input_shape: Sequence[int | None],
     grad: Any,

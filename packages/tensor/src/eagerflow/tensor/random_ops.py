@@ -18,6 +18,7 @@ from eagerflow.tensor.errors import DTypeError, InvalidArgumentError
 from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import names, same_dtype, same_shape_rule
+from eagerflow.tensor.schema import DTypeAttr, Float, Ints, Maybe
 from eagerflow.tensor.tensor import Tensor, convert_to_tensor
 
 _generator = np.random.default_rng()
@@ -55,6 +56,8 @@ def random_normal_kernel(
 
 
 @op("RandomNormal", random_normal_kernel, shape=_attr_shape, dtype=_random_dtype(FLOATS),
+    attrs={"shape": Ints(min=0), "mean": Float(), "stddev": Float(min=0),
+           "dtype": DTypeAttr(FLOATS)},
     stateful=True)  # fmt: skip
 def random_normal(
     shape: ShapeLike,
@@ -87,6 +90,8 @@ def random_uniform_kernel(
 
 
 @op("RandomUniform", random_uniform_kernel, shape=_attr_shape, dtype=_random_dtype(NUMBERS),
+    attrs={"shape": Ints(min=0), "minval": Float(), "maxval": Maybe(Float()),
+           "dtype": DTypeAttr(NUMBERS)},
     stateful=True)  # fmt: skip
 def random_uniform(
     shape: ShapeLike,

@@ -22,6 +22,7 @@ from eagerflow.tensor.rules import (
     reduce_rule,
     same_dtype,
 )
+from eagerflow.tensor.schema import Bool, DTypeAttr, Either, Int, Ints, Maybe
 from eagerflow.tensor.tensor import Tensor, convert_operands, convert_to_tensor
 
 BOOL = frozenset({dtypes.bool_})
@@ -42,6 +43,10 @@ def _binary(op_name: str, x: Any, y: Any, name: str | None) -> Tensor:
 
 
 # --- reductions ------------------------------------------------------------------------------
+# a reduction's attributes: the axis or axes (None: all of them), and whether they are kept
+REDUCE_ATTRS = {"axis": Maybe(Either(Int(), Ints())), "keepdims": Bool()}
+
+
 def _reduction(op_name: str, x: Any, axis: Axis, keepdims: bool, name: str | None) -> Tensor:
     if type(x) is not Tensor:
         x = convert_to_tensor(x)
@@ -73,7 +78,8 @@ def sum_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     return np.add.reduce(x, axis=axis, dtype=x.dtype, keepdims=keepdims)  # type: ignore[call-overload]
 
 
-@op("Sum", sum_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
+@op("Sum", sum_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS),
+    attrs=REDUCE_ATTRS, retains_inputs=False)  # fmt: skip
 def reduce_sum(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -92,7 +98,8 @@ def mean_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     return (np.sign(total) * (np.abs(total) // count)).astype(x.dtype)
 
 
-@op("Mean", mean_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
+@op("Mean", mean_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS),
+    attrs=REDUCE_ATTRS, retains_inputs=False)  # fmt: skip
 def reduce_mean(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -116,7 +123,8 @@ def max_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     return np.max(x, axis=axis, keepdims=keepdims)
 
 
-@op("Max", max_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
+@op("Max", max_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS),
+    attrs=REDUCE_ATTRS, retains_inputs=False)  # fmt: skip
 def reduce_max(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -131,7 +139,8 @@ def min_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     return np.min(x, axis=axis, keepdims=keepdims)
 
 
-@op("Min", min_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
+@op("Min", min_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS),
+    attrs=REDUCE_ATTRS, retains_inputs=False)  # fmt: skip
 def reduce_min(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -144,7 +153,8 @@ def prod_kernel(x: np.ndarray, axis: Axes, keepdims: bool) -> np.ndarray:
     return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
 
 
-@op("Prod", prod_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS), retains_inputs=False)
+@op("Prod", prod_kernel, shape=reduce_rule, dtype=same_dtype(NUMBERS),
+    attrs=REDUCE_ATTRS, retains_inputs=False)  # fmt: skip
 def reduce_prod(
     x: Any, axis: Axis = None, keepdims: bool = False, name: str | None = None
 ) -> Tensor:
@@ -171,7 +181,11 @@ def argmax_kernel(x: np.ndarray, axis: int, output_type: DType) -> np.ndarray:
     return np.argmax(x, axis=axis).astype(output_type.np)
 
 
-@op("ArgMax", argmax_kernel, shape=arg_shape, dtype=arg_dtype, retains_inputs=False)
+ARG_ATTRS = {"axis": Int(), "output_type": DTypeAttr(INTEGERS)}
+
+
+@op("ArgMax", argmax_kernel, shape=arg_shape, dtype=arg_dtype, attrs=ARG_ATTRS,
+    retains_inputs=False)  # fmt: skip
 def argmax(
     x: Any, axis: int = 0, output_type: DType = dtypes.int64, name: str | None = None
 ) -> Tensor:
@@ -186,7 +200,8 @@ def argmin_kernel(x: np.ndarray, axis: int, output_type: DType) -> np.ndarray:
     return np.argmin(x, axis=axis).astype(output_type.np)
 
 
-@op("ArgMin", argmin_kernel, shape=arg_shape, dtype=arg_dtype, retains_inputs=False)
+@op("ArgMin", argmin_kernel, shape=arg_shape, dtype=arg_dtype, attrs=ARG_ATTRS,
+    retains_inputs=False)  # fmt: skip
 def argmin(
     x: Any, axis: int = 0, output_type: DType = dtypes.int64, name: str | None = None
 ) -> Tensor:

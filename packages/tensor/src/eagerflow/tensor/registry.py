@@ -7,6 +7,10 @@ run:
 - ``shape_rule``: input shapes to output shapes, without computing anything. A dimension
   may be ``None`` (unknown); bad shapes raise ``ShapeError``/``AxisError`` here;
 - ``dtype_rule``: input dtypes to output dtypes; bad dtypes raise ``DTypeError`` here;
+- ``attrs``: its attribute schema, each attribute's name and what it may be (``{}``: none),
+  in the classes of ``eagerflow.tensor.schema``: ``{"transpose_a": Bool(), ...}``. Public
+  functions build valid attributes, so ``execute`` does not check them; the GraphDef importer
+  checks every node's with ``check_attrs`` before it builds anything;
 - facts that the layers above ask about an op, rather than keeping lists of op names
   (each defaults to what is true of most ops): ``stateful``,
   ``reads_state`` (a variable's value, nothing written), ``fed`` (a placeholder),
@@ -34,9 +38,10 @@ that each names registered ops only, and is complete where every op needs a rule
   ``eagerflow.graph.onnx.NOT_EXPORTABLE``.
 
 An op is registered by the ``op`` decorator on its public function, which names the kernel
-and the rules: ``@op("MatMul", matmul_kernel, shape=matmul_shape, dtype=...)`` above
-``def matmul``. The function's docstring is the row's ``doc``: what an op does is written
-once, where ``help(ef.matmul)`` finds it.
+and the rules: ``@op("MatMul", matmul_kernel, shape=matmul_shape, dtype=...,
+attrs={"transpose_a": Bool(), "transpose_b": Bool()})`` above ``def matmul``. The
+function's docstring is the row's ``doc``: what an op does is written once, where
+``help(ef.matmul)`` finds it.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from typing import Any, TypedDict, TypeVar, Unpack
 
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import UnknownOpError
+from eagerflow.tensor.schema import AttrsSchema
 
 Shape = tuple[int | None, ...]
 Attrs = Mapping[str, Any]
@@ -59,7 +65,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True, slots=True)
 class OpDef:
-    """One op: its TensorFlow name, NumPy kernel, static shape and dtype rules, and facts.
+    """One op: its TensorFlow name, NumPy kernel, static shape and dtype rules, attribute
+    schema, and facts.
 
     The *definition* of an op, made once per op and never per use: an ``OpRecord`` (a use
     seen by a gradient rule) and an ``Operation`` (a graph node) each hold one as ``op`` or
@@ -70,6 +77,8 @@ class OpDef:
     shape_rule: ShapeRule
     dtype_rule: DTypeRule
     doc: str
+    # each attribute's name and schema (``eagerflow.tensor.schema``); {}: it takes none
+    attrs: AttrsSchema = field(default_factory=dict)
     multi_output: bool = False  # the kernel returns a tuple of arrays, not one array
     stateful: bool = False  # random or state-reading: never constant-folded or merged
     # reads a variable's current value and writes nothing, so two reads need no order
@@ -130,16 +139,20 @@ def register_op(
     shape: ShapeRule,
     dtype: DTypeRule,
     doc: str | None = None,
+    attrs: AttrsSchema | None = None,
     multi_output: bool = False,
     stateful: bool = False,
     **facts: Unpack[Facts],
 ) -> OpDef:
-    """Add op ``name`` to the registry. ``doc`` defaults to the kernel's docstring;
-    ``facts`` are the row's other fields (``reads_state=True``, ``default_name="add"``)."""
+    """Add op ``name`` to the registry. ``doc`` defaults to the kernel's docstring; ``attrs``
+    is its attribute schema (none by default); ``facts`` are the row's other fields
+    (``reads_state=True``, ``default_name="add"``)."""
     if name in OPS:
         raise ValueError(f"op {name!r} is already registered")
     text = inspect.cleandoc(kernel.__doc__ or "") if doc is None else doc
-    OPS[name] = OpDef(name, kernel, shape, dtype, text, multi_output, stateful, **facts)
+    OPS[name] = OpDef(
+        name, kernel, shape, dtype, text, dict(attrs or {}), multi_output, stateful, **facts
+    )
     return OPS[name]
 
 
@@ -149,6 +162,7 @@ def op(
     *,
     shape: ShapeRule,
     dtype: DTypeRule,
+    attrs: AttrsSchema | None = None,
     multi_output: bool = False,
     stateful: bool = False,
     **facts: Unpack[Facts],
@@ -157,8 +171,8 @@ def op(
     the op, and the function's docstring becomes the op's ``doc`` (so the kernel has none of
     its own). The function is returned unchanged.
 
-    ``facts`` are the row's other fields, e.g. ``@op("ReadVariableOp", ...,
-    reads_state=True)``.
+    ``attrs`` is the op's attribute schema, e.g. ``attrs={"axis": Int()}``; ``facts`` are the
+    row's other fields, e.g. ``@op("ReadVariableOp", ..., reads_state=True)``.
 
     An op that no public function stands for (a graph's ``NoOp``, a variable's
     ``AssignVariableOp``) decorates its kernel instead, leaving ``kernel`` out.
@@ -171,6 +185,7 @@ def op(
             shape=shape,
             dtype=dtype,
             doc=inspect.cleandoc(function.__doc__ or ""),
+            attrs=attrs,
             multi_output=multi_output,
             stateful=stateful,
             **facts,

@@ -43,10 +43,19 @@ from numpy.lib.stride_tricks import as_strided
 
 from eagerflow.tensor.errors import InvalidArgumentError, ShapeError, format_shape
 from eagerflow.tensor.registry import Attrs, Shape
+from eagerflow.tensor.schema import Ints, OneOf
 from eagerflow.tensor.tensor import Tensor
 
 Pair = tuple[int, int]
 Dim = int | None
+
+# The attribute schemas of the window ops: per-axis sizes (height, width), a padding, and a
+# 4-entry shape whose batch and channels may be unknown
+PAIR = Ints(min=1, length=2)
+PADDING = OneOf("SAME", "VALID")
+SIZES = Ints(min=0, length=4, unknown=True)
+POOL_ATTRS = {"ksize": PAIR, "strides": PAIR, "padding": PADDING}
+CONV_ATTRS = {"strides": PAIR, "padding": PADDING, "dilations": PAIR}
 
 
 # --- attributes -----------------------------------------------------------------------------------

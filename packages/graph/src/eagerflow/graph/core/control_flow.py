@@ -28,6 +28,7 @@ from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError
 from eagerflow.tensor.execution import execute, executing_eagerly
 from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
+from eagerflow.tensor.schema import Bool, Instance, Int, Maybe
 
 
 def _build(fn: Callable[..., Any], args: Sequence[Any], outer: Graph) -> tuple[FunctionGraph, Any]:
@@ -115,7 +116,12 @@ def if_kernel(
     return tuple(branch.call(inputs))
 
 
-@op("If", if_kernel, shape=_if_shape, dtype=_if_dtype, multi_output=True, stateful=True)  # type: ignore[arg-type]  # unknown ranks
+SUBGRAPH = Instance(Subgraph, "a Subgraph")
+IF_ATTRS = {"then_branch": SUBGRAPH, "else_branch": SUBGRAPH}
+
+
+@op("If", if_kernel, shape=_if_shape, dtype=_if_dtype, attrs=IF_ATTRS, multi_output=True,  # type: ignore[arg-type]  # unknown ranks
+    stateful=True)  # fmt: skip
 def cond(
     pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], name: str | None = None
 ) -> Any:
@@ -258,8 +264,18 @@ def _stack(values: list[Any], like: SymbolicTensor) -> np.ndarray:
     return np.stack(values)
 
 
-@op("While", while_kernel, shape=_while_shape, dtype=_while_dtype, multi_output=True,  # type: ignore[arg-type]  # unknown ranks
-    stateful=True)  # fmt: skip
+WHILE_ATTRS = {
+    "cond": Maybe(SUBGRAPH),  # None: once per row of the sequences
+    "body": SUBGRAPH,
+    "num_vars": Int(min=0),
+    "num_sequences": Int(min=0),
+    "num_emitted": Int(min=0),
+    "reverse": Bool(),
+}
+
+
+@op("While", while_kernel, shape=_while_shape, dtype=_while_dtype, attrs=WHILE_ATTRS,  # type: ignore[arg-type]  # unknown ranks
+    multi_output=True, stateful=True)  # fmt: skip
 def while_loop(
     cond: Callable[..., Any],
     body: Callable[..., Any],

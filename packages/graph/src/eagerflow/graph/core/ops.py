@@ -16,6 +16,7 @@ from eagerflow.tensor.errors import InvalidArgumentError
 from eagerflow.tensor.execution import execute, executing_eagerly
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
 from eagerflow.tensor.rules import attr_dtype_rule
+from eagerflow.tensor.schema import DTypeAttr, Ints, Maybe
 
 
 def _placeholder_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
@@ -27,7 +28,11 @@ def placeholder_kernel(shape: Any, dtype: DType) -> np.ndarray:
     raise InvalidArgumentError("a placeholder must be fed a value (feed_dict)")
 
 
-@op("Placeholder", placeholder_kernel, shape=_placeholder_shape, dtype=attr_dtype_rule, fed=True)
+PLACEHOLDER_ATTRS = {"shape": Maybe(Ints(min=0, unknown=True)), "dtype": DTypeAttr()}
+
+
+@op("Placeholder", placeholder_kernel, shape=_placeholder_shape, dtype=attr_dtype_rule,
+    attrs=PLACEHOLDER_ATTRS, fed=True)  # fmt: skip
 def placeholder(
     dtype: DType | str, shape: Sequence[int | None] | None = None, name: str | None = None
 ) -> SymbolicTensor:

@@ -224,10 +224,12 @@ _DECODE_LEAF: dict[str, Callable[[Any], Any]] = {
 
 def decode_attr(
     data: Any,
-    function: Callable[[str], Subgraph] | None = None,
-    variable: Callable[[str], Variable] | None = None,
+    function: Callable[[str], Any] | None = None,
+    variable: Callable[[str], Any] | None = None,
 ) -> Any:
-    """The inverse of ``encode_attr``: JSON data back to the attribute's Python value."""
+    """The inverse of ``encode_attr``: JSON data back to the attribute's Python value.
+    ``function`` and ``variable`` give what a name in the library stands for (a
+    ``Subgraph``, a ``Variable``; the first pass of an import, a stand-in)."""
 
     def dec(d: Any) -> Any:
         if d is None or isinstance(d, bool | str | int | float):
@@ -255,8 +257,8 @@ def decode_attr(
 def _decode_other(
     kind: str,
     payload: Any,
-    function: Callable[[str], Subgraph] | None,
-    variable: Callable[[str], Variable] | None,
+    function: Callable[[str], Any] | None,
+    variable: Callable[[str], Any] | None,
 ) -> Any:
     """A float JSON cannot hold, or a reference: a Python function's name (only the name
     can be read back), a subgraph or a variable by its name in the library."""

@@ -1,7 +1,8 @@
 """A GraphDef built back into a graph: ``import_graph_def`` (into the default graph, or a new
-``Graph``) and ``import_functions`` (the traced functions a SavedModel keeps). Every node is
-checked as it is read, so a damaged file is an error naming the node, never a wrong graph.
-``graph_def.py`` describes the format."""
+``Graph``) and ``import_functions`` (the traced functions a SavedModel keeps). Every node's
+attributes and every variable are checked against the op registry before anything is built
+(``graph_def_check.py``), and every node again as it is read, so a damaged file is an error
+naming the node, never a wrong graph. ``graph_def.py`` describes the format."""
 
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
@@ -13,8 +14,8 @@ from eagerflow.autodiff import Variable
 from eagerflow.graph.core.graph import Graph, Operation, Shape, SymbolicTensor, get_default_graph
 from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
 from eagerflow.graph.export.graph_def import GraphDef, NewVariable, check_graph_def, decode_attr
+from eagerflow.graph.export.graph_def_check import check_nodes, checked_attrs, variable_entry
 from eagerflow.graph.tracing.function import ConcreteFunction, TraceGraph
-from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError, InvalidArgumentError, UnknownOpError
 from eagerflow.tensor.registry import OPS, OpDef
@@ -100,7 +101,7 @@ class _Importer:
             raise InvalidArgumentError(f"{where}: two nodes are named {name!r}")
         op_def = _op_def_of(node, where)
         inputs, control = self.inputs(graph, node, where)
-        attrs = self.attrs(node, where)
+        attrs = checked_attrs(op_def, self.attrs(node, where), where, node)
         out_dtypes, out_shapes = _output_types(op_def, inputs, attrs, node, where)
         block = graph.control_dependencies(control) if control else nullcontext()
         with block:
@@ -275,14 +276,8 @@ class _Importer:
         entry = self.variable_defs.get(key) if isinstance(key, str) else None
         if not isinstance(entry, dict):
             raise InvalidArgumentError(f"the GraphDef has no variable {key!r} in 'variables'")
-        try:
-            dtype = dtypes.as_dtype(entry["dtype"])
-            shape = tuple(int(d) for d in entry["shape"])
-            trainable = bool(entry.get("trainable", True))
-        except (KeyError, TypeError, ValueError) as e:
-            raise InvalidArgumentError(
-                f"variable {key!r}: needs a shape and a dtype ({e})"
-            ) from None
+        shape, dtype = variable_entry(key, entry)
+        trainable = bool(entry.get("trainable", True))
         node = entry.get("node") or str(entry.get("name", key)).rpartition(":")[0] or "Variable"
         if self.new_variable is not None:
             self.variables[key] = self.new_variable(key, node, shape, dtype, trainable)
@@ -351,10 +346,13 @@ def import_graph_def(
 
     Nodes must come in an order where each one's inputs come before it (as
     ``as_graph_def`` writes them). Errors: ``UnknownOpError`` for an op type no registered op
-    has, ``InvalidArgumentError`` (a ``ValueError``) for a wrong format or version, an input
+    has, ``InvalidAttrError`` (an ``InvalidArgumentError``) for a node's attribute its op's
+    schema refuses or a variable's bad shape or dtype, found before anything is built, and
+    ``InvalidArgumentError`` (a ``ValueError``) for a wrong format or version, an input
     naming a missing node, an unknown ``input_map`` or ``return_elements`` name.
     """
     graph_def = check_graph_def(graph_def)
+    check_nodes(graph_def)
     input_map = dict(input_map or {})
     graph = get_default_graph()
     names = _node_outputs(graph_def)
@@ -412,6 +410,7 @@ def import_functions(
     Errors as ``import_graph_def``'s, and an ``InvalidArgumentError`` for a name that is not
     a ``ConcreteFunction`` of the library."""
     graph_def = check_graph_def(graph_def)
+    check_nodes(graph_def)
     importer = _Importer(graph_def, Graph(), {}, "", new_variable)
     importer.build(importer.root, graph_def["node"], "GraphDef")
     importer.finish()

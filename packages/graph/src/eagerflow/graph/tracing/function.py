@@ -64,6 +64,7 @@ from eagerflow.tensor.execution import active_recorders, execute, executing_eage
 from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
 from eagerflow.tensor.rules import compatible
+from eagerflow.tensor.schema import Instance
 
 
 class TraceGraph(FunctionGraph):
@@ -250,7 +251,9 @@ def _call_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     return results
 
 
-@op("PartitionedCall", shape=_call_shape, dtype=_call_dtype, multi_output=True, stateful=True)
+@op("PartitionedCall", shape=_call_shape, dtype=_call_dtype,
+    attrs={"function": Instance(ConcreteFunction, "a ConcreteFunction")}, multi_output=True,
+    stateful=True)  # fmt: skip
 def call_kernel(*inputs: np.ndarray, function: ConcreteFunction) -> tuple[Any, ...]:
     """Run a traced function's graph on its inputs."""
     return tuple(function.call(inputs))

@@ -29,7 +29,7 @@ from eagerflow.graph.tracing.signatures import bind_to_signature
 from eagerflow.graph.tracing.tensor_spec import TensorSpec
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import EagerflowError, InvalidArgumentError
+from eagerflow.tensor.errors import EagerflowError, InvalidArgumentError, InvalidAttrError
 from eagerflow.tensor.execution import context
 from eagerflow.tensor.nest import flatten, pack_sequence_as
 
@@ -260,6 +260,8 @@ def _import(
         return import_functions(graph_def, names, new_variable)
     except SavedModelError:
         raise
+    except InvalidAttrError as e:  # an attribute or a variable its schema refuses
+        raise InvalidAttrError(f"{path}: {e}", e.attr) from None
     except InvalidArgumentError as e:  # a malformed def: a node, an input, an attribute...
         raise SavedModelError(f"{path}: {e}") from None
     except EagerflowError as e:  # UnknownOpError, and an op's rules refusing what it got
