@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from threadpoolctl import threadpool_limits
 
 import eagerflow.tensor as ef
 from eagerflow.graph import reset_default_graph
@@ -22,6 +23,13 @@ settings.register_profile("explore", max_examples=1000)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default")
 )
+
+# One BLAS thread, as the benchmarks and the site's build run: on the suite's small arrays a
+# second OpenBLAS thread only spins (the suite took ~10% more CPU with two). The variables
+# reach the subprocesses the tests start (exercise runs, notebook kernels, builds).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+threadpool_limits(1, user_api="blas")
 
 EXERCISE_TESTS = Path(__file__).parent / "exercises"
 # `-m ch03`, `-m "ch03 or ch04"`: the command a reader runs for a chapter's exercises
