@@ -15,7 +15,7 @@ import numpy as np
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import INTEGERS, NUMBERS, DType
 from eagerflow.tensor.errors import DTypeError
-from eagerflow.tensor.execution import NO_ATTRS, execute
+from eagerflow.tensor.execution import execute
 from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import (
     normalize_axis,
@@ -23,23 +23,10 @@ from eagerflow.tensor.rules import (
     same_dtype,
 )
 from eagerflow.tensor.schema import Bool, DTypeAttr, Either, Int, Ints, Maybe
-from eagerflow.tensor.tensor import Tensor, convert_operands, convert_to_tensor
+from eagerflow.tensor.tensor import Tensor, convert_to_tensor
 
-BOOL = frozenset({dtypes.bool_})
 Axis = int | Sequence[int] | None  # what a reduction takes
 Axes = int | tuple[int, ...] | None  # what its op's "axis" attribute holds
-
-
-def _unary(op_name: str, x: Any, name: str | None, attrs: Attrs = NO_ATTRS) -> Tensor:
-    if type(x) is not Tensor:
-        x = convert_to_tensor(x)
-    return execute(op_name, (x,), attrs, name)[0]
-
-
-def _binary(op_name: str, x: Any, y: Any, name: str | None) -> Tensor:
-    if type(x) is not Tensor or type(y) is not Tensor:
-        x, y = convert_operands(x, y)
-    return execute(op_name, (x, y), NO_ATTRS, name)[0]
 
 
 # --- reductions ------------------------------------------------------------------------------
