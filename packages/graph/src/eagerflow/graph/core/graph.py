@@ -167,16 +167,7 @@ class Graph:
     ) -> tuple[SymbolicTensor, ...]:
         """Add a node for ``op`` (this is what ``execute`` calls in graph mode)."""
         symbolic = tuple(self._as_graph_tensor(t, op) for t in inputs)
-        shapes = [t.shape for t in symbolic]
-        try:
-            dts = op.dtype_rule([t.dtype for t in symbolic], attrs)
-            out_shapes: Sequence[Shape] = (
-                [None] * len(dts)
-                if any(s is None for s in shapes)
-                else op.shape_rule(shapes, attrs)
-            )
-        except EagerflowError as e:
-            raise e.at_op(op.name, symbolic) from None
+        dts, out_shapes = output_types(op, symbolic, attrs)
         return self.create_op(op, symbolic, attrs, out_shapes, dts, name).outputs
 
     def create_op(
@@ -320,6 +311,21 @@ class Graph:
         return f"<Graph with {len(self._operations)} operations>"
 
 
+def output_types(
+    op: OpDef, inputs: Sequence[SymbolicTensor], attrs: Attrs
+) -> tuple[Sequence[DType], Sequence[Shape]]:
+    """A node's output dtypes and static shapes, by its op's rules alone (every shape unknown
+    when an input's rank is): what ``Graph.run_op`` and the GraphDef importer both ask."""
+    shapes = [t.shape for t in inputs]
+    try:
+        dts = op.dtype_rule([t.dtype for t in inputs], attrs)
+        if any(s is None for s in shapes):
+            return dts, [None] * len(dts)
+        return dts, op.shape_rule(shapes, attrs)
+    except EagerflowError as e:
+        raise e.at_op(op.name, inputs) from None
+
+
 _global_graph = Graph()
 
 
@@ -388,6 +394,7 @@ __all__ = [
     "SymbolicTensor",
     "get_default_graph",
     "get_default_session",
+    "output_types",
     "reset_default_graph",
     "session_for",
 ]

@@ -11,13 +11,20 @@ from typing import Any
 import numpy as np
 
 from eagerflow.autodiff import Variable
-from eagerflow.graph.core.graph import Graph, Operation, Shape, SymbolicTensor, get_default_graph
+from eagerflow.graph.core.graph import (
+    Graph,
+    Operation,
+    Shape,
+    SymbolicTensor,
+    get_default_graph,
+    output_types,
+)
 from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
 from eagerflow.graph.export.graph_def import GraphDef, NewVariable, check_graph_def, decode_attr
 from eagerflow.graph.export.graph_def_check import check_nodes, checked_attrs, variable_entry
 from eagerflow.graph.tracing.function import ConcreteFunction, TraceGraph
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import EagerflowError, InvalidArgumentError, UnknownOpError
+from eagerflow.tensor.errors import InvalidArgumentError, UnknownOpError
 from eagerflow.tensor.registry import OPS, OpDef
 
 
@@ -39,22 +46,13 @@ def _output_types(
 ) -> tuple[Sequence[DType], Sequence[Shape]]:
     """The output dtypes and shapes by the op's own rules, as ``Graph.run_op`` calls them:
     nothing stored in the def is trusted."""
-    shapes = [t.shape for t in inputs]
     try:
-        out_dtypes = op_def.dtype_rule([t.dtype for t in inputs], attrs)
-        out_shapes: Sequence[Shape] = (
-            [None] * len(out_dtypes)
-            if any(s is None for s in shapes)
-            else op_def.shape_rule(shapes, attrs)
-        )
-    except EagerflowError as e:
-        raise e.at_op(op_def.name, inputs) from None
+        return output_types(op_def, inputs, attrs)
     except (KeyError, TypeError, AttributeError) as e:  # an attribute missing or mistyped
         raise InvalidArgumentError(
             f"{where}: node {node['name']!r} ({node['op']}) has attributes its op cannot use: "
             f"{type(e).__name__}: {e}"
         ) from None
-    return out_dtypes, out_shapes
 
 
 class _Importer:
