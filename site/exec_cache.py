@@ -1,6 +1,6 @@
 """The site's executed code blocks: timed, and (when asked) cached between builds.
 
-site/hooks.py installs ``install()`` in place of markdown-exec's Python runner. Two jobs:
+site/hooks.py installs ``install()`` in place of markdown-exec's Python runner. Three jobs:
 
 1. **Profile.** Each block's CPU time (this process's, plus the children it ran and waited
    for, such as ``pdb_transcript``'s Python) is recorded with its page and session; with
@@ -17,6 +17,8 @@ site/hooks.py installs ``install()`` in place of markdown-exec's Python runner. 
    are asserted again, so the page's ``claims.json`` is what a full run writes. When a block
    misses after blocks of its session that hit, those are run first (their state is needed),
    then the block itself.
+3. **Keep what each block printed** (``printed``, by page): site/hooks.py gives each chapter
+   notebook's cells those outputs, so a notebook shows what the page shows without running.
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ class ExecCache:
     records: list[BlockRecord] = field(default_factory=list)
     executed: int = 0  # blocks actually run (tests count them)
     hits: int = 0
+    # each page's blocks, in the order they ran: (code, what it printed)
+    printed: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     _sources: str = ""
     _chains: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     # blocks of a session shown from the cache and not run yet: (code, run's keyword arguments)
@@ -114,11 +118,13 @@ class ExecCache:
         self.enabled = enabled_by_environment()
         self.records.clear()
         self.executed = self.hits = 0
+        self.printed.clear()
         self._sources = sources_hash(self.root, self.tutorial) if self.enabled else ""
 
     def start_page(self, page: str, page_dir: Path | None) -> None:
         self.page, self.page_dir = page, page_dir
         self._numbers[page] = 0
+        self.printed[page] = []
         for key in [k for k in self._chains if k[0] == page]:
             del self._chains[key]
             self._pending.pop(key, None)
@@ -160,6 +166,7 @@ class ExecCache:
                 pass  # a broken entry: run the block instead
             else:
                 self.hits += 1
+                self.printed.setdefault(self.page, []).append((code, output))
                 if session is not None:
                     self._pending[(self.page, session)].append((code, options))
                 self.records.append(
@@ -174,6 +181,7 @@ class ExecCache:
         claims_before = len(_claims())
         self.executed += 1
         output = real(code, **options)  # an ExecutionError propagates: nothing stored
+        self.printed.setdefault(self.page, []).append((code, output))
         if self.enabled:
             self._store(entry_path, output, before, _claims()[claims_before:])
         self.records.append(

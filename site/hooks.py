@@ -1,15 +1,17 @@
 """MkDocs hooks of the eagerflow tutorial site (registered under ``hooks:`` in mkdocs.yml).
 
-Six jobs:
+Nine jobs:
 
 1. **Local mermaid.** Material for MkDocs draws ```` ```mermaid ```` fences with mermaid.js,
    which its bundle fetches from unpkg.com *only if* ``window.mermaid`` is undefined. When
    ``make setup`` has installed the npm ``mermaid`` package into ``build/npm``, we ship that
    copy with the site and load it as an extra script, so the diagrams render offline and in
    the browser tests. Without a local copy the site still builds and falls back to the CDN.
-2. **Notebooks.** Every chapter page is also converted (with jupytext) into a Jupyter
-   notebook written next to it (``chapters/03-autodiff.md`` -> ``chapters/03-autodiff.ipynb``),
-   and the page gets a download link at its top.
+2. **Notebooks.** Every chapter page is also converted (``notebooks.py``, with jupytext) into
+   a Jupyter notebook written next to it (``chapters/03-autodiff.md`` ->
+   ``chapters/03-autodiff.ipynb``), and the page gets a download link at its top. The notebook
+   starts with a cell that installs eagerflow from the site's wheels (part 8), and its cells
+   carry the outputs the page's code printed at build time (kept by ``exec_cache.py``).
 3. **Source for AutoGraph.** ``@function`` converts a function from its source, which it
    reads with ``inspect.getsource``. markdown-exec compiles each code block it runs under a
    made-up file name (``<code block: session ch08; n3>``) and keeps the text to itself, so
@@ -36,6 +38,12 @@ Six jobs:
    chapter 9's race and ``make bench`` already do. The chapters' arrays are small: a second
    OpenBLAS thread makes no product faster, but it spins while it waits for work, and on 2
    cores that doubled the CPU time of chapter 14's trainings (27 s instead of 8 s).
+8. **Wheels.** The four packages are built into wheels (``wheels.py``, cached by their
+   source's hash) and published under ``wheels/``, for the notebooks' install cell: pip
+   installs them from ``site_url`` + ``wheels/`` (under ``mkdocs serve``, the local server).
+9. **Settings in the text.** ``{{ repo_url }}`` in a page becomes mkdocs.yml's ``repo_url``
+   (which Material also shows as the link in the header), and ``{{ repo_folder }}`` the folder
+   ``git clone`` makes of it: the home page's "Get the code" box names the one setting.
 """
 
 from __future__ import annotations
@@ -45,21 +53,23 @@ import linecache
 import logging
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
-import jupytext
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 from mkdocs.utils import get_relative_url
 from mkdocs.utils.meta import get_data
-from nbformat.v4 import new_markdown_cell
 
-if str(Path(__file__).resolve().parent) not in sys.path:  # for exec_cache, next to this file
+if str(Path(__file__).resolve().parent) not in sys.path:  # for the modules next to this file
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import exec_cache
+import wheels
+from notebooks import TUTORIAL_MODULE, Install, Run, to_notebook
 
 log = logging.getLogger("mkdocs.hooks.eagerflow")
 
@@ -84,23 +94,14 @@ ONNXRUNTIME_WEB_VARIABLE = "EAGERFLOW_ONNXRUNTIME_WEB"
 # Pages under this folder of docs/ are chapters: each gets a notebook and a download link.
 CHAPTERS = "chapters/"
 
-# The opening line of a fenced code block: indentation, fence, language, then options such as
-# markdown-exec's exec="on" result="text". Group "options" is what notebooks must not carry.
-FENCE_OPENING = re.compile(
-    r"^(?P<head>[ \t]*(?:`{3,}|~{3,})[ \t]*[\w.+-]+)(?P<options>[ \t]+[^`\n]*)$", re.MULTILINE
-)
-# markdown-exec runs lines marked like this but hides them on the page; a notebook keeps the
-# code (it is needed to run the cell) and drops only the marker.
-HIDE_MARKER = re.compile(r"[ \t]*#[ \t]*markdown-exec:[ \t]*hide[ \t]*$", re.MULTILINE)
-# mkdocstrings' "::: identifier" line, with its indented options: rendered API documentation on
-# the page, a bare line in a notebook (where jupytext would also take it for a Pandoc div).
-AUTODOC = re.compile(r"^:::[ \t]+(?P<identifier>\S+)[^\n]*(?:\n[ \t]+\S[^\n]*)*", re.MULTILINE)
-# jupytext turns a fence in another language (```bash) into a code cell with a cell magic.
-CELL_MAGIC = re.compile(r"\A%%(?P<language>[\w.+-]+)[^\n]*\n?")
 # How the file names markdown-exec compiles its code blocks under begin.
 CODE_BLOCK_FILENAME = "<code block: "
-# The chapters' helper module (part 5), in the docs folder and so in the built site.
-TUTORIAL_MODULE = "tutorial.py"
+# Where the packages' wheels are published in the built site (part 8).
+WHEELS_URI = "wheels/"
+# Each chapter page's notebook, by the page's source, and where it installs eagerflow from.
+NOTEBOOKS: dict[str, tuple[File, Install | None]] = {}
+# The settings a page may name in its text, as ``{{ repo_url }}`` (part 9).
+SETTINGS = re.compile(r"\{\{ (?P<name>repo_url|repo_folder) \}\}")
 
 
 # --- 1. local mermaid ---------------------------------------------------------------------------
@@ -158,48 +159,6 @@ def notebook_uri(page_uri: str) -> str:
     return str(PurePosixPath(page_uri).with_suffix(".ipynb"))
 
 
-def to_notebook(markdown: str, title: str | None = None) -> str:
-    """A chapter page's markdown source as the JSON text of a Jupyter notebook.
-
-    Python fences become code cells and everything else stays markdown (mermaid diagrams
-    included). The options markdown-exec reads from a fence's opening line (``exec="on"``
-    ...) are dropped: in a notebook the reader runs the cells. Fences in other languages
-    (```bash) stay markdown too: ``make test`` is not a notebook cell.
-    """
-    body, _meta = get_data(markdown)  # front matter is for mkdocs, not for readers
-    body = FENCE_OPENING.sub(r"\g<head>", body)
-    body = AUTODOC.sub(r"*`\g<identifier>` is documented on the tutorial page.*", body)
-    # The format is named, not guessed: jupytext guesses Pandoc (and then wants the pandoc
-    # program) for any text with a line that starts with ":::".
-    notebook = jupytext.reads(body, fmt="md:markdown")
-    for cell in notebook.cells:
-        cell.metadata = {}
-        if cell.cell_type != "code":
-            continue
-        magic = CELL_MAGIC.match(cell.source)
-        if magic:  # another language: back to a markdown fence
-            code = cell.source[magic.end() :].rstrip("\n")
-            cell.cell_type = "markdown"
-            cell.source = f"```{magic['language']}\n{code}\n```"
-            cell.pop("outputs", None)
-            cell.pop("execution_count", None)
-        else:
-            cell.source = HIDE_MARKER.sub("", cell.source)
-    where = f" “{title}”" if title else ""
-    notebook.cells.insert(0, new_markdown_cell(
-        f"*This notebook was generated from the eagerflow tutorial page{where}. Run it with a "
-        "Python that has the eagerflow packages installed, such as the repository's `.venv` "
-        "made by `make setup` (add Jupyter with `.venv/bin/pip install notebook`), with the "
-        f"chapters' helpers `{TUTORIAL_MODULE}` in the same folder (download it from the page, "
-        "or take it from `site/docs/chapters/`).*"
-    ))  # fmt: skip
-    notebook.metadata = {
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-    }
-    return str(jupytext.writes(notebook, fmt="ipynb"))
-
-
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Add the local mermaid copy and one generated notebook per chapter page to the site."""
     script = local_mermaid(repository_root(config))
@@ -216,19 +175,43 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         for name in ONNXRUNTIME_WEB_FILES:
             uri = ONNXRUNTIME_WEB_URI + name
             files.append(File.generated(config, uri, abs_src_path=str(runtime / name)))
+    install = publish_wheels(files, config)
+    NOTEBOOKS.clear()
     for file in list(files.documentation_pages()):
-        if not is_chapter(file.src_uri):
-            continue
-        try:
-            markdown = file.content_string
-            content = to_notebook(markdown, _title(markdown))
-        except Exception as error:  # e.g. a page half-written: say which, keep building
-            # A warning, so `mkdocs build --strict` (and the tests) still fail, while
-            # `mkdocs serve` goes on serving the page, without its download link.
-            log.warning("no notebook for %s: %s: %s", file.src_uri, type(error).__name__, error)
-            continue
-        files.append(File.generated(config, notebook_uri(file.src_uri), content=content))
+        if is_chapter(file.src_uri):
+            add_notebook(file, files, config, install)
     return files
+
+
+def add_notebook(page: File, files: Files, config: MkDocsConfig, install: Install | None) -> None:
+    """Publish the chapter ``page``'s notebook, without outputs for now (``on_env`` adds them
+    once every page's code has run), so that the page can link to it."""
+    try:
+        markdown = page.content_string
+        content = to_notebook(markdown, _title(markdown), install=install)
+    except Exception as error:  # e.g. a page half-written: say which, keep building
+        # A warning, so `mkdocs build --strict` (and the tests) still fail, while
+        # `mkdocs serve` goes on serving the page, without its download link.
+        log.warning("no notebook for %s: %s: %s", page.src_uri, type(error).__name__, error)
+        return
+    notebook = File.generated(config, notebook_uri(page.src_uri), content=content)
+    files.append(notebook)
+    NOTEBOOKS[page.src_uri] = (notebook, install)
+
+
+def on_env(env: Any, config: MkDocsConfig, files: Files) -> Any:
+    """Every page's code has run (and nothing is written yet): give each notebook's cells the
+    outputs its page's blocks printed."""
+    cache = getattr(exec_cache, "CURRENT", None)
+    printed = cache.printed if cache is not None else {}
+    for src_uri, (notebook, install) in NOTEBOOKS.items():
+        page = files.get_file_from_path(src_uri)
+        if page is None:
+            continue
+        markdown = page.content_string
+        runs = [Run(code, output) for code, output in printed.get(src_uri, [])]
+        notebook.content_string = to_notebook(markdown, _title(markdown), runs, install)
+    return env
 
 
 def _title(markdown: str) -> str | None:
@@ -244,18 +227,20 @@ def download_note(page_uri: str) -> str:
     name = PurePosixPath(notebook_uri(page_uri)).name
     return (
         '!!! tip "Run this chapter yourself"\n\n'
-        "    This page is also a Jupyter notebook, whose cells are its Python code blocks (the "
-        "outputs shown here were made by running them when the site was built).\n\n"
+        "    This page is also a Jupyter notebook, whose cells are its Python code blocks, with "
+        "the outputs shown here (made by running them when the site was built). Its first cell "
+        f"installs eagerflow from this site and fetches the chapters' helpers, `{TUTORIAL_MODULE}`"
+        ", unless they are there already.\n\n"
         f'    [Download this chapter as a notebook]({name}){{ .md-button download="{name}" }}\n'
         f"    [Download its helpers, {TUTORIAL_MODULE}]({TUTORIAL_MODULE})"
-        f'{{ .md-button download="{TUTORIAL_MODULE}" }}\n\n'
-        f"    Keep `{TUTORIAL_MODULE}` next to the notebook: its cells import `show`, `draw`, "
-        "`listing` and `pdb_transcript` from it.\n"
+        f'{{ .md-button download="{TUTORIAL_MODULE}" }}\n'
     )
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
-    """Put the notebook download link at the top of a chapter page, under its title."""
+    """Fill in the settings a page names (part 9), and put the notebook download link at the
+    top of a chapter page, under its title."""
+    markdown = fill_settings(markdown, config)
     uri = page.file.src_uri
     if not is_chapter(uri) or files.get_file_from_path(notebook_uri(uri)) is None:
         return markdown
@@ -399,3 +384,40 @@ def one_blas_thread() -> None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(limits=1, user_api="blas")
+
+
+# --- 8. wheels ---------------------------------------------------------------------------------
+def publish_wheels(files: Files, config: MkDocsConfig) -> Install | None:
+    """Add the packages' wheels to the site under ``wheels/``; where a notebook installs them
+    (and ``tutorial.py``) from, or None, with a warning, when either cannot be had."""
+    try:
+        built = wheels.build_wheels(repository_root(config))
+    except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+        log.warning("no wheels for the notebooks: %s: %s", type(error).__name__, error)
+        return None
+    uris = [WHEELS_URI + path.name for path in built]
+    for uri, path in zip(uris, built, strict=True):
+        files.append(File.generated(config, uri, abs_src_path=str(path)))
+    if not config.site_url:
+        log.warning("no site_url in mkdocs.yml: the notebooks cannot say where to install from")
+        return None
+    base = config.site_url.rstrip("/") + "/"
+    return Install([base + uri for uri in uris], base + CHAPTERS + TUTORIAL_MODULE)
+
+
+# --- 9. settings in the text -------------------------------------------------------------------
+def repo_folder(repo_url: str) -> str:
+    """The folder ``git clone repo_url`` makes: the URL's last part, less any ``.git``."""
+    return PurePosixPath(urlsplit(repo_url).path).name.removesuffix(".git")
+
+
+def fill_settings(markdown: str, config: MkDocsConfig) -> str:
+    """``markdown`` with each ``{{ repo_url }}`` and ``{{ repo_folder }}`` filled in from
+    mkdocs.yml (a warning, so the strict build fails, if ``repo_url`` is not set)."""
+    if not SETTINGS.search(markdown):
+        return markdown
+    if not config.repo_url:
+        log.warning("a page names {{ repo_url }}, and mkdocs.yml sets no repo_url")
+        return markdown
+    values = {"repo_url": config.repo_url, "repo_folder": repo_folder(config.repo_url)}
+    return SETTINGS.sub(lambda match: values[match["name"]], markdown)
