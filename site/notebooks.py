@@ -148,9 +148,7 @@ def _page_cells(cells: list[NotebookNode], runs: list[Run]) -> list[NotebookNode
                 if hidden and names is not None:
                     dropped.append((len(kept), names))
         kept.append(cell)
-    later = [
-        " ".join(c.source for c in kept[i + 1 :] if c.cell_type == "code") for i, _ in dropped
-    ]
+    later = [" ".join(c.source for c in kept[i + 1 :] if c.cell_type == "code") for i, _ in dropped]
     plumbing = {
         i for (i, names), text in zip(dropped, later, strict=True)
         if not any(re.search(rf"\b{re.escape(name)}\b", text) for name in names)

@@ -225,3 +225,90 @@ def test_a_page_s_code_is_told_where_its_files_go(
     hooks.on_pre_page(Page(), Config(), Files(shipped=False))
     assert hooks.ONNXRUNTIME_WEB_VARIABLE not in os.environ  # no local copy: the demo says so
     hooks.on_page_content("<p></p>", Page(), Config(), Files(shipped=False))
+
+
+# --- notebooks: outputs, install cell, plumbing (site/notebooks.py) ---------------------------
+RUN_PAGE = """# 1. A chapter
+
+```python exec="on" session="ch01"
+# Not shown: a reset for the next rebuild.
+_counter = 0
+```
+
+```python exec="on" source="above" result="text" session="ch01"
+print("hello")
+```
+
+```python exec="on" session="ch01"
+draw("flowchart TD\\n  a --> b")
+```
+
+```python exec="on" source="above" session="ch01" html="1"
+print("<p>before</p>")
+show(figure, "a plot")
+```
+"""
+FIGURE_HTML = '<img src="data:image/png;base64,iVBORw0K" width="320" alt="a &lt;plot&gt;">'
+
+
+def notebook_of(hooks: ModuleType, runs: list[tuple[str, str]]) -> dict:
+    import notebooks  # next to hooks.py, which put its folder on sys.path
+
+    install = notebooks.Install(["https://example.org/wheels/a.whl"], "https://example.org/t.py")
+    page_runs = [notebooks.Run(code, output) for code, output in runs]
+    return json.loads(notebooks.to_notebook(RUN_PAGE, "A", page_runs, install))
+
+
+def test_notebook_cells_carry_what_the_page_printed(hooks: ModuleType) -> None:
+    runs = [
+        ("# Not shown: a reset for the next rebuild.\n_counter = 0", ""),
+        ('print("hello")', "hello\n"),
+        ('draw("flowchart TD\\n  a --> b")', "```mermaid\nflowchart TD\n  a --> b\n```\n"),
+        ('print("<p>before</p>")\nshow(figure, "a plot")', f"<p>before</p>\n{FIGURE_HTML}\n"),
+    ]
+    cells = [c for c in notebook_of(hooks, runs)["cells"] if c["cell_type"] == "code"]
+    assert "%pip install https://example.org/wheels/a.whl" in "".join(cells[0]["source"])
+    assert "https://example.org/t.py" in "".join(cells[0]["source"])
+    # the silent hidden reset is plumbing: gone; the others, with their outputs, in order
+    assert ["".join(c["source"]).split("(")[0] for c in cells[1:]] == ["print", "draw", "print"]
+    stream, diagram, shown = (c["outputs"] for c in cells[1:])
+    assert stream == [{"output_type": "stream", "name": "stdout", "text": ["hello\n"]}]
+    assert "```mermaid\nflowchart TD" in "".join(diagram[0]["data"]["text/markdown"])
+    assert "".join(shown[0]["data"]["text/html"]).strip() == "<p>before</p>"
+    assert shown[1]["data"] == {"image/png": "iVBORw0K", "text/plain": ["a <plot>"]}
+    assert shown[1]["metadata"] == {"image/png": {"width": 320}}
+
+
+def test_a_hidden_block_whose_names_are_used_later_stays(hooks: ModuleType) -> None:
+    page = RUN_PAGE.replace('print("hello")', "print(_counter)")
+    import notebooks
+
+    runs = [notebooks.Run("_counter = 0", ""), notebooks.Run("print(_counter)", "0\n")]
+    cells = json.loads(notebooks.to_notebook(page, None, runs))["cells"]
+    assert any("_counter = 0" in "".join(c["source"]) for c in cells)
+
+
+def test_settings_are_filled_from_mkdocs_yml(hooks: ModuleType) -> None:
+    class Config:
+        repo_url = "https://example.org/someone/thing.git"
+
+    text = "git clone {{ repo_url }}\ncd {{ repo_folder }}\n{{ other }}"
+    filled = hooks.fill_settings(text, Config())
+    assert filled == "git clone https://example.org/someone/thing.git\ncd thing\n{{ other }}"
+
+
+def test_wheels_are_rebuilt_only_when_their_source_changes(tmp_path: Path) -> None:
+    import wheels  # next to hooks.py
+
+    (tmp_path / "VERSION").write_text("1.0\n")
+    for name in wheels.PACKAGES:
+        source = tmp_path / "packages" / name / "src" / "eagerflow" / name
+        source.mkdir(parents=True)
+        (source / "__init__.py").write_text("x = 1\n")
+    before = wheels.sources_hash(tmp_path)
+    cache = tmp_path / "packages" / "nn" / "src" / "eagerflow" / "nn" / "__pycache__"
+    cache.mkdir()
+    (cache / "__init__.cpython-311.pyc").write_bytes(b"\0")
+    assert wheels.sources_hash(tmp_path) == before  # a cache is not source
+    (tmp_path / "packages" / "nn" / "src" / "eagerflow" / "nn" / "__init__.py").write_text("x=2")
+    assert wheels.sources_hash(tmp_path) != before
