@@ -1,20 +1,18 @@
 """The four eagerflow packages as wheels, for the site to serve (site/hooks.py publishes them
 under ``wheels/``, and every chapter notebook's first cell installs them from there).
 
-A wheel is built by pip from the package's folder, with the build backend the package names
-(hatchling, installed in the development environment: ``--no-build-isolation`` needs nothing
-from the network) and without its dependencies (``--no-deps``: eagerflow's own packages are
-built here, NumPy comes from the reader's package index). Building the four costs about 2 s of
-CPU, so the wheels are kept in ``build/wheel-cache/<hash>/``, under a hash of everything that
-goes into them: the packages' files (but caches) and the repository's ``VERSION``.
+Each wheel is built by the build backend its package names, hatchling (in the development
+environment, so nothing comes from the network), called in this process: what ``pip wheel
+--no-deps --no-build-isolation packages/<name>`` does through hatchling's PEP 517 hook, for
+0.3 s of CPU instead of 2.3 s (pip and a backend process per package start in 2 s). The wheels
+are kept in ``build/wheel-cache/<hash>/``, under a hash of everything that goes into them: the
+packages' files (but caches) and the repository's ``VERSION``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from pathlib import Path
 # together, but a reader reads the list).
 PACKAGES = ("tensor", "autodiff", "graph", "nn")
 CACHE_DIR = Path("build/wheel-cache")
+SCRATCH = "building-"  # a folder of the cache whose wheels are being built
 # Files and folders that are made by using a package, not part of its source.
 IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache", "build", "dist"}
 IGNORED_SUFFIXES = {".pyc", ".pyo"}
@@ -56,18 +55,23 @@ def build_wheels(root: Path) -> list[Path]:
     cache = root / CACHE_DIR
     folder = cache / sources_hash(root)
     if not _complete(folder):
-        with tempfile.TemporaryDirectory(dir=_made(cache)) as scratch:
-            command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps"]
-            command += ["--no-build-isolation", "--wheel-dir", scratch]
-            command += [str(root / "packages" / name) for name in PACKAGES]
-            result = subprocess.run(command, capture_output=True, text=True, timeout=300)
-            if result.returncode != 0:
-                raise RuntimeError(f"pip wheel failed:\n{result.stdout}{result.stderr}")
+        from hatchling.builders.wheel import WheelBuilder  # only when there is work
+
+        scratch = Path(tempfile.mkdtemp(prefix=SCRATCH, dir=_made(cache)))
+        try:
+            for name in PACKAGES:
+                builder = WheelBuilder(str(root / "packages" / name))
+                list(builder.build(directory=str(scratch), versions=["standard"]))
             for old in cache.iterdir():  # one entry is enough: the sources have moved on
-                if old.is_dir() and old.name != Path(scratch).name:
-                    shutil.rmtree(old)
-            Path(scratch).replace(folder)  # atomic: a folder is complete or absent
-            _made(Path(scratch))  # for TemporaryDirectory's clean-up
+                if old.is_dir() and not old.name.startswith(SCRATCH):  # another build's
+                    shutil.rmtree(old, ignore_errors=True)
+            try:
+                scratch.replace(folder)  # atomic: a folder is complete or absent
+            except OSError:
+                if not _complete(folder):  # else a build running beside this one made it
+                    raise
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     return [_wheel(folder, name) for name in PACKAGES]
 
 
