@@ -389,6 +389,9 @@ def one_blas_thread() -> None:
 def publish_wheels(files: Files, config: MkDocsConfig) -> Install | None:
     """Add the packages' wheels to the site under ``wheels/``; where a notebook installs them
     (and ``tutorial.py``) from, or None, with a warning, when either cannot be had."""
+    if not wheels.present(repository_root(config)):
+        log.info("no eagerflow packages next to the site: its notebooks get no install cell")
+        return None
     try:
         built = wheels.build_wheels(repository_root(config))
     except Exception as error:  # hatchling's errors have no common type: say which, go on

@@ -26,6 +26,11 @@ IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache", "build", "dist"}
 IGNORED_SUFFIXES = {".pyc", ".pyo"}
 
 
+def present(root: Path) -> bool:
+    """True if ``root`` holds the four packages (a test's throw-away site holds none)."""
+    return all((root / "packages" / name / "pyproject.toml").is_file() for name in PACKAGES)
+
+
 def source_files(root: Path) -> list[Path]:
     """What the wheels are built from: every file of ``packages/<name>/`` and ``VERSION``."""
     files = [root / "VERSION"]
