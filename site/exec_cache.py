@@ -13,7 +13,7 @@ site/hooks.py installs ``install()`` in place of markdown-exec's Python runner. 
    the source of *every block of its session up to and including it* (a later block depends
    on what the earlier ones defined). On a hit the stored output is shown without running
    the block; the files the block wrote into the page's folder of the built site (chapter
-   13's ``fizzbuzz.onnx``) are written back, and the claims it asserted (``tutorial.claim``)
+   15's ``fizzbuzz.onnx``) are written back, and the claims it asserted (``tutorial.claim``)
    are asserted again, so the page's ``claims.json`` is what a full run writes. When a block
    misses after blocks of its session that hit, those are run first (their state is needed),
    then the block itself.

@@ -12,14 +12,14 @@ Six jobs:
    and the page gets a download link at its top.
 3. **Source for AutoGraph.** ``@function`` converts a function from its source, which it
    reads with ``inspect.getsource``. markdown-exec compiles each code block it runs under a
-   made-up file name (``<code block: session ch08; n3>``) and keeps the text to itself, so
+   made-up file name (``<code block: session ch09; n3>``) and keeps the text to itself, so
    a function defined on a page would have no source, and run unconverted (with an
    ``AutoGraphWarning``). We put each block's text in ``linecache`` under that name, as
    IPython and Jupyter do for their cells, and ``inspect`` finds it there.
 4. **Files made by a page, and onnxruntime-web.** While a page's code runs at build time, the
    environment variable ``EAGERFLOW_PAGE_DIR`` names the page's own folder in the built site
-   (``<site>/chapters/13-fizzbuzz/``): a file the code writes there is published next to the
-   page, at a URL relative to it (chapter 13 writes its trained model as ``fizzbuzz.onnx``).
+   (``<site>/chapters/15-fizzbuzz/``): a file the code writes there is published next to the
+   page, at a URL relative to it (chapter 15 writes its trained model as ``fizzbuzz.onnx``).
    When ``make setup`` has installed the npm ``onnxruntime-web`` package into ``build/npm``,
    its WebAssembly build is shipped under ``assets/onnxruntime/`` and, while a page's code
    runs, ``EAGERFLOW_ONNXRUNTIME_WEB`` holds that folder's URL relative to the page; without
@@ -33,9 +33,9 @@ Six jobs:
    and with ``EAGERFLOW_SITE_CACHE=1`` (``make serve``) a block whose session's source, and
    the packages' source, are unchanged shows its stored output without running.
 7. **One BLAS thread.** The pages' code runs with NumPy's matrix products on one thread, as
-   chapter 9's race and ``make bench`` already do. The chapters' arrays are small: a second
+   chapter 13's race and ``make bench`` already do. The chapters' arrays are small: a second
    OpenBLAS thread makes no product faster, but it spins while it waits for work, and on 2
-   cores that doubled the CPU time of chapter 14's trainings (27 s instead of 8 s).
+   cores that doubled the CPU time of chapter 16's trainings (27 s instead of 8 s).
 """
 
 from __future__ import annotations

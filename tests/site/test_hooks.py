@@ -200,11 +200,11 @@ def test_a_page_s_code_is_told_where_its_files_go(
         monkeypatch.delenv(variable, raising=False)
 
     class File:
-        dest_uri = "chapters/13-fizzbuzz/index.html"
+        dest_uri = "chapters/15-fizzbuzz/index.html"
 
     class Page:
         file = File()
-        url = "chapters/13-fizzbuzz/"
+        url = "chapters/15-fizzbuzz/"
 
     class Config:
         site_dir = str(tmp_path)
@@ -217,8 +217,8 @@ def test_a_page_s_code_is_told_where_its_files_go(
             return object() if self.shipped and path.startswith("assets/onnxruntime/") else None
 
     hooks.on_pre_page(Page(), Config(), Files(shipped=True))
-    assert os.environ[hooks.PAGE_DIR_VARIABLE] == str(tmp_path / "chapters/13-fizzbuzz")
-    assert (tmp_path / "chapters/13-fizzbuzz").is_dir()
+    assert os.environ[hooks.PAGE_DIR_VARIABLE] == str(tmp_path / "chapters/15-fizzbuzz")
+    assert (tmp_path / "chapters/15-fizzbuzz").is_dir()
     assert os.environ[hooks.ONNXRUNTIME_WEB_VARIABLE] == "../../assets/onnxruntime/"
     hooks.on_page_content("<p></p>", Page(), Config(), Files(shipped=True))
     assert hooks.PAGE_DIR_VARIABLE not in os.environ

@@ -25,9 +25,9 @@ from sitetools import BuiltSite, chapter_paths
 
 # Cheap chapters that use every helper: listing and draw (a tape) in 3, show in 4, draw of
 # graphs with options and of compiled programs, and show, in 9.
-DEFAULT = ("03-autodiff", "04-variables", "09-compiler")
+DEFAULT = ("03-autodiff", "05-variables", "13-compiler")
 ALL = os.environ.get("EAGERFLOW_ALL_NOTEBOOKS", "").strip().lower() in ("1", "true", "yes")
-CELL_TIMEOUT = 600  # seconds for one cell: chapter 14 trains a CNN
+CELL_TIMEOUT = 600  # seconds for one cell: chapter 16 trains a CNN
 CHAPTERS = [p.strip("/").rpartition("/")[2] for p in chapter_paths()]
 
 # A call of a helper at the start of a line (not its import, not a `def`).
