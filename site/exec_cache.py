@@ -55,9 +55,11 @@ def _cpu() -> float:
 
 
 def sources_hash(root: Path, tutorial: Path) -> str:
-    """A hash of the packages' Python source and of the chapters' helpers."""
+    """A hash of the packages' Python source and of the chapters' helpers (``tutorial.py`` and
+    the modules next to it, such as chapter 13's ``workloads.py``)."""
     digest = hashlib.sha256()
-    files = [*sorted(root.glob("packages/*/src/**/*.py")), tutorial]
+    helpers = {tutorial, *tutorial.parent.glob("*.py")}
+    files = [*sorted(root.glob("packages/*/src/**/*.py")), *sorted(helpers)]
     for path in files:
         digest.update(str(path.relative_to(root)).encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")

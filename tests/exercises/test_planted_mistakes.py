@@ -33,6 +33,7 @@ import test_ch14
 import test_ch15
 import test_ch16
 import test_ch17
+import test_ch18
 
 import eagerflow.tensor as ef
 from eagerflow import nn
@@ -71,7 +72,7 @@ from eagerflow.graph.export.graph_def import decode_attr, encode_attr
 from eagerflow.tensor import rules as ef_rules
 from eagerflow.tensor.dtypes import FLOATS, DType
 from eagerflow.tensor.errors import EagerflowError
-from eagerflow.tensor.execution import execute
+from eagerflow.tensor.execution import execute, recording
 from eagerflow.tensor.registry import OPS, register_op
 from eagerflow.tensor.rules import broadcast_rule, same_dtype, same_shape_rule
 
@@ -3093,3 +3094,39 @@ class _AdamAsSgd(_Adam):
 )
 def test_ch05_adam_rejects(mistake) -> None:
     rejects(test_ch05.test_adam_stretch_on_hidden_gradients, "after step", Adam=mistake)
+
+
+# --- chapter 18: the whole stack ------------------------------------------------------------------
+def _stack_report_counting_the_trace_too(fn, *args):  # type: ignore[no-untyped-def]
+    """The recorder left on while tracing: the trace's build-time ops are counted as eager."""
+    report = {"eager_ops": 0}
+
+    class Counter:
+        def record(self, op, inputs, attrs, outputs):  # type: ignore[no-untyped-def]
+            report["eager_ops"] += 1
+
+    with recording(Counter()):
+        fn(*args)
+        operations = function(fn).get_concrete_function(*args).graph.get_operations()
+    report["graph_nodes"] = len(operations)
+    report["if_nodes"] = sum(op.type == "If" for op in operations)
+    return report
+
+
+def _stack_report_without_autograph(fn, *args):  # type: ignore[no-untyped-def]
+    """Traced with autograph=False: a tensor if fails or runs one branch, and no If node."""
+    right = test_ch18.expected_report(fn, *args)
+    try:
+        traced = function(fn, autograph=False).get_concrete_function(*args)
+    except TypeError:
+        return {**right, "if_nodes": 0}
+    operations = traced.graph.get_operations()
+    return {**right, "graph_nodes": len(operations),
+            "if_nodes": sum(op.type == "If" for op in operations)}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mistake", [_stack_report_counting_the_trace_too, _stack_report_without_autograph]
+)
+def test_ch18_stack_report_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch18.test_stack_report_on_hidden_functions, "expected", 0, stack_report=mistake)

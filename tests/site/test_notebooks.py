@@ -23,8 +23,8 @@ import nbformat
 import pytest
 from sitetools import BuiltSite, chapter_paths
 
-# Cheap chapters that use every helper: listing and draw (a tape) in 3, show in 4, draw of
-# graphs with options and of compiled programs, and show, in 9.
+# Cheap chapters that use every helper: listing and draw (a tape) in 3, show in 5, draw of
+# graphs with options and of compiled programs, and show, in 13.
 DEFAULT = ("03-autodiff", "05-variables", "13-compiler")
 ALL = os.environ.get("EAGERFLOW_ALL_NOTEBOOKS", "").strip().lower() in ("1", "true", "yes")
 CELL_TIMEOUT = 600  # seconds for one cell: chapter 16 trains a CNN
