@@ -27,7 +27,9 @@ Six jobs:
 5. **The chapters' helpers.** ``docs/chapters/tutorial.py`` (``show`` a figure, ``draw`` a
    diagram, ``listing`` of source, ``pdb_transcript`` of a script) is imported by the
    chapters' code: its folder goes on ``sys.path`` for the build, and MkDocs publishes the
-   file next to the notebooks, where a downloaded notebook finds it.
+   file next to the notebooks, where a downloaded notebook finds it. Another module beside it
+   (``workloads.py``, chapter 13's race) gets a download button of its own on the pages whose
+   code imports it.
 6. **Timing and caching the code blocks** (``exec_cache.py``, next to this file): every block's
    CPU time is recorded (``EAGERFLOW_SITE_PROFILE=1`` prints a table at the end of the build),
    and with ``EAGERFLOW_SITE_CACHE=1`` (``make serve``) a block whose session's source, and
@@ -239,18 +241,35 @@ def _title(markdown: str) -> str | None:
     return first_line[2:].strip(" #") or None
 
 
-def download_note(page_uri: str) -> str:
-    """The admonition with the notebook download link that opens every chapter page."""
+def download_note(page_uri: str, more_helpers: tuple[str, ...] = ()) -> str:
+    """The admonition with the notebook download link that opens every chapter page, with a
+    button for each other helper module the page imports (``more_helpers``, file names)."""
     name = PurePosixPath(notebook_uri(page_uri)).name
+    buttons = "".join(
+        f'    [Download {helper}]({helper}){{ .md-button download="{helper}" }}\n'
+        for helper in more_helpers
+    )
+    also = "".join(f", and `{helper}` beside it" for helper in more_helpers)
     return (
         '!!! tip "Run this chapter yourself"\n\n'
         "    This page is also a Jupyter notebook, whose cells are its Python code blocks (the "
         "outputs shown here were made by running them when the site was built).\n\n"
         f'    [Download this chapter as a notebook]({name}){{ .md-button download="{name}" }}\n'
         f"    [Download its helpers, {TUTORIAL_MODULE}]({TUTORIAL_MODULE})"
-        f'{{ .md-button download="{TUTORIAL_MODULE}" }}\n\n'
-        f"    Keep `{TUTORIAL_MODULE}` next to the notebook: its cells import `show`, `draw`, "
-        "`listing` and `pdb_transcript` from it.\n"
+        f'{{ .md-button download="{TUTORIAL_MODULE}" }}\n' + buttons + "\n"
+        f"    Keep `{TUTORIAL_MODULE}` next to the notebook{also}: its cells import `show`, "
+        "`draw`, `listing` and `pdb_transcript` from it.\n"
+    )
+
+
+def helpers_imported(markdown: str, chapters_folder: Path) -> tuple[str, ...]:
+    """The chapters' helper modules besides tutorial.py (``workloads.py``, next to it) that a
+    page's code imports, as file names."""
+    imported = set(re.findall(r"^\s*(?:from|import) (\w+)", markdown, re.MULTILINE))
+    return tuple(
+        path.name
+        for path in sorted(chapters_folder.glob("*.py"))
+        if path.name != TUTORIAL_MODULE and path.stem in imported
     )
 
 
@@ -259,7 +278,7 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     uri = page.file.src_uri
     if not is_chapter(uri) or files.get_file_from_path(notebook_uri(uri)) is None:
         return markdown
-    note = download_note(uri)
+    note = download_note(uri, helpers_imported(markdown, Path(config.docs_dir, CHAPTERS)))
     # Under the first line if that is the page's title, so the title still comes first.
     lines = markdown.split("\n", 1)
     if lines[0].startswith("# "):

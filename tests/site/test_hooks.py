@@ -9,12 +9,12 @@ import linecache
 import os
 import warnings
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import markdown_exec
 import pytest
 from markdown import Markdown
-from sitetools import ROOT
+from sitetools import DOCS, ROOT
 
 
 @pytest.fixture(scope="module")
@@ -97,12 +97,18 @@ def test_download_link_goes_under_the_title(hooks: ModuleType) -> None:
         def get_file_from_path(self, path: str) -> object:
             return object() if path == "chapters/03-autodiff.ipynb" else None
 
+    config = SimpleNamespace(docs_dir=str(DOCS))
     markdown = "# 03. Automatic differentiation\n\nText."
-    result = hooks.on_page_markdown(markdown, Page(), None, Files())
+    result = hooks.on_page_markdown(markdown, Page(), config, Files())
     title, rest = result.split("\n", 1)
     assert title == "# 03. Automatic differentiation"
     assert "[Download this chapter as a notebook](03-autodiff.ipynb)" in rest
+    assert "(tutorial.py)" in rest and "workloads.py" not in rest
     assert rest.rstrip().endswith("Text.")
+    # a page whose code imports another helper module offers it too
+    markdown += "\n\n```python\nfrom workloads import race_workloads\n```\n"
+    result = hooks.on_page_markdown(markdown, Page(), config, Files())
+    assert '[Download workloads.py](workloads.py){ .md-button download="workloads.py" }' in result
 
 
 def test_no_local_mermaid_means_none(hooks: ModuleType, tmp_path: Path) -> None:

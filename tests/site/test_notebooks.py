@@ -61,9 +61,12 @@ def outputs_of(cell: nbformat.NotebookNode, mime: str) -> list[str]:
 def test_notebook_runs_and_draws(built_site: BuiltSite, chapter: str, tmp_path: Path) -> None:
     nbclient = kernel_or_skip()
     folder = built_site.folder / "chapters"
-    # A copy of the reader's download: the notebook and tutorial.py, in a folder of their own
-    # (so what the chapter's code writes stays out of the built site).
-    shutil.copy(folder / "tutorial.py", tmp_path / "tutorial.py")
+    # A copy of the reader's download: the notebook and the helper modules its page offers
+    # (tutorial.py, and workloads.py for chapter 13), in a folder of their own (so what the
+    # chapter's code writes stays out of the built site).
+    page = (folder / chapter / "index.html").read_text(encoding="utf-8")
+    for helper in set(re.findall(r'download="(\w+\.py)"', page)):
+        shutil.copy(folder / helper, tmp_path / helper)
     notebook = nbformat.read(folder / f"{chapter}.ipynb", as_version=4)
     client = nbclient.NotebookClient(
         notebook,
