@@ -11,7 +11,7 @@ PACKAGES := packages/tensor packages/autodiff packages/graph packages/nn
 # unless the page already has one; site/hooks.py ships this local copy instead, so the site
 # works offline. Installed (not committed) into build/npm, which git ignores.
 MERMAID_VERSION := 11.17.2
-# Chapter 13's live demo runs the exported FizzBuzz model in the page with onnxruntime-web's
+# Chapter 15's live demo runs the exported FizzBuzz model in the page with onnxruntime-web's
 # WebAssembly build; site/hooks.py ships its files with the site (no CDN). Same npm step.
 ONNXRUNTIME_WEB_VERSION := 1.30.0
 NPM_DIR := build/npm
@@ -28,9 +28,9 @@ $(STAMP): pyproject.toml VERSION $(foreach p,$(PACKAGES),$(p)/pyproject.toml) Ma
 	  echo "npm install mermaid@$(MERMAID_VERSION) onnxruntime-web@$(ONNXRUNTIME_WEB_VERSION) into $(NPM_DIR)"; \
 	  npm install --prefix $(NPM_DIR) --no-save --no-audit --no-fund --loglevel=error \
 	    mermaid@$(MERMAID_VERSION) onnxruntime-web@$(ONNXRUNTIME_WEB_VERSION) \
-	  || echo "npm install of mermaid and onnxruntime-web failed: the site's diagrams will load mermaid from its CDN, and chapter 13's live demo will say it cannot run"; \
+	  || echo "npm install of mermaid and onnxruntime-web failed: the site's diagrams will load mermaid from its CDN, and chapter 15's live demo will say it cannot run"; \
 	else \
-	  echo "npm not found: skipping the local mermaid and onnxruntime-web; the site's diagrams will load mermaid from its CDN, and chapter 13's live demo will say it cannot run"; \
+	  echo "npm not found: skipping the local mermaid and onnxruntime-web; the site's diagrams will load mermaid from its CDN, and chapter 15's live demo will say it cannot run"; \
 	fi
 	touch $(STAMP)
 

@@ -110,7 +110,7 @@ def infer_output(
 
     Look the op up in the registry and ask its two static rules. No kernel runs and no tensor
     is made, which is why a shape may contain ``None`` (a dimension not known yet). This is
-    what the graph package does to every op you add to a graph (chapter 5). For example,
+    what the graph package does to every op you add to a graph (chapter 6). For example,
     ``infer_output("MatMul", [(float32, (None, 3)), (float32, (3, 4))],
     {"transpose_a": False, "transpose_b": False})`` is ``[(float32, (None, 4))]``.
 

@@ -158,7 +158,7 @@ def profile_ops(fn: Callable[..., Any], *args: Any) -> tuple[Any, dict[str, tupl
     A recorder hears an op only *after* it ran, so it cannot time the kernel: the time since
     the previous op also holds whatever Python ran in between. The seam has a second
     interface that sees an op *before* it runs: the *context* (``execute`` hands every op to
-    the current context's ``run_op``, if there is one; chapter 5's graphs are such a context).
+    the current context's ``run_op``, if there is one; chapter 6's graphs are such a context).
     A context of your own can run the kernel itself, eagerly, with a clock around it.
 
     Open-ended: the tests run functions whose ops (some with slow kernels of their own) are

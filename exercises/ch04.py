@@ -1,8 +1,7 @@
 """Chapter 4 exercises — run `.venv/bin/pytest -m ch04`.
 
-Variables and training by hand: one gradient-descent step with ``assign_sub``, what a
-read-before-assign means, momentum kept in variables of its own, a whole training loop,
-and (a stretch) Adam.
+Forward mode with ``ForwardAccumulator``: a tall Jacobian column by column, a
+Hessian-vector product forward-over-reverse; and (a stretch) forward mode of your own.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch04`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -16,175 +15,119 @@ hints: read Hint 1 first, and the next only if you need it; the last is nearly t
 # ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.autodiff import ForwardAccumulator, GradientTape, OpRecord, register_gradient
+from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.tensor import Tensor
+from eagerflow.tensor.dtypes import FLOATS
+from eagerflow.tensor.execution import execute, recording
+from eagerflow.tensor.registry import OPS, register_op
+from eagerflow.tensor.rules import same_dtype, same_shape_rule
 
 
-def sgd_step(variables: Sequence[Variable], grads: Sequence[Tensor], learning_rate: float) -> None:
-    """★ One step of gradient descent: ``v ← v - learning_rate · g`` for each variable.
+def jacobian_by_columns(f: Callable[[Tensor], Tensor], x: Tensor) -> Tensor:
+    """★ The Jacobian of a tall ``f`` at ``x``, one *column* per input, by forward mode.
 
-    Change the variables in place (they are the model: whoever holds them sees the new
-    values); do not create new ones.
-
-    Args:
-        variables: The variables to update.
-        grads: One gradient per variable, of its shape.
-        learning_rate: The step size.
-
-    Hint 1:
-        Change the variables, do not make new ones: a ``Variable`` has methods that update it in
-        place.
-
-    Hint 2:
-        ``v.assign_sub(delta)`` subtracts ``delta`` from ``v``'s value, as one op on the seam.
-
-    Hint 3:
-        ``for v, g in zip(variables, grads): v.assign_sub(learning_rate * g)``.
-    """
-    raise NotImplementedError
-
-
-def swap(a: Variable, b: Variable) -> None:
-    """★ Exchange the values of two variables of the same shape and dtype.
-
-    ``a.assign(b)`` followed by ``b.assign(a)`` does not work: by the second line ``a``
-    already holds b's value. But a tensor read from a variable is a snapshot that never
-    changes, whatever happens to the variable afterwards.
+    Chapter 3's ``jacobian_by_rows`` asked a tape for one row per output: m backward passes.
+    Forward mode gives one column per pass instead: run ``f`` under a ``ForwardAccumulator``
+    whose tangent for ``x`` is the unit vector eⱼ, and ``acc.jvp(y)`` is J·eⱼ, column j. For a
+    *tall* function (few inputs, many outputs, a curve of many points from a few
+    parameters) that is n passes instead of m. The test counts them: ``f`` must run exactly
+    n times, each time under an accumulator, and never under a tape.
+    (``forward_jacobian`` does this job; do not call it here.)
 
     Args:
-        a: A variable.
-        b: Another variable, of the same shape and dtype.
-
-    Hint 1:
-        A tensor read from a variable is a snapshot: it keeps its value when the variable
-        changes.
-
-    Hint 2:
-        Read both values first (``read_value()``), then assign.
-    """
-    raise NotImplementedError
-
-
-def momentum_step(
-    variables: Sequence[Variable],
-    velocities: Sequence[Variable],
-    grads: Sequence[Tensor],
-    learning_rate: float,
-    momentum: float = 0.9,
-) -> None:
-    """★★ One step of gradient descent with momentum; the velocities are variables too.
-
-    For each variable ``w`` with velocity ``v`` and gradient ``g``:
-
-        v ← momentum · v + g;   w ← w - learning_rate · v   (using the new v)
-
-    An optimizer's state (here the velocities) lives in variables, like the model itself:
-    that is what lets it persist from one step to the next.
-
-    Args:
-        variables: The variables to update.
-        velocities: One velocity variable per variable, of the same shape (start at zeros).
-        grads: One gradient per variable.
-        learning_rate: The step size.
-        momentum: How much of the previous velocity to keep.
-
-    Hint 1:
-        The velocity outlives a step, so it lives in a variable and is updated in place, as the
-        weight is.
-
-    Hint 2:
-        Update ``v`` first, then ``w`` with the new ``v``: a variable used in arithmetic is read
-        at that moment.
-
-    Hint 3:
-        ``v.assign(momentum * v + g)``, then ``w.assign_sub(learning_rate * v)``.
-    """
-    raise NotImplementedError
-
-
-def fit_quadratic(
-    xs: Tensor, ys: Tensor, steps: int, learning_rate: float
-) -> tuple[float, float, float]:
-    """★★ Fit ``y ≈ a·x² + b·x + c`` by gradient descent on the mean squared error.
-
-    Start from a = b = c = 0, and do ``steps`` steps: each computes the loss
-
-        L = mean((a·x² + b·x + c - y)²)
-
-    under a GradientTape, asks it for dL/da, dL/db and dL/dc, and moves each variable
-    against its gradient by ``learning_rate`` times it.
-
-    Args:
-        xs: A float32 tensor of inputs, shape (n,).
-        ys: A float32 tensor of targets, shape (n,).
-        steps: How many steps to take.
-        learning_rate: The step size.
+        f: A function from a float64 vector of shape (n,) to one of shape (m,).
+        x: Where to differentiate, shape (n,).
 
     Returns:
-        The fitted ``(a, b, c)`` as Python floats.
+        The Jacobian, a tensor of shape (m, n): ``J[i, j] = ∂y[i]/∂x[j]``.
 
     Hint 1:
-        Three variables, one new tape per step, and your ``sgd_step``.
+        One pass per input j: ``with ForwardAccumulator(x, e_j) as acc:`` run ``y = f(x)``;
+        then ``acc.jvp(y)`` is column j.
 
     Hint 2:
-        Under the tape compute the loss with ``ef.reduce_mean`` and ``ef.square``, then ask the
-        tape for the gradients of the loss by ``[a, b, c]``. A tape gives one gradient (unless
-        persistent): open a new one each step.
-
-    Hint 3:
-        ``with GradientTape() as tape: loss = ef.reduce_mean(ef.square(a * xs * xs + b * xs + c
-        - ys))``, then ``sgd_step([a, b, c], tape.gradient(loss, [a, b, c]), learning_rate)``;
-        return ``float`` of each.
+        ``ef.one_hot(j, n, dtype=x.dtype)`` is eⱼ. ``ef.stack(columns, axis=1)`` puts the
+        columns side by side, giving shape (m, n).
     """
     raise NotImplementedError
 
 
-class Adam:
-    """★★★ Stretch: the Adam optimizer, its state kept in variables of its own.
+def hessian_vector_product(f: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> Tensor:
+    """★★ H·v, the Hessian of a scalar ``f`` at ``x`` times ``v``, forward-over-reverse.
 
-    Adam keeps, per variable ``w``, a running mean ``m`` of the gradients and one ``v`` of
-    their squares, and counts its steps ``t`` (from 1). For a gradient ``g``:
+    The Hessian of a function of n inputs has n² entries; Newton-like optimizers and
+    curvature estimates only need its product with one vector. The gradient ``g(x)`` is a
+    function of x, and H is *its* Jacobian, so H·v is the JVP of the gradient: run a tape
+    (reverse mode) to get ``g``, inside a ``ForwardAccumulator`` (forward mode) with the
+    tangent ``v`` for ``x``, which hears the tape's own backward ops and carries their
+    tangents. One run of ``f``, one backward pass, no Hessian built. The test checks the
+    nesting: while ``f`` runs, the accumulator is recording, and a tape started inside it.
 
-        m ← β₁·m + (1 − β₁)·g;   v ← β₂·v + (1 − β₂)·g²
-        m̂ = m / (1 − β₁ᵗ);       v̂ = v / (1 − β₂ᵗ)
-        w ← w − learning_rate · m̂ / (√v̂ + ε)
+    Args:
+        f: A function from a float64 vector of shape (n,) to a scalar.
+        x: Where to differentiate, shape (n,).
+        v: The vector, shape (n,).
 
-    Open-ended: keep the state as you like (``m`` and ``v`` in variables made on the first
-    step, as momentum's velocities were, is the chapter's way). The tests call ``apply`` on
-    hidden gradients, with two optimizers at once, and compare every variable after every
-    step with the formulas above.
+    Returns:
+        H·v, shape (n,).
+
+    Hint 1:
+        The tangent the accumulator gives for the gradient, ``acc.jvp(g)``, is H·v: the
+        gradient's derivative along v.
+
+    Hint 2:
+        Ask the tape for the gradient while still inside the accumulator's block: its ops must
+        run where the accumulator hears them.
+
+    Hint 3:
+        ``with ForwardAccumulator(x, v) as acc:``, and in it ``with GradientTape() as tape:``
+        ``tape.watch(x)``, ``y = f(x)``; still in the accumulator's block,
+        ``g = tape.gradient(y, x)``; return ``acc.jvp(g)``.
     """
+    raise NotImplementedError
 
-    def __init__(
-        self,
-        learning_rate: float = 0.001,
-        beta1: float = 0.9,
-        beta2: float = 0.999,
-        epsilon: float = 1e-7,
-    ) -> None:
-        """Keep the hyperparameters; no state until the first step."""
-        self.learning_rate, self.beta1, self.beta2 = learning_rate, beta1, beta2
-        self.epsilon = epsilon
-        self.slots: dict[Variable, tuple[Variable, Variable]] = {}  # yours to use, or not
-        self.steps = 0
 
-    def apply(self, variables: Sequence[Variable], grads: Sequence[Tensor]) -> None:
-        """One Adam step for each variable and its gradient, in place.
+def jvp(f: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """★★★ Stretch: forward mode. ``f(x)`` and its directional derivative ``J·v``, in one run.
 
-        Args:
-            variables: The variables to update (the same ones at every step).
-            grads: One gradient per variable.
+    A tape goes backwards, from the output; forward mode carries, next to every value, its
+    *tangent*: how it changes when ``x`` moves along ``v``. ``x``'s tangent is ``v``; an
+    op's output tangent follows from its inputs' (for ``a * b``: ``ta·b + a·tb``); the
+    tangent of ``f(x)`` is ``J·v``, the Jacobian times ``v``, with no Jacobian built.
 
-        Hint 1:
-            ``m`` and ``v`` are made once per variable (zeros of its shape and dtype) and
-            updated in place at every step, as ``momentum_step``'s velocities were. ``t``
-            counts the calls of ``apply``.
+    Open-ended: design it as you like. One way is a recorder on the seam (``recording``,
+    chapter 2) that computes each output's tangent as the op runs, from JVP rules you write
+    for ``AddV2``, ``Sub``, ``Mul``, ``RealDiv``, ``Neg``, ``Square``, ``Exp``, ``Log`` and
+    ``Tanh`` (the tests use only these, on vectors and scalar constants). Run ``f`` once;
+    no ``GradientTape``, and no ``ForwardAccumulator``: it is forward mode ready-made, the
+    very thing to build (the tests check all three).
 
-        Hint 2:
-            ``v.assign(beta2 * v + (1 - beta2) * g * g)``; the bias corrections are plain
-            Python numbers, ``1 - beta1 ** t``; ``ef.sqrt`` for the root.
-        """
-        raise NotImplementedError
+    Args:
+        f: A function of a float64 vector, written with the ops above.
+        x: Where to differentiate, shape (n,).
+        v: The direction, shape (n,).
+
+    Returns:
+        ``(y, dy)``: ``f(x)`` and ``J·v``, of the same shape.
+
+    Hint 1:
+        The tangents can live in a dictionary keyed by tensor (tensors hash by identity):
+        ``{x: v}`` to start; a tensor that is not in it has tangent 0.
+
+    Hint 2:
+        A rule's own ops (``ta * b``, ...) go through the seam too, and your recorder hears
+        them while it is computing: ignore the ops it runs itself (a flag), or it recurses.
+
+    Hint 3:
+        A rule per op name, from the inputs, their tangents (zeros for the missing ones) and
+        the output: ``Mul``: ``ta * b + a * tb``; ``RealDiv``: ``(ta - out * tb) / b``;
+        ``Tanh``: ``ta * (1 - out * out)``; ``Exp``: ``ta * out``; ``Log``: ``ta / a``.
+    """
+    raise NotImplementedError

@@ -1,9 +1,8 @@
 """Chapter 6 exercises — run `.venv/bin/pytest -m ch06`.
 
-One op, two modes: a loss written once that runs eagerly and builds a graph, symbolic
-gradients (and gradients of gradients) with ``gradients()``, an execution context of
-your own plugged into the seam, and a tiny graph mode: a context that builds nodes from
-the ops' shape and dtype rules, a function that runs them, and (a stretch) its gradients.
+Static graphs and Sessions: build a graph for a formula, keep state in a graph variable,
+find the operations a fetch needs, run a graph with a tiny Session of your own, and (a
+stretch) give that Session a memory, where graph variables keep their values.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch06`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -17,351 +16,218 @@ hints: read Hint 1 first, and the next only if you need it; the last is nearly t
 # ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import OpRecord
-from eagerflow.autodiff.registry import GRADIENTS
-from eagerflow.graph import Graph, SymbolicTensor, gradients, placeholder
-from eagerflow.tensor import Tensor, execution
-from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.registry import Attrs, OpDef
+from eagerflow.autodiff import Variable
+from eagerflow.graph import (
+    Graph,
+    Operation,
+    SymbolicTensor,
+    global_variables_initializer,
+    placeholder,
+)
 
 
-def cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
-    """★★ The softmax cross-entropy of each row, written once for both modes.
+def polynomial_graph(coefficients: Sequence[float]) -> tuple[Graph, SymbolicTensor, SymbolicTensor]:
+    """★★ A new graph computing the polynomial c₀ + c₁·x + c₂·x² + … of a fed vector ``x``.
 
-    For a row of logits zⱼ and one-hot (or probability) labels pⱼ the loss is
-    ``Σⱼ pⱼ·(log Σₖ exp(zₖ) − zⱼ)``. Compute it for every row of a (batch, classes)
-    tensor, giving a (batch,) tensor.
-
-    Two requirements. It must work in both modes: called on eager tensors it returns an
-    eager tensor with values; called on symbolic tensors inside ``graph.as_default()`` it
-    returns a symbolic tensor of shape ``(batch,)`` (``(None,)`` for an unknown batch).
-    And it must be stable: logits such as 1000.0 must not give ``inf`` or ``nan``. Build
-    the stability yourself: eagerflow's ``softmax_cross_entropy_with_logits``,
-    ``log_softmax`` and ``softmax`` are the answer ready-made, and the tests refuse them.
+    Build, do not run: inside ``with graph.as_default():`` make ``x`` a ``float32``
+    placeholder of shape ``(None,)`` (a vector of any length) and ``y`` the polynomial of
+    ``x``, elementwise. Nothing is computed here; the test runs ``y`` in a Session.
 
     Args:
-        logits: A float tensor of shape (batch, classes).
-        labels: A tensor of the same shape and dtype.
+        coefficients: c₀, c₁, c₂, … (at least two), lowest power first.
 
     Returns:
-        A tensor of shape (batch,).
+        ``(graph, x, y)``: the new graph, its placeholder and the polynomial's symbolic tensor.
 
     Hint 1:
-        Only eagerflow ops: a NumPy function needs values, and a symbolic tensor has none yet.
+        Build, do not run: inside ``graph.as_default()``, ops on a placeholder add nodes to the
+        graph.
 
     Hint 2:
-        ``exp`` of 1000 overflows. Subtract each row's maximum ``m`` before ``exp`` and add it
-        back after ``log``: same result, and the largest exponent is now ``exp(0)``.
+        Horner's rule needs only ``*`` and ``+``: start from the highest coefficient and, going
+        down, multiply by x and add the next one. The Python loop runs while you build.
 
     Hint 3:
-        ``m = ef.reduce_max(logits, axis=-1, keepdims=True)``;
-        ``lse = m + ef.log(ef.reduce_sum(ef.exp(logits - m), axis=-1, keepdims=True))``; then
-        ``ef.reduce_sum(labels * (lse - logits), axis=-1)``.
+        ``x = placeholder(ef.float32, (None,))``, ``y = coefficients[-1]``, then
+        ``y = y * x + c`` for each ``c`` in ``reversed(coefficients[:-1])``.
     """
     raise NotImplementedError
 
 
-def gradient_graph(
-    f: Callable[[Tensor], Tensor], shape: Sequence[int | None]
-) -> tuple[Graph, SymbolicTensor, SymbolicTensor, SymbolicTensor]:
-    """★ A new graph computing ``y = f(x)`` and, symbolically, the gradient of ``y`` by ``x``.
+def accumulator_graph() -> tuple[Graph, SymbolicTensor, SymbolicTensor, Operation]:
+    """★★ A new graph holding a running total in a variable: each run adds a fed value to it.
 
-    Build a new graph with a ``float64`` placeholder ``x`` of the given shape, ``y = f(x)``
-    and ``dy_dx``, the gradient of (the sum of) ``y`` with respect to ``x``, made of graph
-    nodes by ``gradients()``. The test runs ``y`` and ``dy_dx`` in a Session and compares
-    them with the values a GradientTape gives.
+    Build, in a new graph: a ``float32`` Variable ``total`` starting at 0, a ``float32``
+    scalar placeholder ``value`` (shape ``()``), an ``update`` tensor that adds ``value``
+    to ``total`` and is the new total, and the ``init`` op that initializes the variable.
 
-    Args:
-        f: A function of one tensor written with eagerflow ops.
-        shape: The placeholder's shape (``None`` for an unknown dimension).
+    The test then plays the part of a training loop: it opens a Session, runs ``init``,
+    and runs ``update`` once per value it feeds. A second Session must start from 0 again:
+    a graph variable's value belongs to a Session, not to the graph.
 
     Returns:
-        ``(graph, x, y, dy_dx)``.
+        ``(graph, value, update, init)``.
 
     Hint 1:
-        Build as for any graph: a placeholder, then ``f`` of it, inside ``graph.as_default()``.
+        A graph variable's value lives in a Session; the graph holds only the nodes that
+        initialize, read and assign it.
 
     Hint 2:
-        ``gradients(ys, xs)`` adds the gradient's nodes to the graph of ``ys``, and returns a
-        list with one gradient per source: ``(dy_dx,) = gradients(y, [x])``.
-    """
-    raise NotImplementedError
-
-
-def second_derivative_graph(
-    f: Callable[[Tensor], Tensor],
-) -> tuple[Graph, SymbolicTensor, SymbolicTensor]:
-    """★★ A new graph computing f''(x) for a scalar ``x``, by differentiating a gradient.
-
-    Build a new graph with a scalar ``float64`` placeholder ``x`` (shape ``()``), the
-    gradient ``dy`` of ``f(x)`` by ``x`` with ``gradients()``, and then the gradient of
-    ``dy`` by ``x`` the same way. This works because the gradient is itself a graph of
-    ordinary ops, built by the same rules: nothing is special about differentiating it.
-
-    When f is linear, ``dy`` does not depend on ``x`` at all: return zeros then, not None.
-
-    Args:
-        f: A function of one scalar tensor written with eagerflow ops.
-
-    Returns:
-        ``(graph, x, d2y_dx2)``.
-
-    Hint 1:
-        The gradient that ``gradients()`` builds is ordinary graph nodes: it can be
-        differentiated in turn.
-
-    Hint 2:
-        Call ``gradients`` twice, the second time on the first one's result. When ``f`` is
-        linear, that result does not depend on x at all.
+        Make the variable and the placeholder inside ``graph.as_default()``. In graph mode
+        ``assign_add`` returns the new value. Build ``global_variables_initializer()`` after the
+        variable.
 
     Hint 3:
-        ``(dy,) = gradients(f(x), [x])``, then
-        ``gradients(dy, [x], unconnected_gradients="zero")``: zeros instead of None.
+        ``total = Variable(0.0, name="total")``, ``value = placeholder(ef.float32, ())``,
+        ``update = total.assign_add(value)``, ``init = global_variables_initializer()``.
     """
     raise NotImplementedError
 
 
-class LoggingContext:
-    """★★★ An execution context that runs every op eagerly and logs its name.
+def execution_order(
+    fetches: Sequence[SymbolicTensor | Operation], fed: Collection[SymbolicTensor] = ()
+) -> list[Operation]:
+    """★★★ The operations a Session must run to compute ``fetches``, inputs first.
 
-    The seam, ``execute()``, hands each op to the current context's ``run_op``. With no
-    context it runs the kernel itself; a Graph builds a node instead. This context does what
-    eager mode does (it runs the kernel now and returns eager tensors) and also appends
-    ``op.name`` to ``self.log``. Install it with ``eagerflow.tensor.execution.context``:
+    Walk back from the fetches: an operation is needed if a fetch is one of its outputs (or
+    is the operation itself), or if a needed operation takes one of its outputs as an input
+    or lists it among its ``control_inputs``. A tensor in ``fed`` gets its value from the
+    feed, so the walk stops there: the operation that makes it is not needed for it.
 
-        ctx = LoggingContext()
-        with execution.context(ctx):
-            z = ef.matmul(a, b) + 1.0
-        ctx.log  # ["MatMul", "AddV2"]
+    Return each needed operation once, and each after every operation it depends on. Leave
+    out everything else, even operations of the same graph. Walk the graph yourself: the
+    tests refuse the Session's own ``Plan`` (and its ``_needed_operations``).
 
-    Tapes keep working under it: the seam tells its recorders about every op whatever the
-    context.
+    Args:
+        fetches: Symbolic tensors and/or operations of one graph.
+        fed: Tensors whose values will be fed.
+
+    Returns:
+        The needed operations, in an order a Session can run them.
+
+    Hint 1:
+        Two steps: find what is needed by walking back from the fetches, then put it in order.
+
+    Hint 2:
+        A stack of operations to visit and a set of those seen. For each operation popped, push
+        the ``.op`` of each input that is not fed, and its ``control_inputs``.
+
+    Hint 3:
+        For the order, reuse the graph's:
+        ``[o for o in graph.get_operations() if o in needed]``. An operation can only be added
+        after its inputs exist.
+    """
+    raise NotImplementedError
+
+
+def run_graph(
+    fetches: Sequence[SymbolicTensor], feed_dict: Mapping[SymbolicTensor, np.ndarray]
+) -> list[np.ndarray]:
+    """★★ A tiny Session: compute the values of ``fetches`` given values for some tensors.
+
+    Run the operations of ``execution_order(fetches, feed_dict)`` one by one. Each one's
+    kernel is in the op registry's row for it, ``operation.op_def``: call
+    ``operation.op_def.kernel(*input_values, **operation.attrs)``. Keep every value in a
+    dict keyed by tensor, starting with ``feed_dict``. A kernel returns one NumPy array,
+    or, when ``operation.op_def.multi_output`` is true, a tuple with one per output.
+
+    Graphs with variables are out of scope: their kernels read the variable store of a
+    real Session. The tests refuse ``Session.run`` and the Session's own ``Plan``: they are
+    the thing to build.
+
+    Args:
+        fetches: Symbolic tensors of one graph.
+        feed_dict: NumPy arrays (already of the right dtype) for placeholders, or for any
+            other tensor whose computed value you want to replace.
+
+    Returns:
+        The fetches' values, as NumPy arrays, in order.
+
+    Hint 1:
+        ``execution_order`` (your previous exercise) knows which operations to run, and in which
+        order.
+
+    Hint 2:
+        Keep a dict from tensor to value, starting with the feed. For each operation, call its
+        kernel on its inputs' values and store its outputs.
+
+    Hint 3:
+        ``result = operation.op_def.kernel(*(values[t] for t in operation.inputs),
+        **operation.attrs)``; a tuple when ``op_def.multi_output``, else one array. ``Plan.run``
+        in ``packages/graph/src/eagerflow/graph/core/session.py`` is the real thing.
+    """
+    raise NotImplementedError
+
+
+class MiniSession:
+    """★★★ Stretch: a Session with a memory of its own, where graph variables keep values.
+
+    ``run_graph`` left variables out: a graph variable's value is not in the graph, it is in
+    each Session (``accumulator_graph``'s two Sessions kept two totals). Give your Session
+    that memory, ``self.values``, a dict from each ``Variable`` to its value, and run the
+    variable ops yourself. Every other op runs its kernel, as in ``run_graph``:
+
+    - ``VariableV2`` and ``ReadVariableOp`` (no inputs) output the value of their variable,
+      ``operation.attrs["variable"]``. A variable with no value in this Session is an error,
+      ``ef.FailedPreconditionError``: its initializer has not run here;
+    - ``AssignVariableOp``, ``AssignAddVariableOp`` and ``AssignSubVariableOp`` make their
+      input, or the value plus or minus it, the variable's new value, and output it;
+    - ``global_variables_initializer()`` is a ``NoOp`` whose control inputs are the first
+      assignments: ``execution_order`` already runs them before it.
+
+    A Session's values are its own. Changing an array that the caller fed, or that ``run``
+    returned, must not change a variable, and one ``MiniSession`` never sees another's
+    values. The tests run graphs with variables (a training loop among them) in a
+    ``MiniSession`` and in a real ``Session`` side by side, compare every fetch, and refuse
+    the real Session's ``run``, its ``Plan`` and the variable store the real kernels read.
+
+    ``__init__`` is given: it makes the memory. Write ``run``.
 
     Attributes:
-        log: The names of the ops run so far, in order.
+        graph: The graph this Session runs.
+        values: This Session's value of each graph variable that has one, by ``Variable``.
     """
 
-    # The rest of the Context protocol, given: variables made or assigned under this context
-    # behave as in eager mode.
-    assign_returns_variable = True  # `v.assign(x)` returns v, as eagerly
+    def __init__(self, graph: Graph) -> None:
+        """A Session of ``graph`` whose variables have no values yet."""
+        self.graph = graph
+        self.values: dict[Variable, np.ndarray] = {}  # this Session's memory
 
-    def create_variable(self, variable: Any) -> None:
-        """None: a variable made under this context holds its own value (an eager one)."""
-        return None
-
-    def __init__(self) -> None:
-        """Start with an empty ``log``."""
-        raise NotImplementedError
-
-    def run_op(
-        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
-    ) -> tuple[Tensor, ...]:
-        """Run ``op``'s kernel on the inputs' values now, log ``op.name``, return tensors.
+    def run(
+        self,
+        fetches: Sequence[SymbolicTensor | Operation],
+        feed_dict: Mapping[SymbolicTensor, np.ndarray] | None = None,
+    ) -> list[np.ndarray | None]:
+        """Run what ``fetches`` need, once, keeping the variables' new values in this Session.
 
         Args:
-            op: The op's registry row: ``op.kernel``, ``op.dtype_rule``,
-                ``op.multi_output``.
-            inputs: Eager tensors.
-            attrs: The op's attributes, passed to the kernel as keyword arguments.
-            name: A node name; eager execution ignores it.
+            fetches: Symbolic tensors and operations of ``self.graph``.
+            feed_dict: NumPy arrays (of the right dtype) for placeholders, or for any other
+                tensor whose computed value you want to replace.
 
         Returns:
-            A tuple of eager tensors, one per output.
+            One entry per fetch: a tensor's value as a NumPy array, None for an operation.
 
         Hint 1:
-            The eager branch of ``execute`` in
-            ``packages/tensor/src/eagerflow/tensor/execution.py`` does what ``run_op`` must do;
-            you add the log.
+            Start from ``run_graph``: the same walk over ``execution_order(fetches, feed)``,
+            the same dict of values by tensor. Only the five variable ops are new, and they
+            need no kernel: a lookup in ``self.values``, or an update of it.
 
         Hint 2:
-            Ask ``op.dtype_rule`` for the output dtypes (it raises the usual errors), run
-            ``op.kernel`` on the inputs' arrays with the attributes as keyword arguments, and
-            wrap each output array in a ``Tensor``.
+            Make a new array for every new value (``old + delta``, not ``old += delta``: an
+            array ``run`` returned earlier may be that very array), and copy what comes in (a
+            fed value assigned) and what goes out (a fetched value).
 
         Hint 3:
-            ``dtypes = op.dtype_rule([t.dtype for t in inputs], attrs)``;
-            ``result = op.kernel(*(np.asarray(t) for t in inputs), **attrs)``;
-            ``arrays = result if op.multi_output else (result,)``; return
-            ``tuple(Tensor(a, d) for a, d in zip(arrays, dtypes))``.
+            A table ``{"AssignVariableOp": lambda old, x: np.array(x),
+            "AssignAddVariableOp": lambda old, x: old + x, ...}``. For each operation:
+            ``variable = operation.attrs.get("variable")``; a read raises if ``variable not
+            in self.values``; an update stores ``UPDATES[operation.type](old, input)``.
         """
         raise NotImplementedError
-
-
-# --- given: the pieces of a tiny graph ------------------------------------------------------------
-@dataclass(eq=False)
-class Node:
-    """One node of a ``MiniGraph``: an op applied to inputs, or a placeholder (``op`` None).
-
-    ``inputs`` are the tensors it reads: symbols of earlier nodes, or eager tensors (a
-    constant such as the ``1.0`` of ``x + 1.0``).
-    """
-
-    op: OpDef | None
-    inputs: tuple[Tensor, ...]
-    attrs: Attrs
-    outputs: tuple[Symbol, ...] = ()
-
-
-class Symbol(Tensor):
-    """An output of a ``Node``: a static shape and dtype, and no value (like SymbolicTensor).
-
-    It is a ``Tensor``, so ``a + b`` and ``ef.matmul(a, b)`` accept it and send it to the
-    seam, which hands it to the current context.
-    """
-
-    __slots__ = ("_shape", "index", "node")
-
-    def __init__(self, node: Node, index: int, shape: tuple[int, ...], dtype: DType) -> None:
-        """Output ``index`` of ``node``, of this ``shape`` and ``dtype``."""
-        super().__init__(None, dtype)  # type: ignore[arg-type]  # no value: that is the point
-        self.node = node
-        self.index = index
-        self._shape = tuple(shape)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The static shape."""
-        return self._shape
-
-    def __repr__(self) -> str:
-        return f"<Symbol shape={self._shape} dtype={self.dtype.name}>"
-
-
-class MiniGraph:
-    """★★★ A context that builds a graph: ``run_op`` makes a node, and no kernel runs.
-
-    A ``Graph`` is a context like ``LoggingContext``, whose ``run_op`` does not compute: it
-    adds a node and returns outputs that have a shape and a dtype but no value. Write that
-    ``run_op`` for this tiny graph of ``Node``s and ``Symbol``s:
-
-        g = MiniGraph()
-        x = g.placeholder((2, 3), ef.float32)
-        with execution.context(g):
-            y = ef.reduce_sum(ef.tanh(x) * 2.0, axis=1)
-        y  # <Symbol shape=(2,) dtype=float32>; len(g.nodes) == 4
-
-    The shape and dtype of the outputs come from the op's static rules, the same ones
-    chapter 1's ``infer_output`` asked: a mismatch (a ``matmul`` of (2, 3) by (2, 3)) is
-    an error while building, before anything runs. ``run_mini`` (next) computes the values.
-
-    Attributes:
-        nodes: The nodes, in the order they were made.
-    """
-
-    assign_returns_variable = False  # (part of the Context protocol; no variables here)
-
-    def __init__(self) -> None:
-        """An empty graph."""
-        self.nodes: list[Node] = []
-
-    def create_variable(self, variable: Any) -> Any:
-        """No variables in a MiniGraph."""
-        raise TypeError("a MiniGraph has no variables")
-
-    def placeholder(self, shape: tuple[int, ...], dtype: DType) -> Symbol:
-        """A node with no op: its one output is fed a value by ``run_mini``."""
-        node = Node(None, (), {})
-        node.outputs = (Symbol(node, 0, shape, dtype),)
-        self.nodes.append(node)
-        return node.outputs[0]
-
-    def run_op(
-        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
-    ) -> tuple[Symbol, ...]:
-        """Add a ``Node`` for ``op`` and return its outputs, as ``Symbol``s; run no kernel.
-
-        Args:
-            op: The op's registry row: ``op.shape_rule``, ``op.dtype_rule``.
-            inputs: Symbols of this graph, or eager tensors.
-            attrs: The op's attributes (keep them on the node: the kernel needs them).
-            name: A node name; this graph does not use names.
-
-        Returns:
-            A tuple of ``Symbol``s, one per output of the op.
-
-        Hint 1:
-            Each rule takes a list with one entry per input (shapes, or dtypes) and the
-            attributes, and returns a list with one entry per output.
-
-        Hint 2:
-            Make the ``Node`` first, then its outputs (each symbol points back to its node
-            and knows its index), set ``node.outputs`` and append the node to ``self.nodes``.
-
-        Hint 3:
-            ``shapes = op.shape_rule([t.shape for t in inputs], attrs)``, ``dtypes`` the
-            same with ``op.dtype_rule`` and ``t.dtype``; ``node = Node(op, tuple(inputs),
-            attrs)``; ``node.outputs = tuple(Symbol(node, i, s, d) for i, (s, d) in
-            enumerate(zip(shapes, dtypes)))``.
-        """
-        raise NotImplementedError
-
-
-def run_mini(fetch: Tensor, feeds: dict[Symbol, Any]) -> np.ndarray:
-    """★★ The value of ``fetch``, a symbol of a ``MiniGraph``: a Session in a few lines.
-
-    Work back from ``fetch``: a placeholder's symbol takes its value from ``feeds``, an
-    eager tensor is its own value, and any other symbol is an output of its node's kernel,
-    run on the values of the node's inputs. Run each node's kernel at most once per call,
-    even when several nodes read its outputs (the tests count).
-
-    Args:
-        fetch: A ``Symbol`` (or an eager tensor).
-        feeds: A value (a NumPy array or number) for each placeholder the fetch needs.
-
-    Returns:
-        The value, as a NumPy array.
-
-    Hint 1:
-        A recursive function ``value(t)`` and a dictionary of the nodes already computed.
-
-    Hint 2:
-        ``op.kernel(*arrays, **attrs)`` returns one array, or a tuple of arrays when
-        ``op.multi_output``; ``symbol.index`` picks one.
-
-    Hint 3:
-        In ``value(t)``: ``np.asarray(t)`` for an eager tensor; ``np.asarray(feeds[t])`` for a
-        placeholder's symbol; otherwise, once per node, ``result = node.op.kernel(*(value(i)
-        for i in node.inputs), **node.attrs)``, kept as a tuple; return ``done[node][t.index]``.
-    """
-    raise NotImplementedError
-
-
-def mini_gradients(graph: MiniGraph, y: Tensor, x: Tensor) -> Tensor | None:
-    """★★★ Stretch: symbolic gradients in your ``MiniGraph``, from the same rules as tapes.
-
-    ``gradients()`` in a real Graph walks the graph's nodes backwards and calls the same
-    gradient rules as a tape; because the rules are written with eagerflow ops, calling them
-    while the graph is the current context *adds nodes*, and the gradient is a symbol like
-    any other, computed when the graph runs. Do that for your ``MiniGraph``: return the
-    symbol of dy/dx, and let ``run_mini`` compute it. Building the gradient runs no kernel
-    (the tests check), and no tape.
-
-    Open-ended: handle what the tests need, the ops of ``run_mini``'s tests (each with one
-    output; a node without inputs, a constant made while building, needs no gradient), and
-    a ``y`` of any shape (its gradient starts as ones).
-
-    Args:
-        graph: The MiniGraph ``y`` was built in.
-        y: A symbol of ``graph``.
-        x: A placeholder of ``graph``.
-
-    Returns:
-        The symbol of the gradient of ``sum(y)`` with respect to ``x`` (None with no path).
-
-    Hint 1:
-        ``graph.nodes`` is already in an order where a node comes after the nodes it reads:
-        walk a copy of it backwards (the walk adds nodes to it).
-
-    Hint 2:
-        A rule takes an ``OpRecord(node.op, node.inputs, node.attrs, node.outputs)`` and the
-        gradient of the output; sum the gradients of a tensor used twice, as a tape does.
-        Make the ones and call the rules inside ``with execution.context(graph):``.
-    """
-    raise NotImplementedError

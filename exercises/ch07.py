@@ -1,10 +1,9 @@
 """Chapter 7 exercises — run `.venv/bin/pytest -m ch07`.
 
-Control flow: Python ``if`` and ``while`` rewritten with ``cond`` and ``while_loop`` so the
-same function runs eagerly and builds a graph, gradients through a branch (one that stays
-finite where the other branch is not), a loop whose state is a pair, with a cap on its
-number of steps, and (a stretch) a loop that runs a number of times decided at run time,
-with its gradient through every iteration.
+One op, two modes: a loss written once that runs eagerly and builds a graph, symbolic
+gradients (and gradients of gradients) with ``gradients()``, an execution context of
+your own plugged into the seam, and a tiny graph mode: a context that builds nodes from
+the ops' shape and dtype rules, a function that runs them, and (a stretch) its gradients.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch07`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -18,184 +17,351 @@ hints: read Hint 1 first, and the next only if you need it; the last is nearly t
 # ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 import eagerflow.tensor as ef
-from eagerflow.graph import cond, while_loop
-from eagerflow.tensor import Tensor
+from eagerflow.autodiff import OpRecord
+from eagerflow.autodiff.registry import GRADIENTS
+from eagerflow.graph import Graph, SymbolicTensor, gradients, placeholder
+from eagerflow.tensor import Tensor, execution
+from eagerflow.tensor.dtypes import DType
+from eagerflow.tensor.registry import Attrs, OpDef
 
 
-def safe_reciprocal(x: Tensor) -> Tensor:
-    """★ ``1 / x``, and 0 at ``x = 0``, with ``cond``: a gradient that stays finite at 0.
+def cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
+    """★★ The softmax cross-entropy of each row, written once for both modes.
 
-    ``ef.where(x == 0, 0.0, 1 / x)`` has the right values, but it computes ``1 / x`` at 0
-    too, and its gradient there is ``0 · (−1/x²) = 0 · −inf = nan``. ``cond`` runs (eagerly)
-    or takes the gradient of (in a graph) only the branch it picks, so the gradient at 0
-    is the zero branch's: 0. The tests differentiate your function with a GradientTape and
-    with ``gradients()`` in a graph, at 0 too.
+    For a row of logits zⱼ and one-hot (or probability) labels pⱼ the loss is
+    ``Σⱼ pⱼ·(log Σₖ exp(zₖ) − zⱼ)``. Compute it for every row of a (batch, classes)
+    tensor, giving a (batch,) tensor.
+
+    Two requirements. It must work in both modes: called on eager tensors it returns an
+    eager tensor with values; called on symbolic tensors inside ``graph.as_default()`` it
+    returns a symbolic tensor of shape ``(batch,)`` (``(None,)`` for an unknown batch).
+    And it must be stable: logits such as 1000.0 must not give ``inf`` or ``nan``. Build
+    the stability yourself: eagerflow's ``softmax_cross_entropy_with_logits``,
+    ``log_softmax`` and ``softmax`` are the answer ready-made, and the tests refuse them.
 
     Args:
-        x: A float scalar tensor (eager or symbolic).
+        logits: A float tensor of shape (batch, classes).
+        labels: A tensor of the same shape and dtype.
 
     Returns:
-        A scalar tensor: ``1 / x``, or 0 where ``x`` is 0.
+        A tensor of shape (batch,).
 
     Hint 1:
-        In a graph, ``x == 0`` has no value while you build: the choice must become a node,
-        and each branch a function of no arguments.
+        Only eagerflow ops: a NumPy function needs values, and a symbolic tensor has none yet.
 
     Hint 2:
-        ``cond(ef.equal(x, 0.0), lambda: ..., lambda: 1.0 / x)``; the zero branch can be
-        ``ef.zeros_like(x)``.
+        ``exp`` of 1000 overflows. Subtract each row's maximum ``m`` before ``exp`` and add it
+        back after ``log``: same result, and the largest exponent is now ``exp(0)``.
+
+    Hint 3:
+        ``m = ef.reduce_max(logits, axis=-1, keepdims=True)``;
+        ``lse = m + ef.log(ef.reduce_sum(ef.exp(logits - m), axis=-1, keepdims=True))``; then
+        ``ef.reduce_sum(labels * (lse - logits), axis=-1)``.
     """
     raise NotImplementedError
 
 
-def huber(x: Tensor, delta: float = 1.0) -> Tensor:
-    """★★ The Huber loss of a scalar: quadratic near zero, linear far from it.
+def gradient_graph(
+    f: Callable[[Tensor], Tensor], shape: Sequence[int | None]
+) -> tuple[Graph, SymbolicTensor, SymbolicTensor, SymbolicTensor]:
+    """★ A new graph computing ``y = f(x)`` and, symbolically, the gradient of ``y`` by ``x``.
 
-    ``0.5·x²`` when ``|x| <= delta``, else ``delta·(|x| − 0.5·delta)``. The two pieces
-    meet with the same value and slope at ``|x| = delta``, so its derivative is ``x``
-    inside and ``±delta`` outside.
-
-    Write it with one ``cond``. The test then differentiates your function both ways: with
-    a GradientTape (eagerly, where ``cond`` is a Python ``if``) and with ``gradients()`` in
-    a graph, where the gradient of the ``If`` node is another ``If``.
+    Build a new graph with a ``float64`` placeholder ``x`` of the given shape, ``y = f(x)``
+    and ``dy_dx``, the gradient of (the sum of) ``y`` with respect to ``x``, made of graph
+    nodes by ``gradients()``. The test runs ``y`` and ``dy_dx`` in a Session and compares
+    them with the values a GradientTape gives.
 
     Args:
-        x: A float scalar tensor.
-        delta: Where the quadratic piece ends.
+        f: A function of one tensor written with eagerflow ops.
+        shape: The placeholder's shape (``None`` for an unknown dimension).
 
     Returns:
-        The loss, a scalar tensor.
+        ``(graph, x, y, dy_dx)``.
 
     Hint 1:
-        One ``cond``: its two branches are the two pieces of the formula.
+        Build as for any graph: a placeholder, then ``f`` of it, inside ``graph.as_default()``.
 
     Hint 2:
-        Compute the predicate outside the branches, ``ef.abs(x) <= delta``; each branch is a
-        ``lambda`` of no arguments.
-
-    Hint 3:
-        ``cond(ef.abs(x) <= delta, lambda: 0.5 * x * x, lambda: delta * (ef.abs(x) - 0.5 *
-        delta))``.
+        ``gradients(ys, xs)`` adds the gradient's nodes to the graph of ``ys``, and returns a
+        list with one gradient per source: ``(dy_dx,) = gradients(y, [x])``.
     """
     raise NotImplementedError
 
 
-def collatz_steps(n: Tensor) -> Tensor:
-    """★★ How many Collatz steps take ``n`` to 1, with ``while_loop`` and ``cond``.
+def second_derivative_graph(
+    f: Callable[[Tensor], Tensor],
+) -> tuple[Graph, SymbolicTensor, SymbolicTensor]:
+    """★★ A new graph computing f''(x) for a scalar ``x``, by differentiating a gradient.
 
-    One step maps k to ``k // 2`` when k is even and to ``3·k + 1`` when it is odd. In
-    Python::
+    Build a new graph with a scalar ``float64`` placeholder ``x`` (shape ``()``), the
+    gradient ``dy`` of ``f(x)`` by ``x`` with ``gradients()``, and then the gradient of
+    ``dy`` by ``x`` the same way. This works because the gradient is itself a graph of
+    ordinary ops, built by the same rules: nothing is special about differentiating it.
 
-        steps = 0
-        while n > 1:
-            n = n // 2 if n % 2 == 0 else 3 * n + 1
-            steps += 1
-
-    Rewrite it so it works in both modes. The number of steps depends on the value of
-    ``n``, which a graph does not know when it is built: so the loop cannot be unrolled by
-    Python, it must be a ``While`` node that loops when the Session runs it.
+    When f is linear, ``dy`` does not depend on ``x`` at all: return zeros then, not None.
 
     Args:
-        n: An ``int64`` scalar tensor, at least 1.
+        f: A function of one scalar tensor written with eagerflow ops.
 
     Returns:
-        An ``int64`` scalar tensor: the number of steps (0 for n = 1).
+        ``(graph, x, d2y_dx2)``.
 
     Hint 1:
-        How often to loop depends on n's value, which a graph does not have when it is built:
-        one ``while_loop``, whose body chooses with ``cond``.
+        The gradient that ``gradients()`` builds is ordinary graph nodes: it can be
+        differentiated in turn.
 
     Hint 2:
-        ``while_loop(cond_fn, body_fn, [k, steps])`` calls both functions with the loop
-        variables; the body returns their new values, of the same dtypes (start ``steps`` as
-        ``ef.constant(0, ef.int64)``). ``while_loop`` returns the final loop variables as a
-        list.
+        Call ``gradients`` twice, the second time on the first one's result. When ``f`` is
+        linear, that result does not depend on x at all.
 
     Hint 3:
-        The body returns
-        ``[cond(ef.equal(k % 2, 0), lambda: k // 2, lambda: 3 * k + 1), steps + 1]``; the
-        condition is ``k > 1``.
-    """
-
-    raise NotImplementedError
-
-
-def newton_sqrt(a: Tensor, tol: float, max_steps: int) -> tuple[Tensor, Tensor]:
-    """★★★ √a by Newton's method, in a ``while_loop`` whose state is a pair: stop on
-    convergence, or after ``max_steps`` steps, whichever comes first.
-
-    Start from ``g = a``; one step is ``g = (g + a / g) / 2``. Keep stepping while
-    ``|g·g − a| > tol`` *and* fewer than ``max_steps`` steps have run. A loop that may
-    not converge (a bad start, a ``tol`` below rounding) needs such a cap; ``while_loop``
-    has none of its own, so the step count is a second loop variable, which the condition
-    reads and the body increments. Return both.
-
-    Args:
-        a: A positive float64 scalar tensor (eager, or a placeholder in a graph).
-        tol: The tolerance on ``|g·g − a|``.
-        max_steps: The most steps to run (a Python int, at least 0).
-
-    Returns:
-        ``(g, steps)``: the last ``g``, and the number of steps run, an ``int32`` scalar
-            tensor.
-
-    Hint 1:
-        Two loop variables, ``g`` and the step count (start it as ``ef.constant(0)``); the
-        condition and the body take both, and the body returns both.
-
-    Hint 2:
-        Both halves of the condition are bool tensors: combine them with
-        ``ef.logical_and`` (Python's ``and`` would ask for the value of a symbolic tensor).
-
-    Hint 3:
-        ``while_loop(lambda g, n: ef.logical_and(ef.abs(g * g - a) > tol, n < max_steps),
-        lambda g, n: ((g + a / g) / 2.0, n + 1), [a, ef.constant(0)])``, then return the
-        two results as a tuple.
+        ``(dy,) = gradients(f(x), [x])``, then
+        ``gradients(dy, [x], unconnected_gradients="zero")``: zeros instead of None.
     """
     raise NotImplementedError
 
 
-def power_by_squaring(x: Tensor, n: Tensor) -> Tensor:
-    """★★★ Stretch: ``x ** n`` for an integer ``n`` known only when the graph runs, in about
-    log₂|n| steps, and differentiable through the loop.
+class LoggingContext:
+    """★★★ An execution context that runs every op eagerly and logs its name.
 
-    The chapter's ``power(x, n)`` unrolled a Python loop: n multiplications, for an ``n``
-    fixed when the graph is built. Here ``n`` is a tensor, a placeholder in a graph, so the
-    loop must be a ``While`` node; and it should not take n steps either. *Exponentiation
-    by squaring* takes one step per binary digit of n: x¹³ = x⁸·x⁴·x¹, since 13 is 1101 in
-    binary, and x², x⁴, x⁸ are each the square of the one before. A negative ``n`` gives
-    ``1 / x ** |n|``.
+    The seam, ``execute()``, hands each op to the current context's ``run_op``. With no
+    context it runs the kernel itself; a Graph builds a node instead. This context does what
+    eager mode does (it runs the kernel now and returns eager tensors) and also appends
+    ``op.name`` to ``self.log``. Install it with ``eagerflow.tensor.execution.context``:
 
-    The tests run your function eagerly and in a graph, on values of ``n`` they choose up
-    to a thousand, and count the loop's iterations (at most one per binary digit of |n|,
-    plus one). They differentiate it both ways, with a tape and with ``gradients()``, and
-    expect n·xⁿ⁻¹ elementwise: the gradient goes back through every iteration that ran.
-    ``ef.pow`` would not be a loop: the tests refuse it.
+        ctx = LoggingContext()
+        with execution.context(ctx):
+            z = ef.matmul(a, b) + 1.0
+        ctx.log  # ["MatMul", "AddV2"]
+
+    Tapes keep working under it: the seam tells its recorders about every op whatever the
+    context.
+
+    Attributes:
+        log: The names of the ops run so far, in order.
+    """
+
+    # The rest of the Context protocol, given: variables made or assigned under this context
+    # behave as in eager mode.
+    assign_returns_variable = True  # `v.assign(x)` returns v, as eagerly
+
+    def create_variable(self, variable: Any) -> None:
+        """None: a variable made under this context holds its own value (an eager one)."""
+        return None
+
+    def __init__(self) -> None:
+        """Start with an empty ``log``."""
+        raise NotImplementedError
+
+    def run_op(
+        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
+    ) -> tuple[Tensor, ...]:
+        """Run ``op``'s kernel on the inputs' values now, log ``op.name``, return tensors.
+
+        Args:
+            op: The op's registry row: ``op.kernel``, ``op.dtype_rule``,
+                ``op.multi_output``.
+            inputs: Eager tensors.
+            attrs: The op's attributes, passed to the kernel as keyword arguments.
+            name: A node name; eager execution ignores it.
+
+        Returns:
+            A tuple of eager tensors, one per output.
+
+        Hint 1:
+            The eager branch of ``execute`` in
+            ``packages/tensor/src/eagerflow/tensor/execution.py`` does what ``run_op`` must do;
+            you add the log.
+
+        Hint 2:
+            Ask ``op.dtype_rule`` for the output dtypes (it raises the usual errors), run
+            ``op.kernel`` on the inputs' arrays with the attributes as keyword arguments, and
+            wrap each output array in a ``Tensor``.
+
+        Hint 3:
+            ``dtypes = op.dtype_rule([t.dtype for t in inputs], attrs)``;
+            ``result = op.kernel(*(np.asarray(t) for t in inputs), **attrs)``;
+            ``arrays = result if op.multi_output else (result,)``; return
+            ``tuple(Tensor(a, d) for a, d in zip(arrays, dtypes))``.
+        """
+        raise NotImplementedError
+
+
+# --- given: the pieces of a tiny graph ------------------------------------------------------------
+@dataclass(eq=False)
+class Node:
+    """One node of a ``MiniGraph``: an op applied to inputs, or a placeholder (``op`` None).
+
+    ``inputs`` are the tensors it reads: symbols of earlier nodes, or eager tensors (a
+    constant such as the ``1.0`` of ``x + 1.0``).
+    """
+
+    op: OpDef | None
+    inputs: tuple[Tensor, ...]
+    attrs: Attrs
+    outputs: tuple[Symbol, ...] = ()
+
+
+class Symbol(Tensor):
+    """An output of a ``Node``: a static shape and dtype, and no value (like SymbolicTensor).
+
+    It is a ``Tensor``, so ``a + b`` and ``ef.matmul(a, b)`` accept it and send it to the
+    seam, which hands it to the current context.
+    """
+
+    __slots__ = ("_shape", "index", "node")
+
+    def __init__(self, node: Node, index: int, shape: tuple[int, ...], dtype: DType) -> None:
+        """Output ``index`` of ``node``, of this ``shape`` and ``dtype``."""
+        super().__init__(None, dtype)  # type: ignore[arg-type]  # no value: that is the point
+        self.node = node
+        self.index = index
+        self._shape = tuple(shape)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The static shape."""
+        return self._shape
+
+    def __repr__(self) -> str:
+        return f"<Symbol shape={self._shape} dtype={self.dtype.name}>"
+
+
+class MiniGraph:
+    """★★★ A context that builds a graph: ``run_op`` makes a node, and no kernel runs.
+
+    A ``Graph`` is a context like ``LoggingContext``, whose ``run_op`` does not compute: it
+    adds a node and returns outputs that have a shape and a dtype but no value. Write that
+    ``run_op`` for this tiny graph of ``Node``s and ``Symbol``s:
+
+        g = MiniGraph()
+        x = g.placeholder((2, 3), ef.float32)
+        with execution.context(g):
+            y = ef.reduce_sum(ef.tanh(x) * 2.0, axis=1)
+        y  # <Symbol shape=(2,) dtype=float32>; len(g.nodes) == 4
+
+    The shape and dtype of the outputs come from the op's static rules, the same ones
+    chapter 1's ``infer_output`` asked: a mismatch (a ``matmul`` of (2, 3) by (2, 3)) is
+    an error while building, before anything runs. ``run_mini`` (next) computes the values.
+
+    Attributes:
+        nodes: The nodes, in the order they were made.
+    """
+
+    assign_returns_variable = False  # (part of the Context protocol; no variables here)
+
+    def __init__(self) -> None:
+        """An empty graph."""
+        self.nodes: list[Node] = []
+
+    def create_variable(self, variable: Any) -> Any:
+        """No variables in a MiniGraph."""
+        raise TypeError("a MiniGraph has no variables")
+
+    def placeholder(self, shape: tuple[int, ...], dtype: DType) -> Symbol:
+        """A node with no op: its one output is fed a value by ``run_mini``."""
+        node = Node(None, (), {})
+        node.outputs = (Symbol(node, 0, shape, dtype),)
+        self.nodes.append(node)
+        return node.outputs[0]
+
+    def run_op(
+        self, op: OpDef, inputs: tuple[Tensor, ...], attrs: Attrs, name: str | None
+    ) -> tuple[Symbol, ...]:
+        """Add a ``Node`` for ``op`` and return its outputs, as ``Symbol``s; run no kernel.
+
+        Args:
+            op: The op's registry row: ``op.shape_rule``, ``op.dtype_rule``.
+            inputs: Symbols of this graph, or eager tensors.
+            attrs: The op's attributes (keep them on the node: the kernel needs them).
+            name: A node name; this graph does not use names.
+
+        Returns:
+            A tuple of ``Symbol``s, one per output of the op.
+
+        Hint 1:
+            Each rule takes a list with one entry per input (shapes, or dtypes) and the
+            attributes, and returns a list with one entry per output.
+
+        Hint 2:
+            Make the ``Node`` first, then its outputs (each symbol points back to its node
+            and knows its index), set ``node.outputs`` and append the node to ``self.nodes``.
+
+        Hint 3:
+            ``shapes = op.shape_rule([t.shape for t in inputs], attrs)``, ``dtypes`` the
+            same with ``op.dtype_rule`` and ``t.dtype``; ``node = Node(op, tuple(inputs),
+            attrs)``; ``node.outputs = tuple(Symbol(node, i, s, d) for i, (s, d) in
+            enumerate(zip(shapes, dtypes)))``.
+        """
+        raise NotImplementedError
+
+
+def run_mini(fetch: Tensor, feeds: dict[Symbol, Any]) -> np.ndarray:
+    """★★ The value of ``fetch``, a symbol of a ``MiniGraph``: a Session in a few lines.
+
+    Work back from ``fetch``: a placeholder's symbol takes its value from ``feeds``, an
+    eager tensor is its own value, and any other symbol is an output of its node's kernel,
+    run on the values of the node's inputs. Run each node's kernel at most once per call,
+    even when several nodes read its outputs (the tests count).
 
     Args:
-        x: A float64 tensor, of any shape (eager, or a placeholder in a graph).
-        n: An ``int32`` scalar tensor (eager, or a placeholder), any sign.
+        fetch: A ``Symbol`` (or an eager tensor).
+        feeds: A value (a NumPy array or number) for each placeholder the fetch needs.
 
     Returns:
-        ``x ** n`` elementwise, shaped like ``x``.
+        The value, as a NumPy array.
 
     Hint 1:
-        Three loop variables: the result so far, the current power of x (x, then x², x⁴, …)
-        and what is left of the exponent. Each iteration looks at the lowest binary digit of
-        what is left, then drops it.
+        A recursive function ``value(t)`` and a dictionary of the nodes already computed.
 
     Hint 2:
-        Start from ``ef.ones_like(x)``, ``x`` and ``ef.abs(n)``, and loop while what is left
-        is above 0. In the body, multiply the result by the power when the lowest digit is 1
-        (``cond(ef.equal(k % 2, 1), ...)``), then square the power and halve what is left
-        (``k // 2``).
+        ``op.kernel(*arrays, **attrs)`` returns one array, or a tuple of arrays when
+        ``op.multi_output``; ``symbol.index`` picks one.
 
     Hint 3:
-        The body returns ``(cond(ef.equal(k % 2, 1), lambda: result * power, lambda:
-        result), power * power, k // 2)``. After the loop, ``cond(n < 0, lambda: 1.0 /
-        result, lambda: result)``.
+        In ``value(t)``: ``np.asarray(t)`` for an eager tensor; ``np.asarray(feeds[t])`` for a
+        placeholder's symbol; otherwise, once per node, ``result = node.op.kernel(*(value(i)
+        for i in node.inputs), **node.attrs)``, kept as a tuple; return ``done[node][t.index]``.
+    """
+    raise NotImplementedError
+
+
+def mini_gradients(graph: MiniGraph, y: Tensor, x: Tensor) -> Tensor | None:
+    """★★★ Stretch: symbolic gradients in your ``MiniGraph``, from the same rules as tapes.
+
+    ``gradients()`` in a real Graph walks the graph's nodes backwards and calls the same
+    gradient rules as a tape; because the rules are written with eagerflow ops, calling them
+    while the graph is the current context *adds nodes*, and the gradient is a symbol like
+    any other, computed when the graph runs. Do that for your ``MiniGraph``: return the
+    symbol of dy/dx, and let ``run_mini`` compute it. Building the gradient runs no kernel
+    (the tests check), and no tape.
+
+    Open-ended: handle what the tests need, the ops of ``run_mini``'s tests (each with one
+    output; a node without inputs, a constant made while building, needs no gradient), and
+    a ``y`` of any shape (its gradient starts as ones).
+
+    Args:
+        graph: The MiniGraph ``y`` was built in.
+        y: A symbol of ``graph``.
+        x: A placeholder of ``graph``.
+
+    Returns:
+        The symbol of the gradient of ``sum(y)`` with respect to ``x`` (None with no path).
+
+    Hint 1:
+        ``graph.nodes`` is already in an order where a node comes after the nodes it reads:
+        walk a copy of it backwards (the walk adds nodes to it).
+
+    Hint 2:
+        A rule takes an ``OpRecord(node.op, node.inputs, node.attrs, node.outputs)`` and the
+        gradient of the output; sum the gradients of a tensor used twice, as a tape does.
+        Make the ones and call the rules inside ``with execution.context(graph):``.
     """
     raise NotImplementedError

@@ -1,9 +1,9 @@
 """Chapter 9 exercises — run `.venv/bin/pytest -m ch09`.
 
-Why graphs: a compiler sees everything. Three pieces of the graph compiler written by
-hand: the code generation that turns a chain of elementwise ops into one loop, the
-clustering rules that decide which ops may share a loop, and (a stretch) the memory planner
-that lets values share buffers.
+Tracing, from eager to graph: the signature that decides when ``@function`` traces again,
+a ``@function`` of your own built on it (a trace cache, a Graph, a Session), a training
+step traced once, and (a stretch) a ``@function`` that relaxes shapes instead of tracing
+each one.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch09`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -17,180 +17,181 @@ hints: read Hint 1 first, and the next only if you need it; the last is nearly t
 # ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import ast
+import inspect
+import textwrap
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from eagerflow.graph import SymbolicTensor
-from eagerflow.graph.compiler.fusion import domain_of
-from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
-from eagerflow.graph.compiler.specialize import Specialized, specialize
-from eagerflow.graph.core.session import Plan
+import eagerflow.tensor as ef
+from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.graph import (
+    Function,
+    Graph,
+    Session,
+    SymbolicTensor,
+    autograph,
+    cond,
+    function,
+    placeholder,
+)
+from eagerflow.tensor import Tensor
 
-# The unary ops of the compiler's ELEMENTWISE table: each one's value for one element {0}.
-UNARY = ("Neg", "Abs", "Sign", "Square", "Sqrt", "Exp", "Log", "Tanh", "Relu", "Identity")
 
+def signature(*args: Any) -> tuple[Any, ...]:
+    """★★ The key ``@function`` looks its traced graphs up by: equal keys, no new trace.
 
-def fuse_unary_chain(ops: Sequence[str]) -> str:
-    """★★ The source of one loop that applies a chain of unary elementwise ops.
+    A traced graph has a placeholder for each tensor argument, with the tensor's dtype and
+    shape: it serves any tensor with that dtype and shape, whatever its values. Any other
+    argument (a Python number, a string, ``None``, …) was used as a plain Python value
+    while tracing and is baked into the graph: the graph is good for that value only.
 
-    ``ops`` names ops of ``UNARY``, in the order they apply: ``["Square", "Neg", "Exp"]``
-    means ``exp(-(x * x))``. Run one at a time, as the interpreter runs them, each op is a
-    NumPy call that reads a whole array and writes a new one. Fused, the chain is one loop:
-    each element is loaded once, goes through every op, and is stored once.
+    So describe each argument by
 
-    Return the source of a function ``fused(x, out)`` for 1-d float64 arrays ``x`` and
-    ``out`` of the same length, that writes ``out[i]`` = the chain applied to ``x[i]`` for
-    every ``i``, with **one** ``for`` loop and no NumPy call on a whole array. An empty chain
-    copies ``x``. The test runs your source with ``np`` as its only global, on chains and
-    inputs of its own, and compares with the ops run one at a time.
+    - ``("tensor", dtype, shape)`` for a tensor (``shape`` a tuple). A NumPy array counts
+      as the tensor it converts to;
+    - ``("value", type(arg), arg)`` for anything else (assume it is hashable);
 
-    Build each op's expression from the compiler's own table, ``ELEMENTWISE`` (from
-    ``eagerflow.graph.compiler.kernels``): ``ELEMENTWISE["Square"]`` is ``"{0} * {0}"``, and
-    ``ELEMENTWISE["Square"].format("e")`` is ``"e * e"``.
+    and return the tuple of the descriptions, in order. For arguments like these, a call of
+    a ``Function`` traces a new graph exactly when its signature differs from the signature
+    of every earlier call.
 
     Args:
-        ops: Op names from ``UNARY``, first applied first.
+        *args: The positional arguments of a call.
 
     Returns:
-        Python source defining ``fused(x, out)``.
+        A hashable tuple, one entry per argument.
 
     Hint 1:
-        One ``for i in range(len(x)):`` loop whose body applies every op to one element.
+        One description per argument: a tensor by what a placeholder for it needs, anything else
+        by its value.
 
     Hint 2:
-        Pasting one op's expression into the next one's as text goes wrong: ``Relu`` then
-        ``Square`` reads ``... else 0 * e if ...``, and ``*`` binds tighter than ``if``. Give
-        each op's result its own name, one line each.
+        Convert a NumPy array to a tensor first. Keep a value's type in its description:
+        ``2 == 2.0 == True`` in Python, but they trace differently.
 
     Hint 3:
-        The body: ``v0 = x[i]``, then ``v{k + 1} = ELEMENTWISE[op].format(f"v{k}")`` for the
-        k-th op, then ``out[i] = v{n}``. ``loop_source`` in
-        ``packages/graph/src/eagerflow/graph/compiler/kernels.py`` does the same.
+        ``("tensor", t.dtype, tuple(t.shape))`` or ``("value", type(arg), arg)``, all in a
+        tuple. Compare with ``_signature_of`` in
+        ``packages/graph/src/eagerflow/graph/tracing/function.py``.
     """
     raise NotImplementedError
 
 
-def compile_chain(source: str) -> Callable[[np.ndarray, np.ndarray], None]:
-    """Given, not an exercise: the function ``fused`` that ``source`` defines, with ``np`` as
-    its only global (as the test runs it). Try yours::
+def mini_function(fn: Callable[..., Any]) -> Callable[..., Tensor]:
+    """★★★ ``@function`` in a few lines: trace into a Graph once per signature, run a Session.
 
-        fused = compile_chain(fuse_unary_chain(["Square", "Neg", "Exp"]))
-        x = np.linspace(-2, 2, 5)
-        out = np.empty_like(x)
-        fused(x, out)  # out is now np.exp(-np.square(x))
-    """
-    namespace: dict[str, Any] = {"np": np}
-    exec(compile(source, "<fused chain>", "exec"), namespace)
-    return namespace["fused"]  # type: ignore[no-any-return]
+    Return a function ``call(*args)`` that computes ``fn(*args)`` as ``@function`` would:
 
+    1. it looks the ``signature`` of the arguments (yours, from above) up in a cache of its
+       own; on a miss it *traces*: it makes a ``Graph``, and inside ``graph.as_default()``
+       calls ``fn`` with a ``placeholder`` of the right dtype and shape for each tensor
+       argument (a NumPy array counts as a tensor) and the other arguments as they are.
+       The graph, the placeholders and ``fn``'s result go in the cache;
+    2. on every call, it runs the cached graph's result with a ``Session``, feeding each
+       placeholder the value of its argument, and returns the value as an eager tensor.
 
-def predict_clusters(program: Specialized) -> list[list[str]]:
-    """★★★ Which ops of a program the compiler fuses into one loop: its clustering, by hand.
-
-    ``program`` is a plan specialized to its input shapes (``program_for`` below makes one):
-    ``program.nodes`` lists its nodes in the order they run; a node has ``.operation``
-    (with ``.name``), ``.type``, and the numbered values it reads and writes,
-    ``.inputs`` and ``.outputs``. ``domain_of(node, program)`` (given, from
-    ``eagerflow.graph.compiler.fusion``) is the shape the node would loop over: an
-    elementwise op's output shape, a reduction's input shape, or ``None`` if the node can
-    join no cluster (a matrix product, a variable read or write, an op numba cannot compute
-    fast).
-
-    Walk the nodes in order, with the chapter's rules:
-
-    - a node of domain ``None`` joins nothing. If it reads a value of a cluster, that
-      cluster is *sealed*: it takes no more nodes. If it is stateful
-      (``node.operation.op_def.stateful``) and not a variable read (not
-      ``node.operation.op_def.reads_state``), it seals every cluster;
-    - any other node reads, perhaps, values of clusters. A cluster it reads from is sealed
-      if it is of another domain, or if the value read is the result of one of its
-      reductions (``node.type in REDUCTIONS``: that value exists only when its loop is
-      over). Then the node joins the open (not sealed) cluster of its domain, if there is
-      one, or starts a new cluster. There is never more than one open cluster per domain.
-
-    Return each cluster's op names (``node.operation.name``) in program order, the
-    clusters in the order they started, but leave out a cluster of a single elementwise op
-    (it runs as the op: no cluster). A single reduction is a cluster. The test compares your
-    answer with the compiler's ``find_clusters`` on graphs of its own, and refuses calls of
-    it (and of the rest of the compiler's pass): the clustering is the thing to build.
+    So ``fn`` runs (traces) once per new signature, never on a cache hit; the tests count
+    its calls on hidden sequences of calls, and compare the values (and dtypes) with ``fn``
+    run eagerly. They also swap your ``signature`` for others, to check that the cache's key
+    is what ``signature`` returns, no more and no less. ``fn`` returns one tensor.
 
     Args:
-        program: A specialized plan.
+        fn: A function of tensors and plain Python values, written with eagerflow ops.
 
     Returns:
-        The clusters, each as a list of op names.
+        The traced version of ``fn``.
 
     Hint 1:
-        One walk over the nodes, keeping for each cluster its domain, its names, the values its
-        reductions made, and whether it is sealed.
+        A dictionary from signatures to what tracing made: a graph, its placeholders (in the
+        order of the tensor arguments) and the symbolic result.
 
     Hint 2:
-        A dict from each value a cluster made (``node.outputs``) to that cluster tells you which
-        clusters a node reads from. For each node, first seal what the rules seal, then add the
-        node to the open cluster of its domain, or start one.
+        ``placeholder(t.dtype, tuple(t.shape))`` inside ``with graph.as_default():`` for each
+        tensor argument; on each call ``Session(graph).run(result, feeds)`` with ``feeds`` a
+        dictionary from placeholder to ``np.asarray(arg)``.
 
     Hint 3:
-        At the end drop the clusters of a single op that is not a reduction. ``find_clusters``
-        in ``packages/graph/src/eagerflow/graph/compiler/fusion.py`` is the real thing; try
-        yours on the chapter's training step first.
+        In ``call``: ``key = signature(*args)``; if it is not in the cache, trace: build
+        ``inputs`` (a placeholder or the argument itself), ``result = fn(*inputs)`` under
+        ``graph.as_default()``, and store ``(graph, placeholders, result)``; then feed the
+        tensor arguments, in order, and ``return ef.constant(session.run(result, feeds))``.
     """
     raise NotImplementedError
 
 
-def program_for(
-    fetches: Sequence[Any], feeds: dict[SymbolicTensor, tuple[int, ...]]
-) -> Specialized:
-    """Given, not an exercise: the specialized program the compiler would cluster, for
-    ``fetches`` (tensors or operations of one graph) with placeholders of the given shapes
-    fed. ``[op.operation.name for op in program_for(...).nodes]`` lists its nodes."""
-    plan = Plan(list(fetches), list(feeds))
-    return specialize(plan, {plan.slot[t]: tuple(shape) for t, shape in feeds.items()})
+def train_step_function(w: Variable, b: Variable, learning_rate: float) -> Function:
+    """★★ A traced training step for the line ``y ≈ w·x + b``: eager code, graph speed.
 
+    Return a ``Function`` (write the step as a Python function and decorate it with
+    ``@function``) ``step(x, y)`` that, for float32 vectors ``x`` and ``y``:
 
-def plan_buffers(program: Specialized) -> dict[int, int]:
-    """★★★ Stretch: the memory planner. A buffer for every value; values that are never
-    alive at the same time share one.
+    1. computes the mean squared error ``mean((w·x + b − y)²)`` under a GradientTape;
+    2. takes the gradients of the loss by ``w`` and ``b``;
+    3. does one step of gradient descent: ``w -= learning_rate·dw`` and the same for ``b``;
+    4. returns the loss (computed before the update).
 
-    A compiled program writes each value into a buffer allocated once, when it is compiled,
-    and two values may use the same buffer if they have the same shape and dtype and are
-    never needed at the same time (the chapter's *Memory* section). Plan that, for every
-    value the program's nodes make.
-
-    Number the nodes of ``program.nodes`` 0, 1, 2, … in order. A value (an ``int``) is
-    made by one node (it is in its ``node.outputs``) and read by later ones (in their
-    ``node.inputs``). It is *alive* from the step of the node that makes it to the step of
-    the last node that reads it; a value no node reads is alive at its own step only, and a
-    fetched value (in ``program.fetches``) to the end of the program. Two values may share
-    a buffer when their shapes (``program.shapes[v]``) and dtypes (``program.dtypes[v]``)
-    are equal and no step has both alive. So a node's outputs never take the buffer of a
-    value it reads: both are alive at its step.
-
-    Use as few buffers as you can: for each shape and dtype, as many as the most values of
-    it alive at one step. The test runs the program with your plan, copying each node's
-    result into its value's buffer, compares the fetches with a Session's, and counts the
-    buffers. Fed values and constants (``program.constants``) get no buffer.
+    Called again with vectors of the same length, it must not trace again: the test calls
+    it many times and checks ``step.trace_count``.
 
     Args:
-        program: A specialized plan (``program_for`` above makes one).
+        w: An eager float32 scalar Variable.
+        b: An eager float32 scalar Variable.
+        learning_rate: The step size.
 
     Returns:
-        ``{value: buffer}`` for every value a node of ``program`` makes, each buffer an int.
+        The traced step function.
 
     Hint 1:
-        One walk over the nodes, in order, keeping the buffers that are free, by shape and
-        dtype: a new value takes a free buffer of its kind, or a new buffer.
+        Write the step as plain eager code, then wrap it with ``function``.
 
     Hint 2:
-        First find each value's last step: the index of the last node that reads it, or
-        ``len(program.nodes)`` if it is fetched. At step i, give the node's outputs their
-        buffers first; then free the buffers of the values whose last step is i.
+        Define ``step(x, y)`` inside this function, using ``w``, ``b`` and ``learning_rate``
+        from the enclosing scope: the tape, the gradients and the ``assign_sub`` calls all go in
+        it, so they become part of the graph.
 
     Hint 3:
-        ``free: dict[tuple[shape, dtype], list[int]]``; a value takes ``free[key].pop()``
-        if that list is not empty, else the next new number. ``_plan_buffers`` in
-        ``packages/graph/src/eagerflow/graph/compiler/program.py`` plans the same way, for
-        the values the compiler can write into a buffer.
+        In ``step``: the loss under ``with GradientTape() as tape:``,
+        ``dw, db = tape.gradient(loss, [w, b])``, ``w.assign_sub(learning_rate * dw)`` (and
+        ``b``'s), ``return loss``. Then ``return function(step)``.
+    """
+
+    raise NotImplementedError
+
+
+def relaxing_function(fn: Callable[..., Any]) -> Callable[..., Tensor]:
+    """★★★ Stretch: a ``mini_function`` that stops retracing for every new length.
+
+    ``mini_function`` traces again for each new shape: a loop over sentences of 40
+    different lengths traces 40 graphs. TensorFlow's ``reduce_retracing=True`` relaxes
+    instead: a second shape for the same argument gives a trace whose placeholder has
+    ``None`` where the shapes differ, and that graph serves every later shape it fits.
+
+    Write it with these rules (the tests predict trace counts from them):
+
+    - calls whose tensors have the same dtypes and ranks, and the same other arguments,
+      share one entry: ``("tensor", dtype, rank)`` in the key instead of the shape;
+    - an entry's first trace uses the exact shapes;
+    - a call whose shapes do not fit the entry's trace (a known dimension differs) traces
+      again, replacing it, with each dimension that differs (or was already None) set to
+      None. A later call that fits reuses that graph.
+
+    So shapes (2,), (2,), (3,), (5,) trace twice: for (2,), then for (None,).
+
+    Args:
+        fn: A function of tensors and Python values, written with eagerflow ops.
+
+    Returns:
+        The traced version of ``fn``, which returns an eager tensor like ``mini_function``.
+
+    Hint 1:
+        Start from your ``mini_function``: only the key, and the test for "does this trace
+        fit", change. Keep each entry's placeholder shapes with its graph.
+
+    Hint 2:
+        A shape fits a placeholder's when every dimension is equal or the placeholder's is
+        None; the relaxed shape keeps a dimension only where the two agree.
     """
     raise NotImplementedError

@@ -1,9 +1,7 @@
 """Chapter 10 exercises — run `.venv/bin/pytest -m ch10`.
 
-Why graphs: a graph is data. The encoder that writes an op's attributes as JSON data (and
-reads them back, every bit), a saved function that still reports its calls after it is
-loaded, and (a stretch) an exporter that turns a GraphDef into a function that needs only
-NumPy.
+AutoGraph: what it does to an ``if`` on a tensor, once by hand with ``cond``, once as a
+small ``ast.NodeTransformer``.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch10`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -17,182 +15,186 @@ hints: read Hint 1 first, and the next only if you need it; the last is nearly t
 # ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
-import base64
-import math
-from collections.abc import Sequence
+import ast
+import inspect
+import textwrap
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow.graph import Function, TensorSpec, function
-from eagerflow.tensor import dtypes
-from eagerflow.tensor.dtypes import DType
+from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.graph import (
+    Function,
+    Graph,
+    Session,
+    SymbolicTensor,
+    autograph,
+    cond,
+    function,
+    placeholder,
+)
+from eagerflow.tensor import Tensor
 
 
-def encode_attr(value: Any) -> Any:
-    """★★ ``value``, an op attribute, as JSON data: what ``json.dumps`` can write *strictly*
-    (``allow_nan=False``), and what ``decode_attr`` turns back into the very same value.
+# --- AutoGraph by hand ----------------------------------------------------------------------------
+def bounce(position: Any, velocity: Any, floor: Any) -> tuple[Any, Any, Any]:
+    """Given, not an exercise: one time step of a ball falling onto a floor, written eagerly.
 
-    This is a part of the chapter's GraphDef format (the module docstring of
-    ``packages/graph/src/eagerflow/graph/export/graph_def.py``), and the test checks that the
-    chapter's own ``decode_attr`` reads what you write. The values to handle, and how each
-    is written:
+    The ball moves by ``velocity``. If that takes it below ``floor``, it bounces: it is
+    mirrored back above the floor and its velocity turns round, losing a fifth of its
+    speed. Returns the new position, the new velocity and how many bounces happened (0 or
+    1). Its ``if`` decides on a tensor: eagerly that works, in a graph it needs ``cond``
+    (``print(autograph.to_code(bounce))`` shows how AutoGraph converts it).
+    """
+    position = position + velocity
+    if position < floor:
+        position = 2 * floor - position
+        velocity = -velocity * 0.8
+        bounces = 1
+    else:
+        bounces = 0
+    return position, velocity, bounces
 
-    - ``None``, ``True``/``False``, an ``int``, a ``str``: themselves;
-    - a ``float``: itself if it is finite (``json`` writes every digit a float needs, and
-      ``-0.0`` keeps its sign); ``nan``, ``inf`` and ``-inf`` are not JSON, so they are
-      ``{"float": "nan"}``, ``{"float": "inf"}``, ``{"float": "-inf"}``;
-    - a ``tuple`` (a shape such as ``(None, 2)``): a JSON array of its items, encoded;
-    - a ``list``: ``{"list": [...]}`` of its items, encoded (JSON has one kind of array, and
-      the tuple took it);
-    - a ``DType`` (``ef.float32``): ``{"dtype": "float32"}``;
-    - a NumPy array: ``{"tensor": {"dtype": "float32", "shape": [2, 1], "base64": "..."}}``,
-      its raw bytes in little-endian order, in base64 (``base64.b64encode(...).decode()``).
-      Bytes, not decimal digits: NaN payloads, ``-0.0`` and int64 extremes must come back
-      bit for bit.
 
-    Anything else is a ``TypeError``.
+def bounce_with_cond(position: Tensor, velocity: Tensor, floor: Tensor) -> tuple[Any, Any, Any]:
+    """★★ ``bounce``, with its ``if`` turned into ``cond`` by hand, as AutoGraph would.
+
+    ``bounce``, given above in this file, is one time step of a ball falling onto a floor::
+
+        def bounce(position, velocity, floor):
+            position = position + velocity
+            if position < floor:
+                position = 2 * floor - position
+                velocity = -velocity * 0.8
+                bounces = 1
+            else:
+                bounces = 0
+            return position, velocity, bounces
+
+    Return the same three values, as tensors, for float32 scalar tensors: the test traces
+    your function with ``function(bounce_with_cond, autograph=False)``, so no Python ``if``
+    on a tensor may remain, and checks that the graph has an ``If`` node and gives
+    ``bounce``'s eager results on inputs of its own.
+
+    ``autograph.to_code(bounce)`` shows the recipe. Each branch becomes a function, and
+    what the two branches hand on are the variables the ``if`` assigns and the code after
+    it uses: ``bounces``, ``position`` and ``velocity``. A branch that does not assign one of
+    them (the ``else`` leaves ``velocity`` alone) returns its value from before the ``if``.
 
     Args:
-        value: One attribute value, perhaps nested (tuples and lists of the above).
+        position: The ball's height (float32 scalar tensor).
+        velocity: Its velocity, negative when it falls (float32 scalar tensor).
+        floor: The floor's height (float32 scalar tensor).
 
     Returns:
-        JSON data: dicts with str keys, lists, str, int, finite float, bool, None.
+        ``(position, velocity, bounces)``: the first two float32, ``bounces`` an int32 0 or 1.
 
     Hint 1:
-        One branch per kind of value, and a recursive call for the items of a tuple or a list.
+        ``print(autograph.to_code(bounce))`` shows the recipe: each branch becomes a function of
+        no arguments that returns every variable the ``if`` assigns.
 
     Hint 2:
-        The order of the tests matters: ``bool`` before ``int`` (``True`` is an ``int`` too),
-        and non-finite floats before finite ones.
+        Move the ball before testing where it is. The ``else`` branch hands on ``position`` and
+        ``velocity`` unchanged. A lambda can return a tuple, and Python numbers become
+        constants.
 
     Hint 3:
-        An array: ``{"tensor": {"dtype": a.dtype.name, "shape": list(a.shape), "base64":
-        base64.b64encode(little.tobytes()).decode()}}`` with ``little =
-        a.astype(a.dtype.newbyteorder("<"))``. A ``DType``: ``{"dtype": value.name}``. Anything
-        else: ``raise TypeError``.
+        ``position = position + velocity``, then ``return cond(position < floor, lambda: (2 *
+        floor - position, -velocity * 0.8, 1), lambda: (position, velocity, 0))``.
     """
     raise NotImplementedError
 
 
-def decode_attr(data: Any) -> Any:
-    """★★ The inverse of ``encode_attr``: JSON data (as ``json.loads`` gives it back) to the
-    attribute's Python value, with its type (a tuple stays a tuple, a list a list, ``True``
-    stays ``True``, an ``int`` an ``int``) and, for floats and arrays, its every bit. An array
-    comes back with its dtype and shape, in native byte order, writable.
+def ag_if(test: Any, if_true: Callable[[], Any], if_false: Callable[[], Any], names: Any) -> Any:
+    """Given, not an exercise: the runtime helper the ``if`` statements that ``if_to_ag_if``
+    converts call (AutoGraph's is ``ag__.if_stmt``).
 
-    The test also gives it what the chapter's own encoder writes
-    (``eagerflow.graph.export.graph_def.encode_attr``) for these kinds of values.
+    On a symbolic tensor it builds an ``If`` node with ``cond``, from both branches. On a
+    Python value or an eager tensor it is Python's ``if``: only the chosen branch runs,
+    and a ``training=True`` flag does not become a node. ``names`` are the variables the
+    ``if`` assigns, in the order of the tuples the branches return; AutoGraph uses them in
+    its error messages.
+    """
+    if isinstance(test, SymbolicTensor):
+        return cond(test, if_true, if_false)
+    return if_true() if test else if_false()
+
+
+def if_to_ag_if(tree: ast.AST) -> ast.AST:
+    """★★★ A mini AutoGraph: every ``if`` of ``tree`` that only assigns names becomes ``ag_if``.
+
+    Rewrite each ``if`` statement whose branches (the ``if`` and the ``else``, which may be
+    missing) hold nothing but assignments of one name each, ``name = expression``, into one
+    assignment of all the names it assigns, in sorted order, from a call of ``ag_if``::
+
+        def relu_and_flag(x):
+            if x > 0:
+                y = x
+                active = 1
+            else:
+                y = x * 0.0
+                active = 0
+            return y, active
+
+    becomes (as ``ast.unparse`` shows the new tree)::
+
+        def relu_and_flag(x):
+            active, y = ag_if(x > 0, lambda: (1, x), lambda: (0, x * 0.0), ('active', 'y'))
+            return (y, active)
+
+    Each branch becomes a lambda that returns, for every name in order, the expression the
+    branch assigns to it, or the name itself when the branch does not assign it (its value
+    from before the ``if``). Leave every other ``if`` as it is, with every statement of its
+    branches (one with a call, a ``return``, a nested ``if``, ``a.b = ...``, ``a, b = ...``
+    or ``x += ...`` in a branch), and convert the ``if`` statements wherever they are in the
+    function: in a ``for`` or ``while`` body too. Build it yourself: the tests refuse
+    eagerflow's own AutoGraph (``eagerflow.graph.autograph``: ``convert``, its converters,
+    ``if_stmt``).
+    A branch assigns each name once, and its expressions read values from before the ``if``
+    (a lambda computes them all from those), as in the test's functions.
+
+    ``convert_ifs`` (below in this file) compiles the changed tree into a function, for you
+    to try yours. The test does the same with functions of its own, and runs them eagerly
+    and traced with ``autograph=False``, so that your ``ag_if`` calls do all the work.
 
     Args:
-        data: What ``encode_attr`` returned, after ``json.loads(json.dumps(...))``.
+        tree: A module holding one function definition, as ``ast.parse`` gives it.
 
     Returns:
-        The attribute value.
+        The changed tree (changing ``tree`` itself is fine).
 
     Hint 1:
-        The mirror of ``encode_attr``: a JSON array was a tuple, a dict says with its one key
-        what it was, anything else is itself.
+        An ``ast.NodeTransformer`` whose ``visit_If`` returns either the ``if`` unchanged or the
+        statement that replaces it.
 
     Hint 2:
-        ``((kind, payload),) = data.items()`` unpacks a one-key dict. Decode the items of tuples
-        and lists again (they may be nested).
+        Call ``self.generic_visit(node)`` first (it converts what is inside, loops included).
+        Convert only when every statement of both branches is an ``ast.Assign`` to one
+        ``ast.Name``. A branch's lambda returns, for each sorted name, the expression it
+        assigns, or ``ast.Name(name, ast.Load())``.
 
     Hint 3:
-        A tensor: ``np.frombuffer(raw, np.dtype(name).newbyteorder("<"))`` reads the bytes
-        (read-only, 1-d): ``.reshape(shape).astype(np.dtype(name))`` makes the native, writable
-        array. ``dtypes.as_dtype("float32")`` is ``ef.float32``.
+        ``print(ast.dump(ast.parse("a, b = f(lambda: (1, x))"), indent=2))`` shows the nodes to
+        build. A lambda of no arguments is ``ast.Lambda(args=ast.arguments(posonlyargs=[],
+        args=[], kwonlyargs=[], kw_defaults=[], defaults=[]), body=...)``;
+        ``ast.copy_location(new, node)`` gives the new statement the old one's line.
     """
     raise NotImplementedError
 
 
-def reporting_square() -> Function:
-    """★ A traced function that squares a vector and *reports each call*, even after it has
-    been saved with ``saved_model.save`` and loaded in a program without its Python code.
+def convert_ifs(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Given, not an exercise: ``f`` with its ``if`` statements converted by ``if_to_ag_if``.
 
-    Return a ``function`` with the input signature ``[TensorSpec((None,), ef.float32)]``
-    that returns ``y = x * x`` and, every time it runs, prints the line that
-    ``ef.print("squares:", y)`` prints for that call's ``y`` (to ``sys.stderr``, as
-    ``ef.print`` does).
-
-    A Python ``print`` will not do. It runs while the function is traced, once, in the
-    process that saves it, and shows a symbolic tensor; the loaded function runs only the
-    graph, and the graph has no node for it. The test saves your function, loads it, calls
-    the loaded one on vectors of its own and reads what each call printed.
-
-    Returns:
-        The ``Function``.
-
-    Hint 1:
-        A Python ``print`` runs once, while tracing; the loaded function runs only the graph.
-
-    Hint 2:
-        ``ef.print`` is an op (``PrintV2``), a node of the graph, kept in order by the automatic
-        control dependencies although nothing uses its result (chapter 8, "``print`` or
-        ``ef.print``").
-
-    Hint 3:
-        ``@function(input_signature=[TensorSpec((None,), ef.float32)])`` on a ``square(x)`` that
-        computes ``y = x * x``, calls ``ef.print("squares:", y)`` and returns ``y``.
+    Reads ``f``'s source, parses it, lets ``if_to_ag_if`` change the tree, and compiles it
+    again into a function that can call ``ag_if`` (``f`` must be defined in a file, at the top
+    level of a module). Try it: ``print(ast.unparse(...))`` of the tree shows your code, and
+    ``function(convert_ifs(f), autograph=False)`` traces it.
     """
-    raise NotImplementedError
-
-
-def numpy_source(graph_def: dict[str, Any], fetches: Sequence[str]) -> str:
-    """★★★ Stretch: an exporter. A GraphDef as the source of a function that needs only
-    NumPy: a graph that runs where eagerflow is not.
-
-    ONNX Runtime ran the chapter's classifier without eagerflow, because it knows every op
-    of the ONNX file. Make NumPy the runtime: return the source of a function:
-
-        def run(feeds):
-            ...
-            return [...]
-
-    that computes the tensors named in ``fetches`` (``"add:0"``) from ``feeds``, a dict
-    from each placeholder's name (``"x"``) to a NumPy array. The test executes your source
-    with ``np`` as its only global and ``import`` refused, calls ``run`` on inputs of its
-    own, and compares each result, its values, shape and dtype, with a Session running the
-    original graph.
-
-    Translate the def's nodes in order, one rule per op type, as
-    ``eagerflow.graph.onnx`` does for ONNX. The test's graphs use these ops, each with one
-    output, and the attributes named (as the def writes them: ``decode_attr``, yours from
-    above, reads them):
-
-    - ``Placeholder``: ``feeds[name]``. ``Const``: its ``value``, an array, which the
-      source must hold itself (write its numbers and its dtype; ``inf``, ``-inf`` and
-      ``nan`` among them too);
-    - ``AddV2``, ``Sub``, ``Mul``, ``RealDiv``, ``Maximum``: broadcasting as NumPy does;
-    - ``Neg``, ``Square``, ``Exp``, ``Log``, ``Tanh``, ``Relu``;
-    - ``MatMul`` (``transpose_a``, ``transpose_b``);
-    - ``Sum`` and ``Mean`` (``axis``: an int, a tuple or None; ``keepdims``);
-    - ``Reshape`` (``shape``) and ``Transpose`` (``perm``).
-
-    Args:
-        graph_def: A GraphDef without variables, as ``json.loads`` gives it back.
-        fetches: Names of tensors of the def, ``"node:0"``.
-
-    Returns:
-        Python source defining ``run(feeds)``, which returns one array per fetch, in order.
-
-    Hint 1:
-        One line per node: a local variable for its output, computed from its inputs'
-        variables. Node names are not always Python names (``"dense/MatMul"``): number the
-        variables ``v0``, ``v1``, … and keep a dict from tensor name to variable.
-
-    Hint 2:
-        A table from op type to a format string, ``"AddV2": "{0} + {1}"``, ``"Sum":
-        "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"``, filled with the inputs'
-        variables and the decoded attributes. A constant is ``np.array({list!r},
-        {dtype!r})`` of ``value.tolist()`` and ``value.dtype.name``; but ``repr`` writes
-        ``inf`` and ``nan`` as bare names that the source does not define: write those
-        numbers as ``np.inf``, ``-np.inf`` and ``np.nan`` (a small recursive function over
-        the nested lists).
-
-    Hint 3:
-        ``Relu`` is ``np.maximum({0}, 0)``; ``MatMul``'s ``transpose_a`` swaps the last two
-        axes of its first input, ``np.swapaxes({0}, -1, -2)``, before ``np.matmul``.
-    """
-    raise NotImplementedError
+    tree = ast.parse(textwrap.dedent(inspect.getsource(f)))
+    tree.body[0].decorator_list = []  # type: ignore[attr-defined]
+    tree = ast.fix_missing_locations(if_to_ag_if(tree))
+    namespace = {**f.__globals__, "ag_if": ag_if}
+    exec(compile(tree, inspect.getsourcefile(f) or "<converted>", "exec"), namespace)
+    return namespace[f.__name__]  # type: ignore[no-any-return]

@@ -257,7 +257,7 @@ class FusedDense(nn.Dense):
 class LayerNormalization(nn.Layer):
     """★★★ Stretch: layer normalization, the transformers' normalization, as a layer of yours.
 
-    ``BatchNormalization`` (chapter 14) normalizes each feature over the *batch*: it must
+    ``BatchNormalization`` (chapter 16) normalizes each feature over the *batch*: it must
     compute differently while training, and keep moving averages for inference. Layer
     normalization (Ba, Kiros and Hinton, 2016) normalizes each *example* over its own
     features, the last axis, so it computes the same thing at all times:

@@ -1,12 +1,9 @@
 """Chapter 14 exercises — run `.venv/bin/pytest -m ch14`.
 
-Convolutions and pooling by hand, in NumPy, the way `eagerflow.tensor.conv_ops` does them:
-first a convolution as four nested loops over the output, then the same convolution with no
-Python loop at all (im2col: every window becomes a row, and one matrix product does the
-rest), then the gradient of average pooling.
-
-Layouts are the chapter's (TensorFlow's): images are NHWC, ``(batch, height, width,
-channels)``; filters are ``(kernel_height, kernel_width, in_channels, out_channels)``.
+Why graphs: a graph is data. The encoder that writes an op's attributes as JSON data (and
+reads them back, every bit), a saved function that still reports its calls after it is
+loaded, and (a stretch) an exporter that turns a GraphDef into a function that needs only
+NumPy.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch14`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -20,152 +17,182 @@ hints: read Hint 1 first, and the next only if you need it; the last is nearly t
 # ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
+import base64
+import math
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+
+import eagerflow.tensor as ef
+from eagerflow.graph import Function, TensorSpec, function
+from eagerflow.tensor import dtypes
+from eagerflow.tensor.dtypes import DType
 
 
-def conv2d_loops(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
-    """★★ ``conv2d(images, filters, strides=1, padding="VALID")``, written as loops.
+def encode_attr(value: Any) -> Any:
+    """★★ ``value``, an op attribute, as JSON data: what ``json.dumps`` can write *strictly*
+    (``allow_nan=False``), and what ``decode_attr`` turns back into the very same value.
 
-    Each output pixel is the sum, over one ``kh x kw`` window of the input and over all
-    input channels, of the window times the filter:
+    This is a part of the chapter's GraphDef format (the module docstring of
+    ``packages/graph/src/eagerflow/graph/export/graph_def.py``), and the test checks that the
+    chapter's own ``decode_attr`` reads what you write. The values to handle, and how each
+    is written:
 
-        out[n, i, j, o] = Σ_{di, dj, c} images[n, i + di, j + dj, c] · filters[di, dj, c, o]
+    - ``None``, ``True``/``False``, an ``int``, a ``str``: themselves;
+    - a ``float``: itself if it is finite (``json`` writes every digit a float needs, and
+      ``-0.0`` keeps its sign); ``nan``, ``inf`` and ``-inf`` are not JSON, so they are
+      ``{"float": "nan"}``, ``{"float": "inf"}``, ``{"float": "-inf"}``;
+    - a ``tuple`` (a shape such as ``(None, 2)``): a JSON array of its items, encoded;
+    - a ``list``: ``{"list": [...]}`` of its items, encoded (JSON has one kind of array, and
+      the tuple took it);
+    - a ``DType`` (``ef.float32``): ``{"dtype": "float32"}``;
+    - a NumPy array: ``{"tensor": {"dtype": "float32", "shape": [2, 1], "base64": "..."}}``,
+      its raw bytes in little-endian order, in base64 (``base64.b64encode(...).decode()``).
+      Bytes, not decimal digits: NaN payloads, ``-0.0`` and int64 extremes must come back
+      bit for bit.
 
-    (Deep-learning "convolutions" do not flip the filter: this is a cross-correlation.)
+    Anything else is a ``TypeError``.
 
     Args:
-        images: ``(batch, height, width, in_channels)`` floats.
-        filters: ``(kh, kw, in_channels, out_channels)`` floats.
+        value: One attribute value, perhaps nested (tuples and lists of the above).
 
     Returns:
-        ``(batch, height - kh + 1, width - kw + 1, out_channels)``, the dtype of ``images``.
+        JSON data: dicts with str keys, lists, str, int, finite float, bool, None.
 
     Hint 1:
-        Loop over the output: image, row, column and output channel. The three inner sums can be
-        one NumPy call.
+        One branch per kind of value, and a recursive call for the items of a tuple or a list.
 
     Hint 2:
-        The output is
-        ``np.zeros((batch, height - kh + 1, width - kw + 1, out_channels), images.dtype)``; the
-        window of output pixel (i, j) is ``images[n, i : i + kh, j : j + kw, :]``.
+        The order of the tests matters: ``bool`` before ``int`` (``True`` is an ``int`` too),
+        and non-finite floats before finite ones.
 
     Hint 3:
-        The loop body: ``out[n, i, j, o] = np.sum(window * filters[..., o])``.
+        An array: ``{"tensor": {"dtype": a.dtype.name, "shape": list(a.shape), "base64":
+        base64.b64encode(little.tobytes()).decode()}}`` with ``little =
+        a.astype(a.dtype.newbyteorder("<"))``. A ``DType``: ``{"dtype": value.name}``. Anything
+        else: ``raise TypeError``.
     """
     raise NotImplementedError
 
 
-def conv2d_im2col(images: np.ndarray, filters: np.ndarray) -> np.ndarray:
-    """★★★ The same convolution as ``conv2d_loops``, without a Python loop: im2col.
+def decode_attr(data: Any) -> Any:
+    """★★ The inverse of ``encode_attr``: JSON data (as ``json.loads`` gives it back) to the
+    attribute's Python value, with its type (a tuple stays a tuple, a list a list, ``True``
+    stays ``True``, an ``int`` an ``int``) and, for floats and arrays, its every bit. An array
+    comes back with its dtype and shape, in native byte order, writable.
 
-    ``sliding_window_view(images, (kh, kw), axis=(1, 2))`` is a *view* (no copy) of every
-    ``kh x kw`` window: shape ``(batch, out_h, out_w, in_channels, kh, kw)``. Reshaped to
-    one row per output pixel, ``(batch·out_h·out_w, kh·kw·in_channels)``, the convolution is
-    one matrix product with the filters reshaped to ``(kh·kw·in_channels, out_channels)``,
-    and a matrix product is the fastest thing NumPy does.
+    The test also gives it what the chapter's own encoder writes
+    (``eagerflow.graph.export.graph_def.encode_attr``) for these kinds of values.
 
-    Args and Returns: as ``conv2d_loops``.
+    Args:
+        data: What ``encode_attr`` returned, after ``json.loads(json.dumps(...))``.
+
+    Returns:
+        The attribute value.
 
     Hint 1:
-        Every window becomes a row; the convolution is then one matrix product with the filters
-        reshaped into a matrix.
+        The mirror of ``encode_attr``: a JSON array was a tuple, a dict says with its one key
+        what it was, anything else is itself.
 
     Hint 2:
-        The view's last three axes are ``(in_channels, kh, kw)``, the filters' first three
-        ``(kh, kw, in_channels)``: put them in the same order before reshaping, or the rows and
-        the filter disagree on which number is which.
+        ``((kind, payload),) = data.items()`` unpacks a one-key dict. Decode the items of tuples
+        and lists again (they may be nested).
 
     Hint 3:
-        ``rows = windows.transpose(0, 1, 2, 4, 5, 3).reshape(batch * out_h * out_w, -1)``, then
-        ``rows @ filters.reshape(-1, out_channels)`` reshaped to
-        ``(batch, out_h, out_w, out_channels)``. No ``for``: the test counts the lines of Python
-        your function runs.
+        A tensor: ``np.frombuffer(raw, np.dtype(name).newbyteorder("<"))`` reads the bytes
+        (read-only, 1-d): ``.reshape(shape).astype(np.dtype(name))`` makes the native, writable
+        array. ``dtypes.as_dtype("float32")`` is ``ef.float32``.
     """
     raise NotImplementedError
 
 
-def avg_pool2d_grad(
-    upstream: np.ndarray, input_shape: tuple[int, int, int, int], pool: int, stride: int
-) -> np.ndarray:
-    """★★ The gradient of ``avg_pool2d(x, ksize=pool, strides=stride, padding="VALID")``.
+def reporting_square() -> Function:
+    """★ A traced function that squares a vector and *reports each call*, even after it has
+    been saved with ``saved_model.save`` and loaded in a program without its Python code.
 
-    Each output pixel is the mean of ``pool x pool`` input pixels, so each of those inputs
-    receives ``1 / pool²`` of that output's gradient. When windows overlap (``stride <
-    pool``) an input pixel sits in several windows and its gradient is the sum of what each
-    window sends it:
+    Return a ``function`` with the input signature ``[TensorSpec((None,), ef.float32)]``
+    that returns ``y = x * x`` and, every time it runs, prints the line that
+    ``ef.print("squares:", y)`` prints for that call's ``y`` (to ``sys.stderr``, as
+    ``ef.print`` does).
 
-        dx[n, i·s + di, j·s + dj, c] += upstream[n, i, j, c] / pool²
-
-    Args:
-        upstream: the gradient of the loss with respect to the pool's output,
-            ``(batch, out_h, out_w, channels)``.
-        input_shape: the shape of the pool's input ``x``.
-        pool: the window's height and width.
-        stride: the step between windows, both ways.
+    A Python ``print`` will not do. It runs while the function is traced, once, in the
+    process that saves it, and shows a symbolic tensor; the loaded function runs only the
+    graph, and the graph has no node for it. The test saves your function, loads it, calls
+    the loaded one on vectors of its own and reads what each call printed.
 
     Returns:
-        The gradient with respect to ``x``: ``input_shape``, the dtype of ``upstream``.
+        The ``Function``.
 
     Hint 1:
-        Each window sends ``1 / pool²`` of its output's gradient to each of its input pixels;
-        where windows overlap, the shares add up.
+        A Python ``print`` runs once, while tracing; the loaded function runs only the graph.
 
     Hint 2:
-        Start from ``np.zeros(input_shape, upstream.dtype)`` and loop over the output's rows
-        ``i`` and columns ``j`` only: slices do the batch and the channels.
+        ``ef.print`` is an op (``PrintV2``), a node of the graph, kept in order by the automatic
+        control dependencies although nothing uses its result (chapter 10, "``print`` or
+        ``ef.print``").
 
     Hint 3:
-        ``dx[:, i*stride : i*stride + pool, j*stride : j*stride + pool, :] += upstream[:, i:i+1,
-        j:j+1, :] / pool**2``: add, do not assign.
+        ``@function(input_signature=[TensorSpec((None,), ef.float32)])`` on a ``square(x)`` that
+        computes ``y = x * x``, calls ``ef.print("squares:", y)`` and returns ``y``.
     """
     raise NotImplementedError
 
 
-def batch_norm_grad(
-    x: np.ndarray, gamma: np.ndarray, upstream: np.ndarray, epsilon: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """★★★ Stretch: the gradient of batch normalization while it trains, in NumPy.
+def numpy_source(graph_def: dict[str, Any], fetches: Sequence[str]) -> str:
+    """★★★ Stretch: an exporter. A GraphDef as the source of a function that needs only
+    NumPy: a graph that runs where eagerflow is not.
 
-    With ``training=True``, ``BatchNormalization`` normalizes each channel (the last axis)
-    with the statistics of the batch: over every other axis (for images, the batch and every
-    pixel), m numbers per channel,
+    ONNX Runtime ran the chapter's classifier without eagerflow, because it knows every op
+    of the ONNX file. Make NumPy the runtime: return the source of a function:
 
-        mean = Σ x / m,   var = Σ (x − mean)² / m,   x̂ = (x − mean) / √(var + ε),
-        out = γ · x̂ + β.
+        def run(feeds):
+            ...
+            return [...]
 
-    The mean and the variance are computed *from* ``x``: move one input and every output of
-    its channel moves with them. So ``dx`` is not ``upstream · γ / √(var + ε)``: that is the
-    gradient at inference, when the statistics are the moving ones, fixed.
+    that computes the tensors named in ``fetches`` (``"add:0"``) from ``feeds``, a dict
+    from each placeholder's name (``"x"``) to a NumPy array. The test executes your source
+    with ``np`` as its only global and ``import`` refused, calls ``run`` on inputs of its
+    own, and compares each result, its values, shape and dtype, with a Session running the
+    original graph.
 
-    Open-ended: derive a formula on paper, or go back through the forward pass one step at a
-    time (mean, centred, variance, x̂), in NumPy. The tests compare your three gradients with
-    those a tape takes through the chapter's layer, on inputs you do not see (ranks 2 to 4).
-    Then they give it a batch the size the chapter's first ``BatchNormalization`` sees, 64
-    images of 8x8 with 16 channels, and count the lines of Python it runs: no loop.
+    Translate the def's nodes in order, one rule per op type, as
+    ``eagerflow.graph.onnx`` does for ONNX. The test's graphs use these ops, each with one
+    output, and the attributes named (as the def writes them: ``decode_attr``, yours from
+    above, reads them):
+
+    - ``Placeholder``: ``feeds[name]``. ``Const``: its ``value``, an array, which the
+      source must hold itself (write its numbers and its dtype; ``inf``, ``-inf`` and
+      ``nan`` among them too);
+    - ``AddV2``, ``Sub``, ``Mul``, ``RealDiv``, ``Maximum``: broadcasting as NumPy does;
+    - ``Neg``, ``Square``, ``Exp``, ``Log``, ``Tanh``, ``Relu``;
+    - ``MatMul`` (``transpose_a``, ``transpose_b``);
+    - ``Sum`` and ``Mean`` (``axis``: an int, a tuple or None; ``keepdims``);
+    - ``Reshape`` (``shape``) and ``Transpose`` (``perm``).
 
     Args:
-        x: The layer's input, any rank from 2 up, channels last.
-        gamma: The scale γ, shape ``(channels,)``.
-        upstream: The gradient of the loss with respect to ``out``, shaped as ``x``.
-        epsilon: ε, added to the variance.
+        graph_def: A GraphDef without variables, as ``json.loads`` gives it back.
+        fetches: Names of tensors of the def, ``"node:0"``.
 
     Returns:
-        ``(dx, dgamma, dbeta)``: the gradients of the loss with respect to ``x`` (shaped as
-            ``x``), to γ and to β (shape ``(channels,)``), each the dtype of ``x``.
+        Python source defining ``run(feeds)``, which returns one array per fetch, in order.
 
     Hint 1:
-        ``dbeta`` and ``dgamma`` are sums over every axis but the last, of ``upstream`` and of
-        ``upstream · x̂``. For ``dx``, start from ``g = upstream · γ``, the gradient with
-        respect to x̂, and take it back through x̂ = (x − mean) · r, where r = 1 / √(var + ε)
-        depends on every x of the channel too, as does the mean.
+        One line per node: a local variable for its output, computed from its inputs'
+        variables. Node names are not always Python names (``"dense/MatMul"``): number the
+        variables ``v0``, ``v1``, … and keep a dict from tensor name to variable.
 
     Hint 2:
-        Within a channel, ∂x̂ⱼ/∂xᵢ = r · (δᵢⱼ − 1/m − x̂ᵢ · x̂ⱼ / m): the 1/m comes through the
-        mean, the x̂ᵢ · x̂ⱼ / m through the variance. ``dx`` is ``g`` summed against it over j.
+        A table from op type to a format string, ``"AddV2": "{0} + {1}"``, ``"Sum":
+        "np.sum({0}, axis={axis!r}, keepdims={keepdims!r})"``, filled with the inputs'
+        variables and the decoded attributes. A constant is ``np.array({list!r},
+        {dtype!r})`` of ``value.tolist()`` and ``value.dtype.name``; but ``repr`` writes
+        ``inf`` and ``nan`` as bare names that the source does not define: write those
+        numbers as ``np.inf``, ``-np.inf`` and ``np.nan`` (a small recursive function over
+        the nested lists).
 
     Hint 3:
-        ``dx = r · (g − mean(g) − x̂ · mean(g · x̂))``, with the means per channel,
-        ``axis=tuple(range(x.ndim - 1))`` and ``keepdims=True``.
+        ``Relu`` is ``np.maximum({0}, 0)``; ``MatMul``'s ``transpose_a`` swaps the last two
+        axes of its first input, ``np.swapaxes({0}, -1, -2)``, before ``np.matmul``.
     """
     raise NotImplementedError

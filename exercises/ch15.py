@@ -1,9 +1,10 @@
 """Chapter 15 exercises — run `.venv/bin/pytest -m ch15`.
 
-Linear regression, the line ``y ≈ w·x + b`` fitted to noisy points: its gradient by
-calculus, its exact answer in closed form, and two training loops, one eager with an
-optimizer and a global step, one in a graph with placeholders and a Session; then (a stretch) a
-polynomial that overfits, and early stopping.
+FizzBuzz three ways: one number's class with ``cond``, the whole sequence with
+``while_loop`` (both work eagerly and build a graph), and the two ends of the learned
+version: the binary encoding a network reads and the decoding of what it predicts.
+
+Classes, as in the chapter: 0 for the number itself, 1 for Fizz, 2 for Buzz, 3 for FizzBuzz.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch15`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -17,208 +18,170 @@ hints: read Hint 1 first, and the next only if you need it; the last is nearly t
 # ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow import nn
-from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Graph, Session, global_variables_initializer, placeholder
+from eagerflow.graph import cond, while_loop
+from eagerflow.tensor import Tensor
+
+WORDS = ("", "Fizz", "Buzz", "FizzBuzz")
 
 
-def mse_gradients(w: float, b: float, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """★ The gradient of the mean squared error, by calculus instead of by a tape.
+def fizzbuzz_class(n: Tensor) -> Tensor:
+    """★★ The FizzBuzz class of one number, chosen with ``cond``: works in both modes.
 
-    For the loss ``L(w, b) = mean((w·x + b − y)²)`` over the n points, with the error
-    ``e = w·x + b − y`` of each point:
-
-        ∂L/∂w = 2 · mean(e · x)        ∂L/∂b = 2 · mean(e)
-
-    Compute both with NumPy. The test compares your numbers with a GradientTape's: when
-    they agree, you have checked the tape against the chain rule.
+    3 if ``n`` is a multiple of 15, else 2 if of 5, else 1 if of 3, else 0. Eagerly a
+    Python ``if`` on ``ef.equal(...)`` would do; in a graph ``n`` has no value while the
+    graph is built, so the choice must become ``If`` nodes that the Session evaluates.
 
     Args:
-        w: The slope.
-        b: The intercept.
-        x: The inputs, shape (n,).
-        y: The targets, shape (n,).
+        n: An ``int32`` scalar tensor (eager, or symbolic in a graph).
 
     Returns:
-        ``(∂L/∂w, ∂L/∂b)`` as Python floats.
+        An ``int32`` scalar tensor: 0, 1, 2 or 3.
 
     Hint 1:
-        The formulas are given; NumPy computes them for all the points at once.
+        Nested ``cond``: the false branch of one is a function that calls the next.
 
     Hint 2:
-        ``error = w * x + b - y`` is an array with one error per point; ``np.mean`` of the right
-        products gives each partial derivative. Return Python floats.
-    """
-    raise NotImplementedError
-
-
-def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """★ The exact minimizer of ``mean((w·x + b − y)²)``: no training needed.
-
-    Setting both partial derivatives of the loss to zero gives two linear equations in w
-    and b, whose solution is
-
-        w* = cov(x, y) / var(x)        b* = mean(y) − w* · mean(x)
-
-    with ``cov(x, y) = mean((x − mean(x)) · (y − mean(y)))`` and ``var(x) = cov(x, x)``.
-    This is what gradient descent converges to, and what the chapter compares it with.
-    Compute it in float64 whatever the inputs' dtype: the tests compare to 1e-9, on data
-    that float32 cannot hold.
-
-    Args:
-        x: The inputs, shape (n,), not all equal.
-        y: The targets, shape (n,).
-
-    Returns:
-        ``(w*, b*)`` as Python floats.
-
-    Hint 1:
-        Work in float64 (``np.asarray(x, np.float64)``): sums of many float32 numbers lose
-        digits.
-
-    Hint 2:
-        Center first: with ``xc = x - x.mean()`` and ``yc = y - y.mean()``,
-        ``cov = mean(xc·yc)`` and ``var = mean(xc·xc)``.
-    """
-    raise NotImplementedError
-
-
-def train_with_optimizer(
-    model: nn.Model, x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
-) -> list[float]:
-    """★★ Train ``model`` eagerly with ``GradientDescentOptimizer`` and the global step.
-
-    ``model(x)`` predicts y (the chapter's ``Linear`` model, with variables ``W`` and
-    ``B``). For each of ``steps`` steps, on the whole data set:
-
-    1. compute ``loss = mean((model(x) − y)²)`` under a GradientTape;
-    2. take its gradients for ``model.trainable_variables``;
-    3. ``apply_gradients`` with ``global_step=nn.get_or_create_global_step()``, which adds
-       1 to the step counter after each update.
-
-    Args:
-        model: The model to train; its variables change in place.
-        x: The inputs, float32, shape (n,).
-        y: The targets, float32, shape (n,).
-        steps: How many updates.
-        learning_rate: The optimizer's learning rate.
-
-    Returns:
-        The loss *before* each update, as Python floats (``steps`` of them).
-
-    Hint 1:
-        One optimizer for all the steps; each step is a tape, its gradients and
-        ``apply_gradients``.
-
-    Hint 2:
-        Keep the loss before the update. Pass ``global_step=nn.get_or_create_global_step()`` to
-        ``apply_gradients``, and do not reset it.
+        Test 15 first: a multiple of 15 is also a multiple of 3 and of 5. Each branch is a
+        function of no arguments returning an int32 tensor, such as ``lambda: ef.constant(3)``.
 
     Hint 3:
-        In the loop: the loss under ``with GradientTape() as tape:``,
-        ``grads = tape.gradient(loss, model.trainable_variables)``,
-        ``optimizer.apply_gradients(zip(grads, model.trainable_variables), global_step=step)``,
-        ``losses.append(float(loss))``.
+        ``cond(ef.equal(n % 15, 0), lambda: ef.constant(3), lambda: cond(ef.equal(n % 5, 0),
+        ...))``, two levels deeper for 3 and for 0.
     """
     raise NotImplementedError
 
 
-def train_in_graph(
-    x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
-) -> tuple[float, float, list[float]]:
-    """★★ Fit ``y ≈ w·x + b`` in graph mode: build once, then run the train op ``steps`` times.
+def fizzbuzz_classes(n: Tensor) -> Tensor:
+    """★★ The classes of 1, 2, …, ``n``, computed by a ``while_loop``: works in both modes.
 
-    Build a new ``Graph`` holding
-
-    - two placeholders, for x and y (float32, shape ``(None,)``);
-    - two variables, ``w`` starting at 5.0 and ``b`` at 10.0;
-    - the loss ``mean((w·x + b − y)²)``;
-    - ``train = nn.GradientDescentOptimizer(learning_rate).minimize(loss)``;
-    - ``global_variables_initializer()``.
-
-    Then, in a ``Session`` of that graph, run the initializer once and the train op
-    ``steps`` times, feeding the data each time. Building happens once: running a step adds
-    no node and executes no op through the seam, which is what the test checks.
+    Loop a counter ``i`` from 1 while ``i <= n``, appending ``fizzbuzz_class(i)`` to a
+    vector that starts empty. In a graph the number of iterations is not known until the
+    Session is fed ``n``: the loop must be one ``While`` node, not a Python loop.
 
     Args:
-        x: The inputs, float32, shape (n,).
-        y: The targets, float32, shape (n,).
-        steps: How many updates.
-        learning_rate: The step size.
+        n: An ``int32`` scalar tensor, at least 0.
 
     Returns:
-        w: The final slope, a Python float.
-        b: The final intercept, a Python float.
-        losses: The loss before each update, ``steps`` Python floats.
+        An ``int32`` vector of length ``n`` (shape ``(None,)`` in a graph).
 
     Hint 1:
-        Build everything once inside ``with graph.as_default():``, then run it many times in a
-        ``Session``.
+        A ``while_loop`` with a counter and a vector that grows by one class per iteration.
 
     Hint 2:
-        ``minimize(loss)`` returns the train op. ``session.run([train, loss], feed)`` runs one
-        step, and the loss it returns is the one before the update: the update needs the
-        gradient, which is computed from the same values as the loss.
+        Two loop variables, ``ef.constant(1)`` and ``ef.zeros((0,), ef.int32)``. The vector's
+        length changes: say so with ``shape_invariants``.
 
     Hint 3:
-        Placeholders for x and y, ``w = Variable(5.0)`` and ``b = Variable(10.0)``, the loss,
-        ``train`` and ``init``; then ``session.run(init)`` once,
-        ``session.run([train, loss], {x_ph: x, y_ph: y})`` per step, and ``session.run([w, b])``
-        at the end.
+        The body returns ``i + 1`` and
+        ``ef.concat([classes, ef.reshape(fizzbuzz_class(i), (1,))], axis=0)``; the condition is
+        ``i <= n``; ``shape_invariants=[(), (None,)]``; return the second final variable.
     """
     raise NotImplementedError
 
 
-def early_stopping(
-    x_train: np.ndarray,
-    y_train: np.ndarray,
-    x_val: np.ndarray,
-    y_val: np.ndarray,
-    degree: int,
-    learning_rate: float,
-    max_steps: int,
-    patience: int,
-) -> tuple[np.ndarray, int, int]:
-    """★★★ Stretch: a polynomial that overfits, and gradient descent that stops in time.
+def binary_encode(numbers: Any, bits: int = 10) -> Tensor:
+    """★★ Each number as its ``bits`` binary digits, least significant first, with ops.
 
-    A line has two weights; a polynomial ``w₀ + w₁·x + … + w_d·x^d`` of degree 9 fitted to 10
-    noisy points has as many weights as points, and the longer it trains the better it fits
-    the noise: the loss on points it never trains on (the *validation* set) falls, then
-    rises. Early stopping watches that loss and keeps the weights from its best step.
-
-    Train with these rules (the tests replay them and compare every number):
-
-    - the features of ``x`` are its powers ``[1, x, x², …, x^degree]``, in float64;
-    - the weights start at zeros; step 0 is "before training", with its validation loss;
-    - each step ``t = 1, 2, …, max_steps`` is one full-batch gradient-descent step on the
-      training mean squared error, its gradient from a ``GradientTape`` (one per step);
-    - after step ``t``, the validation mean squared error: lower than the best so far (strictly)
-      makes ``t`` the best step, with its weights; else, once ``t − best_step ≥ patience``,
-      training stops after step ``t``.
+    ``binary_encode([6], 4)`` is ``[[0., 1., 1., 0.]]``: 6 = 0·1 + 1·2 + 1·4 + 0·8. This
+    is the input of the learned FizzBuzz: ten 0/1 features per number. Use eagerflow ops
+    only, so the encoding works on a placeholder too.
 
     Args:
-        x_train: The training points' x, shape (n,).
-        y_train: Their y, shape (n,).
-        x_val: The validation points' x, shape (m,).
-        y_val: Their y, shape (m,).
-        degree: The polynomial's degree.
-        learning_rate: Gradient descent's step size.
-        max_steps: The most steps to take.
-        patience: How many steps without a better validation loss to wait.
+        numbers: A vector of integers (a tensor, NumPy array or list; int32 or int64).
+        bits: How many digits.
 
     Returns:
-        ``(weights, best_step, steps)``: the best step's ``degree + 1`` weights (a NumPy
-            array, ``w₀`` first), that step's number, and the number of steps taken.
+        A ``float32`` tensor of shape ``(len(numbers), bits)`` (``(None, bits)`` in a graph
+            fed by a ``(None,)`` placeholder).
 
     Hint 1:
-        ``x[:, None] ** np.arange(degree + 1)`` is the (n, degree + 1) matrix of features; the
-        predictions are that matrix times the weights, ``ef.matmul`` or by broadcasting.
+        Digit i of n is ``(n // 2**i) % 2``: compute every digit of every number at once, by
+        broadcasting.
 
     Hint 2:
-        Keep a copy of the best weights (``w.numpy()``): the variable goes on changing. The
-        test ``t − best_step ≥ patience`` comes only when step ``t`` did not improve.
+        A column of the numbers, shape (batch, 1), against a row of the powers of two, shape
+        (bits,), broadcasts to (batch, bits).
+
+    Hint 3:
+        ``ef.expand_dims(numbers, 1)`` and
+        ``ef.constant([2**i for i in range(bits)], numbers.dtype)``, then ``ef.floordiv``,
+        ``ef.floormod(..., 2)`` and ``ef.cast(..., ef.float32)``.
+    """
+    raise NotImplementedError
+
+
+def decode(numbers: Sequence[int], logits: Any) -> list[str]:
+    """★ Turn a network's outputs back into FizzBuzz text.
+
+    Row k of ``logits`` holds the network's four scores for ``numbers[k]``; the predicted
+    class is the highest. Class 0 prints the number itself (``"7"``), classes 1, 2 and 3
+    print ``"Fizz"``, ``"Buzz"`` and ``"FizzBuzz"``. Decode what the network *predicted*,
+    even when it is wrong: that is how you see its mistakes.
+
+    Args:
+        numbers: The numbers the rows are about.
+        logits: Shape ``(len(numbers), 4)``: a tensor or a NumPy array.
+
+    Returns:
+        One string per number.
+
+    Hint 1:
+        The predicted class of a row is the position of its highest score.
+
+    Hint 2:
+        ``np.argmax(np.asarray(logits), axis=1)`` (NumPy reads tensors), then one string per
+        number: the number itself for class 0, else ``WORDS[class]``.
+    """
+    raise NotImplementedError
+
+
+def fizzbuzz_weights(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """★★★ Stretch: the learned FizzBuzz's weights, written by hand, right on every number.
+
+    The chapter's network, ``Dense(hidden, "relu")`` then ``Dense(4)``, reads a number's
+    ``bits`` binary digits, least significant first (``binary_encode``). Training finds
+    weights that are right on most numbers; write weights that are right on *every* number
+    from 0 to ``2**bits - 1``, with no training, from what the chapter says the network has
+    to discover. Digit i is worth 2ⁱ, and 2ⁱ mod 3 is 1, 2, 1, 2, … while 2ⁱ mod 5 is 1, 2,
+    4, 3, 1, …; so a weighted sum of the digits s = Σ wᵢ·bᵢ with wᵢ ≡ 2ⁱ (mod k) is ≡ n
+    (mod k). That sum is linear in the digits, takes a few dozen values, and a sum of
+    ReLUs of it can be 1 at the multiples of k among those values and 0 at the others.
+
+    Open-ended: the tests load your weights into the chapter's network,
+    ``Sequential([Dense(hidden, "relu"), Dense(4)])`` in float32, and run it on every number
+    for several ``bits`` you do not see. The right class's logit must beat every other by at
+    least 0.1 (a tie is not an answer), and ``hidden`` must be at most ``6 * bits``: a table
+    of the numbers would need ``2**bits`` units (the chapter trains 512 for 10 digits).
+
+    Args:
+        bits: How many binary digits the network reads (1 or more).
+
+    Returns:
+        ``(kernel, bias, out_kernel, out_bias)``: NumPy arrays of shapes ``(bits, hidden)``,
+            ``(hidden,)``, ``(hidden, 4)`` and ``(4,)``, the two layers' weights.
+
+    Hint 1:
+        A function of an integer s, known at s = lo, lo + 1, …, hi, is matched at those points
+        by its value at lo plus a sum of hinges c·relu(s − t), one per t = lo, …, hi − 1: each
+        changes the slope by c at t. A hinge is one hidden unit: its column of ``kernel``
+        holds the digit weights wᵢ, its ``bias`` is −t, and ``out_kernel`` holds its c.
+
+    Hint 2:
+        Build two such functions: d3, 1 where the mod-3 sum is a multiple of 3 and else 0, and
+        d5 for the mod-5 sum. The output layer adds hidden units, so it can add them up too:
+        logits (0.5, d3, d5, d3 + d5 − 0.5) choose the number, Fizz, Buzz or FizzBuzz, by 0.5.
+
+    Hint 3:
+        Take wᵢ between −k/2 and k/2 (1, −1, … for 3; 1, 2, −1, −2, … for 5), for fewer values
+        of s. Then lo is the sum of the negative wᵢ, hi that of the positive;
+        ``target = (np.arange(lo, hi + 1) % k == 0).astype(float)``; the c's are
+        ``np.diff(np.diff(target), prepend=0.0)``; ``target[0]`` goes into ``out_bias``
+        wherever d3 (or d5) appears.
     """
     raise NotImplementedError

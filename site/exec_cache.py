@@ -13,7 +13,7 @@ site/hooks.py installs ``install()`` in place of markdown-exec's Python runner. 
    the source of *every block of its session up to and including it* (a later block depends
    on what the earlier ones defined). On a hit the stored output is shown without running
    the block; the files the block wrote into the page's folder of the built site (chapter
-   13's ``fizzbuzz.onnx``) are written back, and the claims it asserted (``tutorial.claim``)
+   15's ``fizzbuzz.onnx``) are written back, and the claims it asserted (``tutorial.claim``)
    are asserted again, so the page's ``claims.json`` is what a full run writes. When a block
    misses after blocks of its session that hit, those are run first (their state is needed),
    then the block itself.
@@ -57,9 +57,11 @@ def _cpu() -> float:
 
 
 def sources_hash(root: Path, tutorial: Path) -> str:
-    """A hash of the packages' Python source and of the chapters' helpers."""
+    """A hash of the packages' Python source and of the chapters' helpers (``tutorial.py`` and
+    the modules next to it, such as chapter 13's ``workloads.py``)."""
     digest = hashlib.sha256()
-    files = [*sorted(root.glob("packages/*/src/**/*.py")), tutorial]
+    helpers = {tutorial, *tutorial.parent.glob("*.py")}
+    files = [*sorted(root.glob("packages/*/src/**/*.py")), *sorted(helpers)]
     for path in files:
         digest.update(str(path.relative_to(root)).encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")

@@ -14,14 +14,14 @@ Nine jobs:
    carry the outputs the page's code printed at build time (kept by ``exec_cache.py``).
 3. **Source for AutoGraph.** ``@function`` converts a function from its source, which it
    reads with ``inspect.getsource``. markdown-exec compiles each code block it runs under a
-   made-up file name (``<code block: session ch08; n3>``) and keeps the text to itself, so
+   made-up file name (``<code block: session ch09; n3>``) and keeps the text to itself, so
    a function defined on a page would have no source, and run unconverted (with an
    ``AutoGraphWarning``). We put each block's text in ``linecache`` under that name, as
    IPython and Jupyter do for their cells, and ``inspect`` finds it there.
 4. **Files made by a page, and onnxruntime-web.** While a page's code runs at build time, the
    environment variable ``EAGERFLOW_PAGE_DIR`` names the page's own folder in the built site
-   (``<site>/chapters/13-fizzbuzz/``): a file the code writes there is published next to the
-   page, at a URL relative to it (chapter 13 writes its trained model as ``fizzbuzz.onnx``).
+   (``<site>/chapters/15-fizzbuzz/``): a file the code writes there is published next to the
+   page, at a URL relative to it (chapter 15 writes its trained model as ``fizzbuzz.onnx``).
    When ``make setup`` has installed the npm ``onnxruntime-web`` package into ``build/npm``,
    its WebAssembly build is shipped under ``assets/onnxruntime/`` and, while a page's code
    runs, ``EAGERFLOW_ONNXRUNTIME_WEB`` holds that folder's URL relative to the page; without
@@ -29,15 +29,17 @@ Nine jobs:
 5. **The chapters' helpers.** ``docs/chapters/tutorial.py`` (``show`` a figure, ``draw`` a
    diagram, ``listing`` of source, ``pdb_transcript`` of a script) is imported by the
    chapters' code: its folder goes on ``sys.path`` for the build, and MkDocs publishes the
-   file next to the notebooks, where a downloaded notebook finds it.
+   file next to the notebooks, where a downloaded notebook finds it. Another module beside it
+   (``workloads.py``, chapter 13's race) gets a download button of its own on the pages whose
+   code imports it.
 6. **Timing and caching the code blocks** (``exec_cache.py``, next to this file): every block's
    CPU time is recorded (``EAGERFLOW_SITE_PROFILE=1`` prints a table at the end of the build),
    and with ``EAGERFLOW_SITE_CACHE=1`` (``make serve``) a block whose session's source, and
    the packages' source, are unchanged shows its stored output without running.
 7. **One BLAS thread.** The pages' code runs with NumPy's matrix products on one thread, as
-   chapter 9's race and ``make bench`` already do. The chapters' arrays are small: a second
+   chapter 13's race and ``make bench`` already do. The chapters' arrays are small: a second
    OpenBLAS thread makes no product faster, but it spins while it waits for work, and on 2
-   cores that doubled the CPU time of chapter 14's trainings (27 s instead of 8 s).
+   cores that doubled the CPU time of chapter 16's trainings (27 s instead of 8 s).
 8. **Wheels.** The four packages are built into wheels (``wheels.py``, cached by their
    source's hash) and published under ``wheels/``, for the notebooks' install cell: pip
    installs them from ``site_url`` + ``wheels/`` (under ``mkdocs serve``, the local server).
@@ -187,7 +189,8 @@ def add_notebook(page: File, files: Files, config: MkDocsConfig, install: Instal
     once every page's code has run), so that the page can link to it."""
     try:
         markdown = page.content_string
-        content = to_notebook(markdown, _title(markdown), install=install)
+        helpers = helpers_imported(markdown, Path(config.docs_dir, CHAPTERS))
+        content = to_notebook(markdown, _title(markdown), install=install, more_helpers=helpers)
     except Exception as error:  # e.g. a page half-written: say which, keep building
         # A warning, so `mkdocs build --strict` (and the tests) still fail, while
         # `mkdocs serve` goes on serving the page, without its download link.
@@ -209,7 +212,8 @@ def on_env(env: Any, config: MkDocsConfig, files: Files) -> Any:
             continue
         markdown = page.content_string
         runs = [Run(code, output) for code, output in printed.get(src_uri, [])]
-        notebook.content_string = to_notebook(markdown, _title(markdown), runs, install)
+        helpers = helpers_imported(markdown, Path(config.docs_dir, CHAPTERS))
+        notebook.content_string = to_notebook(markdown, _title(markdown), runs, install, helpers)
     return env
 
 
@@ -221,18 +225,35 @@ def _title(markdown: str) -> str | None:
     return first_line[2:].strip(" #") or None
 
 
-def download_note(page_uri: str) -> str:
-    """The admonition with the notebook download link that opens every chapter page."""
+def download_note(page_uri: str, more_helpers: tuple[str, ...] = ()) -> str:
+    """The admonition with the notebook download link that opens every chapter page, with a
+    button for each other helper module the page imports (``more_helpers``, file names)."""
     name = PurePosixPath(notebook_uri(page_uri)).name
+    buttons = "".join(
+        f'    [Download {helper}]({helper}){{ .md-button download="{helper}" }}\n'
+        for helper in more_helpers
+    )
     return (
         '!!! tip "Run this chapter yourself"\n\n'
         "    This page is also a Jupyter notebook, whose cells are its Python code blocks, with "
         "the outputs shown here (made by running them when the site was built). Its first cell "
         f"installs eagerflow from this site and fetches the chapters' helpers, `{TUTORIAL_MODULE}`"
-        ", unless they are there already.\n\n"
+        + "".join(f" and `{helper}`" for helper in more_helpers)
+        + ", unless they are there already.\n\n"
         f'    [Download this chapter as a notebook]({name}){{ .md-button download="{name}" }}\n'
         f"    [Download its helpers, {TUTORIAL_MODULE}]({TUTORIAL_MODULE})"
-        f'{{ .md-button download="{TUTORIAL_MODULE}" }}\n'
+        f'{{ .md-button download="{TUTORIAL_MODULE}" }}\n' + buttons
+    )
+
+
+def helpers_imported(markdown: str, chapters_folder: Path) -> tuple[str, ...]:
+    """The chapters' helper modules besides tutorial.py (``workloads.py``, next to it) that a
+    page's code imports, as file names."""
+    imported = set(re.findall(r"^\s*(?:from|import) (\w+)", markdown, re.MULTILINE))
+    return tuple(
+        path.name
+        for path in sorted(chapters_folder.glob("*.py"))
+        if path.name != TUTORIAL_MODULE and path.stem in imported
     )
 
 
@@ -243,7 +264,7 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     uri = page.file.src_uri
     if not is_chapter(uri) or files.get_file_from_path(notebook_uri(uri)) is None:
         return markdown
-    note = download_note(uri)
+    note = download_note(uri, helpers_imported(markdown, Path(config.docs_dir, CHAPTERS)))
     # Under the first line if that is the page's title, so the title still comes first.
     lines = markdown.split("\n", 1)
     if lines[0].startswith("# "):

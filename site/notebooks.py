@@ -69,8 +69,18 @@ class Install:
     tutorial: str
 
 
-def install_cell(install: Install) -> NotebookNode:
-    """The notebook's first code cell: eagerflow's wheels from the site, and ``tutorial.py``."""
+def install_cell(install: Install, more_helpers: tuple[str, ...] = ()) -> NotebookNode:
+    """The notebook's first code cell: eagerflow's wheels from the site, ``tutorial.py``, and
+    the other helper modules the page imports (``more_helpers``, served beside it)."""
+    folder = install.tutorial.rsplit("/", 1)[0] + "/"
+    fetches = [
+        line
+        for helper in more_helpers
+        for line in (
+            f'if not pathlib.Path("{helper}").exists():',
+            f'    urllib.request.urlretrieve("{folder}{helper}", "{helper}")',
+        )
+    ]
     return new_code_cell("\n".join([
         "# Run this cell first: it installs eagerflow (four pure-Python packages, and NumPy)",
         "# from the tutorial site, and downloads the chapters' helpers, tutorial.py, next to",
@@ -88,6 +98,7 @@ def install_cell(install: Install) -> NotebookNode:
         "    importlib.invalidate_caches()",
         f'if not pathlib.Path("{TUTORIAL_MODULE}").exists():',
         f'    urllib.request.urlretrieve("{install.tutorial}", "{TUTORIAL_MODULE}")',
+        *fetches,
     ]))  # fmt: skip
 
 
@@ -96,6 +107,7 @@ def to_notebook(
     title: str | None = None,
     runs: list[Run] | None = None,
     install: Install | None = None,
+    more_helpers: tuple[str, ...] = (),
 ) -> str:
     """A chapter page's markdown source as the JSON text of a Jupyter notebook: its cells, the
     outputs of ``runs`` (the page's executed blocks, in order), and ``install``'s cell first.
@@ -115,7 +127,8 @@ def to_notebook(
         "outputs its code printed when the site was built. Its first cell installs eagerflow "
         f"and the chapters' helpers (`{TUTORIAL_MODULE}`); then run the cells in order.*"
     )
-    notebook.cells = [first, *([install_cell(install)] if install else []), *cells]
+    installs = [install_cell(install, more_helpers)] if install else []
+    notebook.cells = [first, *installs, *cells]
     notebook.metadata = {
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
         "language_info": {"name": "python"},

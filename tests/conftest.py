@@ -32,7 +32,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 threadpool_limits(1, user_api="blas")
 
 EXERCISE_TESTS = Path(__file__).parent / "exercises"
-# `-m ch03`, `-m "ch03 or ch04"`: the command a reader runs for a chapter's exercises
+# `-m ch03`, `-m "ch03 or ch05"`: the command a reader runs for a chapter's exercises
 CHAPTERS_ONLY = re.compile(r"ch\d\d(\s+or\s+ch\d\d)*")
 
 

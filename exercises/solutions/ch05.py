@@ -1,294 +1,204 @@
 """Chapter 5 exercises — run `.venv/bin/pytest -m ch05`.
 
-Static graphs and Sessions: build a graph for a formula, keep state in a graph variable,
-find the operations a fetch needs, run a graph with a tiny Session of your own, and (a
-stretch) give that Session a memory, where graph variables keep their values.
+Variables and training by hand: one gradient-descent step with ``assign_sub``, what a
+read-before-assign means, momentum kept in variables of its own, a whole training loop,
+and (a stretch) Adam.
 
 Reference solutions: the same functions as `exercises/ch05.py`, solved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from collections.abc import Sequence
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import Variable
-from eagerflow.graph import (
-    Graph,
-    Operation,
-    SymbolicTensor,
-    global_variables_initializer,
-    placeholder,
-)
+from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.tensor import Tensor
 
 
-def polynomial_graph(coefficients: Sequence[float]) -> tuple[Graph, SymbolicTensor, SymbolicTensor]:
-    """★★ A new graph computing the polynomial c₀ + c₁·x + c₂·x² + … of a fed vector ``x``.
+def sgd_step(variables: Sequence[Variable], grads: Sequence[Tensor], learning_rate: float) -> None:
+    """★ One step of gradient descent: ``v ← v - learning_rate · g`` for each variable.
 
-    Build, do not run: inside ``with graph.as_default():`` make ``x`` a ``float32``
-    placeholder of shape ``(None,)`` (a vector of any length) and ``y`` the polynomial of
-    ``x``, elementwise. Nothing is computed here; the test runs ``y`` in a Session.
+    Change the variables in place (they are the model: whoever holds them sees the new
+    values); do not create new ones.
 
     Args:
-        coefficients: c₀, c₁, c₂, … (at least two), lowest power first.
-
-    Returns:
-        ``(graph, x, y)``: the new graph, its placeholder and the polynomial's symbolic tensor.
-
-    Hint 1:
-        Build, do not run: inside ``graph.as_default()``, ops on a placeholder add nodes to the
-        graph.
-
-    Hint 2:
-        Horner's rule needs only ``*`` and ``+``: start from the highest coefficient and, going
-        down, multiply by x and add the next one. The Python loop runs while you build.
-
-    Hint 3:
-        ``x = placeholder(ef.float32, (None,))``, ``y = coefficients[-1]``, then
-        ``y = y * x + c`` for each ``c`` in ``reversed(coefficients[:-1])``.
-    """
-    graph = Graph()
-    with graph.as_default():
-        x = placeholder(ef.float32, (None,), name="x")
-        y: Any = float(coefficients[-1])
-        for c in reversed(coefficients[:-1]):
-            y = y * x + float(c)
-    return graph, x, y
-
-
-def accumulator_graph() -> tuple[Graph, SymbolicTensor, SymbolicTensor, Operation]:
-    """★★ A new graph holding a running total in a variable: each run adds a fed value to it.
-
-    Build, in a new graph: a ``float32`` Variable ``total`` starting at 0, a ``float32``
-    scalar placeholder ``value`` (shape ``()``), an ``update`` tensor that adds ``value``
-    to ``total`` and is the new total, and the ``init`` op that initializes the variable.
-
-    The test then plays the part of a training loop: it opens a Session, runs ``init``,
-    and runs ``update`` once per value it feeds. A second Session must start from 0 again:
-    a graph variable's value belongs to a Session, not to the graph.
-
-    Returns:
-        ``(graph, value, update, init)``.
+        variables: The variables to update.
+        grads: One gradient per variable, of its shape.
+        learning_rate: The step size.
 
     Hint 1:
-        A graph variable's value lives in a Session; the graph holds only the nodes that
-        initialize, read and assign it.
+        Change the variables, do not make new ones: a ``Variable`` has methods that update it in
+        place.
 
     Hint 2:
-        Make the variable and the placeholder inside ``graph.as_default()``. In graph mode
-        ``assign_add`` returns the new value. Build ``global_variables_initializer()`` after the
-        variable.
+        ``v.assign_sub(delta)`` subtracts ``delta`` from ``v``'s value, as one op on the seam.
 
     Hint 3:
-        ``total = Variable(0.0, name="total")``, ``value = placeholder(ef.float32, ())``,
-        ``update = total.assign_add(value)``, ``init = global_variables_initializer()``.
+        ``for v, g in zip(variables, grads): v.assign_sub(learning_rate * g)``.
     """
-    graph = Graph()
-    with graph.as_default():
-        total = Variable(0.0, name="total")
-        value = placeholder(ef.float32, (), name="value")
-        update = total.assign_add(value)
-        init = global_variables_initializer()
-    assert init is not None  # graph mode always gives an op
-    return graph, value, update, init
+    for variable, grad in zip(variables, grads, strict=True):
+        variable.assign_sub(grad * learning_rate)
 
 
-def execution_order(
-    fetches: Sequence[SymbolicTensor | Operation], fed: Collection[SymbolicTensor] = ()
-) -> list[Operation]:
-    """★★★ The operations a Session must run to compute ``fetches``, inputs first.
+def swap(a: Variable, b: Variable) -> None:
+    """★ Exchange the values of two variables of the same shape and dtype.
 
-    Walk back from the fetches: an operation is needed if a fetch is one of its outputs (or
-    is the operation itself), or if a needed operation takes one of its outputs as an input
-    or lists it among its ``control_inputs``. A tensor in ``fed`` gets its value from the
-    feed, so the walk stops there: the operation that makes it is not needed for it.
-
-    Return each needed operation once, and each after every operation it depends on. Leave
-    out everything else, even operations of the same graph. Walk the graph yourself: the
-    tests refuse the Session's own ``Plan`` (and its ``_needed_operations``).
+    ``a.assign(b)`` followed by ``b.assign(a)`` does not work: by the second line ``a``
+    already holds b's value. But a tensor read from a variable is a snapshot that never
+    changes, whatever happens to the variable afterwards.
 
     Args:
-        fetches: Symbolic tensors and/or operations of one graph.
-        fed: Tensors whose values will be fed.
-
-    Returns:
-        The needed operations, in an order a Session can run them.
+        a: A variable.
+        b: Another variable, of the same shape and dtype.
 
     Hint 1:
-        Two steps: find what is needed by walking back from the fetches, then put it in order.
+        A tensor read from a variable is a snapshot: it keeps its value when the variable
+        changes.
 
     Hint 2:
-        A stack of operations to visit and a set of those seen. For each operation popped, push
-        the ``.op`` of each input that is not fed, and its ``control_inputs``.
-
-    Hint 3:
-        For the order, reuse the graph's:
-        ``[o for o in graph.get_operations() if o in needed]``. An operation can only be added
-        after its inputs exist.
+        Read both values first (``read_value()``), then assign.
     """
-    fed_set = set(fed)
-    needed: set[Operation] = set()
-    stack = [f if isinstance(f, Operation) else f.op for f in fetches if f not in fed_set]
-    while stack:
-        operation = stack.pop()
-        if operation in needed:
-            continue
-        needed.add(operation)
-        stack.extend(t.op for t in operation.inputs if t not in fed_set)
-        stack.extend(operation.control_inputs)
-    if not needed:
-        return []
-    graph = next(iter(needed)).graph
-    return [o for o in graph.get_operations() if o in needed]
+    old_a, old_b = a.read_value(), b.read_value()
+    a.assign(old_b)
+    b.assign(old_a)
 
 
-def run_graph(
-    fetches: Sequence[SymbolicTensor], feed_dict: Mapping[SymbolicTensor, np.ndarray]
-) -> list[np.ndarray]:
-    """★★ A tiny Session: compute the values of ``fetches`` given values for some tensors.
+def momentum_step(
+    variables: Sequence[Variable],
+    velocities: Sequence[Variable],
+    grads: Sequence[Tensor],
+    learning_rate: float,
+    momentum: float = 0.9,
+) -> None:
+    """★★ One step of gradient descent with momentum; the velocities are variables too.
 
-    Run the operations of ``execution_order(fetches, feed_dict)`` one by one. Each one's
-    kernel is in the op registry's row for it, ``operation.op_def``: call
-    ``operation.op_def.kernel(*input_values, **operation.attrs)``. Keep every value in a
-    dict keyed by tensor, starting with ``feed_dict``. A kernel returns one NumPy array,
-    or, when ``operation.op_def.multi_output`` is true, a tuple with one per output.
+    For each variable ``w`` with velocity ``v`` and gradient ``g``:
 
-    Graphs with variables are out of scope: their kernels read the variable store of a
-    real Session. The tests refuse ``Session.run`` and the Session's own ``Plan``: they are
-    the thing to build.
+        v ← momentum · v + g;   w ← w - learning_rate · v   (using the new v)
+
+    An optimizer's state (here the velocities) lives in variables, like the model itself:
+    that is what lets it persist from one step to the next.
 
     Args:
-        fetches: Symbolic tensors of one graph.
-        feed_dict: NumPy arrays (already of the right dtype) for placeholders, or for any
-            other tensor whose computed value you want to replace.
-
-    Returns:
-        The fetches' values, as NumPy arrays, in order.
+        variables: The variables to update.
+        velocities: One velocity variable per variable, of the same shape (start at zeros).
+        grads: One gradient per variable.
+        learning_rate: The step size.
+        momentum: How much of the previous velocity to keep.
 
     Hint 1:
-        ``execution_order`` (your previous exercise) knows which operations to run, and in which
-        order.
+        The velocity outlives a step, so it lives in a variable and is updated in place, as the
+        weight is.
 
     Hint 2:
-        Keep a dict from tensor to value, starting with the feed. For each operation, call its
-        kernel on its inputs' values and store its outputs.
+        Update ``v`` first, then ``w`` with the new ``v``: a variable used in arithmetic is read
+        at that moment.
 
     Hint 3:
-        ``result = operation.op_def.kernel(*(values[t] for t in operation.inputs),
-        **operation.attrs)``; a tuple when ``op_def.multi_output``, else one array. ``Plan.run``
-        in ``packages/graph/src/eagerflow/graph/core/session.py`` is the real thing.
+        ``v.assign(momentum * v + g)``, then ``w.assign_sub(learning_rate * v)``.
     """
-    values: dict[SymbolicTensor, Any] = dict(feed_dict)
-    for operation in execution_order(fetches, feed_dict.keys()):
-        op = operation.op_def
-        result = op.kernel(*(values[t] for t in operation.inputs), **operation.attrs)
-        results = result if op.multi_output else (result,)
-        for t, value in zip(operation.outputs, results, strict=True):
-            values.setdefault(t, value)  # a fed value wins over a computed one
-    return [np.asarray(values[f]) for f in fetches]
+    for w, v, g in zip(variables, velocities, grads, strict=True):
+        v.assign(v * momentum + g)
+        w.assign_sub(v * learning_rate)
 
 
-# The variable ops a MiniSession runs itself: those that read a variable, and those that
-# give it a new value (a new array each time) from the old one and their input.
-READS = ("VariableV2", "ReadVariableOp")
-UPDATES: dict[str, Callable[[Any, np.ndarray], np.ndarray]] = {
-    "AssignVariableOp": lambda old, value: np.array(value),  # a copy: the feed stays the caller's
-    "AssignAddVariableOp": lambda old, delta: old + delta,
-    "AssignSubVariableOp": lambda old, delta: old - delta,
-}
+def fit_quadratic(
+    xs: Tensor, ys: Tensor, steps: int, learning_rate: float
+) -> tuple[float, float, float]:
+    """★★ Fit ``y ≈ a·x² + b·x + c`` by gradient descent on the mean squared error.
+
+    Start from a = b = c = 0, and do ``steps`` steps: each computes the loss
+
+        L = mean((a·x² + b·x + c - y)²)
+
+    under a GradientTape, asks it for dL/da, dL/db and dL/dc, and moves each variable
+    against its gradient by ``learning_rate`` times it.
+
+    Args:
+        xs: A float32 tensor of inputs, shape (n,).
+        ys: A float32 tensor of targets, shape (n,).
+        steps: How many steps to take.
+        learning_rate: The step size.
+
+    Returns:
+        The fitted ``(a, b, c)`` as Python floats.
+
+    Hint 1:
+        Three variables, one new tape per step, and your ``sgd_step``.
+
+    Hint 2:
+        Under the tape compute the loss with ``ef.reduce_mean`` and ``ef.square``, then ask the
+        tape for the gradients of the loss by ``[a, b, c]``. A tape gives one gradient (unless
+        persistent): open a new one each step.
+
+    Hint 3:
+        ``with GradientTape() as tape: loss = ef.reduce_mean(ef.square(a * xs * xs + b * xs + c
+        - ys))``, then ``sgd_step([a, b, c], tape.gradient(loss, [a, b, c]), learning_rate)``;
+        return ``float`` of each.
+    """
+    a, b, c = Variable(0.0), Variable(0.0), Variable(0.0)
+    for _ in range(steps):
+        with GradientTape() as tape:
+            loss = ef.reduce_mean(ef.square(a * xs * xs + b * xs + c - ys))
+        sgd_step([a, b, c], tape.gradient(loss, [a, b, c]), learning_rate)
+    return float(a.numpy()), float(b.numpy()), float(c.numpy())
 
 
-class MiniSession:
-    """★★★ Stretch: a Session with a memory of its own, where graph variables keep values.
+class Adam:
+    """★★★ Stretch: the Adam optimizer, its state kept in variables of its own.
 
-    ``run_graph`` left variables out: a graph variable's value is not in the graph, it is in
-    each Session (``accumulator_graph``'s two Sessions kept two totals). Give your Session
-    that memory, ``self.values``, a dict from each ``Variable`` to its value, and run the
-    variable ops yourself. Every other op runs its kernel, as in ``run_graph``:
+    Adam keeps, per variable ``w``, a running mean ``m`` of the gradients and one ``v`` of
+    their squares, and counts its steps ``t`` (from 1). For a gradient ``g``:
 
-    - ``VariableV2`` and ``ReadVariableOp`` (no inputs) output the value of their variable,
-      ``operation.attrs["variable"]``. A variable with no value in this Session is an error,
-      ``ef.FailedPreconditionError``: its initializer has not run here;
-    - ``AssignVariableOp``, ``AssignAddVariableOp`` and ``AssignSubVariableOp`` make their
-      input, or the value plus or minus it, the variable's new value, and output it;
-    - ``global_variables_initializer()`` is a ``NoOp`` whose control inputs are the first
-      assignments: ``execution_order`` already runs them before it.
+        m ← β₁·m + (1 − β₁)·g;   v ← β₂·v + (1 − β₂)·g²
+        m̂ = m / (1 − β₁ᵗ);       v̂ = v / (1 − β₂ᵗ)
+        w ← w − learning_rate · m̂ / (√v̂ + ε)
 
-    A Session's values are its own. Changing an array that the caller fed, or that ``run``
-    returned, must not change a variable, and one ``MiniSession`` never sees another's
-    values. The tests run graphs with variables (a training loop among them) in a
-    ``MiniSession`` and in a real ``Session`` side by side, compare every fetch, and refuse
-    the real Session's ``run``, its ``Plan`` and the variable store the real kernels read.
-
-    ``__init__`` is given: it makes the memory. Write ``run``.
-
-    Attributes:
-        graph: The graph this Session runs.
-        values: This Session's value of each graph variable that has one, by ``Variable``.
+    Open-ended: keep the state as you like (``m`` and ``v`` in variables made on the first
+    step, as momentum's velocities were, is the chapter's way). The tests call ``apply`` on
+    hidden gradients, with two optimizers at once, and compare every variable after every
+    step with the formulas above.
     """
 
-    def __init__(self, graph: Graph) -> None:
-        """A Session of ``graph`` whose variables have no values yet."""
-        self.graph = graph
-        self.values: dict[Variable, np.ndarray] = {}  # this Session's memory
-
-    def run(
+    def __init__(
         self,
-        fetches: Sequence[SymbolicTensor | Operation],
-        feed_dict: Mapping[SymbolicTensor, np.ndarray] | None = None,
-    ) -> list[np.ndarray | None]:
-        """Run what ``fetches`` need, once, keeping the variables' new values in this Session.
+        learning_rate: float = 0.001,
+        beta1: float = 0.9,
+        beta2: float = 0.999,
+        epsilon: float = 1e-7,
+    ) -> None:
+        """Keep the hyperparameters; no state until the first step."""
+        self.learning_rate, self.beta1, self.beta2 = learning_rate, beta1, beta2
+        self.epsilon = epsilon
+        self.slots: dict[Variable, tuple[Variable, Variable]] = {}  # yours to use, or not
+        self.steps = 0
+
+    def apply(self, variables: Sequence[Variable], grads: Sequence[Tensor]) -> None:
+        """One Adam step for each variable and its gradient, in place.
 
         Args:
-            fetches: Symbolic tensors and operations of ``self.graph``.
-            feed_dict: NumPy arrays (of the right dtype) for placeholders, or for any other
-                tensor whose computed value you want to replace.
-
-        Returns:
-            One entry per fetch: a tensor's value as a NumPy array, None for an operation.
+            variables: The variables to update (the same ones at every step).
+            grads: One gradient per variable.
 
         Hint 1:
-            Start from ``run_graph``: the same walk over ``execution_order(fetches, feed)``,
-            the same dict of values by tensor. Only the five variable ops are new, and they
-            need no kernel: a lookup in ``self.values``, or an update of it.
+            ``m`` and ``v`` are made once per variable (zeros of its shape and dtype) and
+            updated in place at every step, as ``momentum_step``'s velocities were. ``t``
+            counts the calls of ``apply``.
 
         Hint 2:
-            Make a new array for every new value (``old + delta``, not ``old += delta``: an
-            array ``run`` returned earlier may be that very array), and copy what comes in (a
-            fed value assigned) and what goes out (a fetched value).
-
-        Hint 3:
-            A table ``{"AssignVariableOp": lambda old, x: np.array(x),
-            "AssignAddVariableOp": lambda old, x: old + x, ...}``. For each operation:
-            ``variable = operation.attrs.get("variable")``; a read raises if ``variable not
-            in self.values``; an update stores ``UPDATES[operation.type](old, input)``.
+            ``v.assign(beta2 * v + (1 - beta2) * g * g)``; the bias corrections are plain
+            Python numbers, ``1 - beta1 ** t``; ``ef.sqrt`` for the root.
         """
-        feed = dict(feed_dict or {})
-        values: dict[SymbolicTensor, Any] = dict(feed)
-        for operation in execution_order(fetches, feed.keys()):
-            inputs = [values[t] for t in operation.inputs]
-            variable = operation.attrs.get("variable")
-            if operation.type in READS:
-                results: Any = (self.value_of(variable),)
-            elif operation.type in UPDATES:
-                old = None if operation.type == "AssignVariableOp" else self.value_of(variable)
-                self.values[variable] = UPDATES[operation.type](old, inputs[0])
-                results = (self.values[variable],)
-            else:
-                result = operation.op_def.kernel(*inputs, **operation.attrs)
-                results = result if operation.op_def.multi_output else (result,)
-            for t, value in zip(operation.outputs, results, strict=True):
-                values.setdefault(t, value)  # a fed value wins over a computed one
-        return [None if isinstance(f, Operation) else np.array(values[f]) for f in fetches]
-
-    def value_of(self, variable: Variable) -> np.ndarray:
-        """The variable's value in this Session, or the error a real Session gives."""
-        if variable not in self.values:
-            raise ef.FailedPreconditionError(
-                f"variable '{variable.name}' is not initialized: run its initializer in this "
-                "Session first"
-            )
-        return self.values[variable]
+        self.steps += 1
+        t = self.steps
+        for w, g in zip(variables, grads, strict=True):
+            if w not in self.slots:
+                zeros = ef.zeros(w.shape, w.dtype)
+                self.slots[w] = (Variable(zeros), Variable(zeros))
+            m, v = self.slots[w]
+            m.assign(self.beta1 * m + (1 - self.beta1) * g)
+            v.assign(self.beta2 * v + (1 - self.beta2) * g * g)
+            m_hat = m / (1 - self.beta1**t)
+            v_hat = v / (1 - self.beta2**t)
+            w.assign_sub(self.learning_rate * m_hat / (ef.sqrt(v_hat) + self.epsilon))

@@ -1,178 +1,345 @@
 """Chapter 13 exercises — run `.venv/bin/pytest -m ch13`.
 
-FizzBuzz three ways: one number's class with ``cond``, the whole sequence with
-``while_loop`` (both work eagerly and build a graph), and the two ends of the learned
-version: the binary encoding a network reads and the decoding of what it predicts.
-
-Classes, as in the chapter: 0 for the number itself, 1 for Fizz, 2 for Buzz, 3 for FizzBuzz.
+Why graphs: a compiler sees everything. Two of the Session's graph optimizations written
+by hand (constant folding and common-subexpression elimination); then three pieces of the
+graph compiler: the code generation that turns a chain of elementwise ops into one loop, the
+clustering rules that decide which ops may share a loop, and (a stretch) the memory planner
+that lets values share buffers.
 
 Reference solutions: the same functions as `exercises/ch13.py`, solved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-import eagerflow.tensor as ef
-from eagerflow.graph import cond, while_loop
-from eagerflow.tensor import Tensor
+from eagerflow.graph import (
+    Graph,
+    SymbolicTensor,
+)
+from eagerflow.graph.compiler.fusion import domain_of
+from eagerflow.graph.compiler.kernels import ELEMENTWISE, REDUCTIONS
+from eagerflow.graph.compiler.specialize import Specialized, specialize
+from eagerflow.graph.core.session import Plan
 
-WORDS = ("", "Fizz", "Buzz", "FizzBuzz")
+# The unary ops of the compiler's ELEMENTWISE table: each one's value for one element {0}.
+UNARY = ("Neg", "Abs", "Sign", "Square", "Sqrt", "Exp", "Log", "Tanh", "Relu", "Identity")
 
 
-def fizzbuzz_class(n: Tensor) -> Tensor:
-    """★★ The FizzBuzz class of one number, chosen with ``cond``: works in both modes.
+def fold_constants(graph: Graph) -> dict[str, Any]:
+    """★★★ Constant folding: every value of ``graph`` known before anything is fed or run.
 
-    3 if ``n`` is a multiple of 15, else 2 if of 5, else 1 if of 3, else 0. Eagerly a
-    Python ``if`` on ``ef.equal(...)`` would do; in a graph ``n`` has no value while the
-    graph is built, so the choice must become ``If`` nodes that the Session evaluates.
+    Visit the operations in graph order (``graph.get_operations()``). An operation's
+    outputs are known when the operation is *pure* and all its inputs are known:
+
+    - pure: not stateful (``operation.op_def.stateful`` is false: no random numbers, no
+      variable reads or writes), not a ``Placeholder`` (its value comes from the feed), and
+      without ``control_inputs`` (it must wait for something that runs);
+    - a ``Const`` is pure and has no inputs, so it is known: its kernel returns its value.
+
+    Compute a known operation's outputs by calling its kernel on its inputs' known values:
+    ``operation.op_def.kernel(*values, **operation.attrs)`` (a tuple of results when
+    ``operation.op_def.multi_output``).
 
     Args:
-        n: An ``int32`` scalar tensor (eager, or symbolic in a graph).
+        graph: A graph.
 
     Returns:
-        An ``int32`` scalar tensor: 0, 1, 2 or 3.
+        ``{tensor name: value}`` for every known tensor, such as ``{"Const:0": 2.0, …}``.
 
     Hint 1:
-        Nested ``cond``: the false branch of one is a function that calls the next.
+        One pass in graph order is enough: every operation comes after the operations that make
+        its inputs.
 
     Hint 2:
-        Test 15 first: a multiple of 15 is also a multiple of 3 and of 5. Each branch is a
-        function of no arguments returning an int32 tensor, such as ``lambda: ef.constant(3)``.
+        A dict ``known`` from tensor to value. An operation is folded when it is pure (not
+        stateful, not a ``Placeholder``, no ``control_inputs``) and all its inputs are in
+        ``known``.
 
     Hint 3:
-        ``cond(ef.equal(n % 15, 0), lambda: ef.constant(3), lambda: cond(ef.equal(n % 5, 0),
-        ...))``, two levels deeper for 3 and for 0.
+        ``result = operation.op_def.kernel(*(known[t] for t in operation.inputs),
+        **operation.attrs)``; store each output (a tuple of them when ``multi_output``); return
+        ``{t.name: v for t, v in known.items()}``. A Session does this in ``_fold_and_merge``
+        (``packages/graph/src/eagerflow/graph/core/session.py``).
     """
+    known: dict[Any, Any] = {}
+    for operation in graph.get_operations():
+        pure = not (operation.op_def.stateful or operation.control_inputs)
+        if not pure or operation.type == "Placeholder":
+            continue
+        if not all(t in known for t in operation.inputs):
+            continue
+        op = operation.op_def
+        result = op.kernel(*(known[t] for t in operation.inputs), **operation.attrs)
+        results = result if op.multi_output else (result,)
+        known.update(zip(operation.outputs, results, strict=True))
+    return {t.name: value for t, value in known.items()}
 
-    def multiple_of(k: int) -> Tensor:
-        return ef.equal(ef.floormod(n, k), 0)
 
-    return cond(
-        multiple_of(15),
-        lambda: ef.constant(3),
-        lambda: cond(
-            multiple_of(5),
-            lambda: ef.constant(2),
-            lambda: cond(multiple_of(3), lambda: ef.constant(1), lambda: ef.constant(0)),
-        ),
-    )
+def find_duplicates(graph: Graph) -> dict[str, str]:
+    """★★★ Common-subexpression elimination: which operations repeat an earlier one.
 
+    Two pure operations (as in ``fold_constants``) compute the same values when they have
+    the same type, the same attributes and the same inputs. Inputs count as the same when
+    they are the same tensor, or outputs (at the same index) of operations that are
+    themselves duplicates: if ``Tanh_1`` repeats ``Tanh``, then ``Tanh_1:0 * 2`` repeats
+    ``Tanh:0 * 2``. Two ``Const`` operations with equal values are duplicates too.
 
-def fizzbuzz_classes(n: Tensor) -> Tensor:
-    """★★ The classes of 1, 2, …, ``n``, computed by a ``while_loop``: works in both modes.
-
-    Loop a counter ``i`` from 1 while ``i <= n``, appending ``fizzbuzz_class(i)`` to a
-    vector that starts empty. In a graph the number of iterations is not known until the
-    Session is fed ``n``: the loop must be one ``While`` node, not a Python loop.
+    Visit the operations in graph order and map each duplicate's name to the name of the
+    first operation it repeats. Never merge stateful operations, placeholders or operations
+    with control inputs: two random draws, for instance, must stay two.
 
     Args:
-        n: An ``int32`` scalar tensor, at least 0.
+        graph: A graph.
 
     Returns:
-        An ``int32`` vector of length ``n`` (shape ``(None,)`` in a graph).
+        ``{duplicate operation's name: first operation's name}``.
 
     Hint 1:
-        A ``while_loop`` with a counter and a vector that grows by one class per iteration.
+        Two pure operations compute the same values when they have the same type, attributes and
+        inputs, counting an input as the same once its operation is known to repeat another.
 
     Hint 2:
-        Two loop variables, ``ef.constant(1)`` and ``ef.zeros((0,), ef.int32)``. The vector's
-        length changes: say so with ``shape_invariants``.
+        Visit in graph order. Give each pure operation a key, and keep a dict from key to the
+        first operation with that key; a second operation with the same key is a duplicate.
 
     Hint 3:
-        The body returns ``i + 1`` and
-        ``ef.concat([classes, ef.reshape(fizzbuzz_class(i), (1,))], axis=0)``; the condition is
-        ``i <= n``; ``shape_invariants=[(), (None,)]``; return the second final variable.
+        The key: ``(operation.type, input names, repr(sorted(operation.attrs.items())))``, where
+        an input's name is that of the tensor it repeats (``Tanh:0`` for ``Tanh_1:0`` once
+        ``Tanh_1`` repeats ``Tanh``): keep a dict of those renamings too.
     """
+    canonical: dict[str, str] = {}  # tensor name -> the name of the tensor it repeats
+    first: dict[Any, Any] = {}
+    duplicates: dict[str, str] = {}
+    for operation in graph.get_operations():
+        pure = not (operation.op_def.stateful or operation.control_inputs)
+        if not pure or operation.type == "Placeholder":
+            continue
+        inputs = tuple(canonical.get(t.name, t.name) for t in operation.inputs)
+        key = (operation.type, inputs, repr(sorted(operation.attrs.items())))
+        original = first.setdefault(key, operation)
+        if original is operation:
+            continue
+        duplicates[operation.name] = original.name
+        for mine, theirs in zip(operation.outputs, original.outputs, strict=True):
+            canonical[mine.name] = theirs.name
+    return duplicates
 
-    def body(i: Tensor, classes: Tensor) -> tuple[Tensor, Tensor]:
-        grown = ef.concat([classes, ef.reshape(fizzbuzz_class(i), (1,))], axis=0)
-        return i + 1, grown
 
-    _, classes = while_loop(
-        lambda i, classes: i <= n,
-        body,
-        [ef.constant(1), ef.zeros((0,), ef.int32)],
-        shape_invariants=[(), (None,)],
-    )
-    return classes
+def fuse_unary_chain(ops: Sequence[str]) -> str:
+    """★★ The source of one loop that applies a chain of unary elementwise ops.
 
+    ``ops`` names ops of ``UNARY``, in the order they apply: ``["Square", "Neg", "Exp"]``
+    means ``exp(-(x * x))``. Run one at a time, as the interpreter runs them, each op is a
+    NumPy call that reads a whole array and writes a new one. Fused, the chain is one loop:
+    each element is loaded once, goes through every op, and is stored once.
 
-def binary_encode(numbers: Any, bits: int = 10) -> Tensor:
-    """★★ Each number as its ``bits`` binary digits, least significant first, with ops.
+    Return the source of a function ``fused(x, out)`` for 1-d float64 arrays ``x`` and
+    ``out`` of the same length, that writes ``out[i]`` = the chain applied to ``x[i]`` for
+    every ``i``, with **one** ``for`` loop and no NumPy call on a whole array. An empty chain
+    copies ``x``. The test runs your source with ``np`` as its only global, on chains and
+    inputs of its own, and compares with the ops run one at a time.
 
-    ``binary_encode([6], 4)`` is ``[[0., 1., 1., 0.]]``: 6 = 0·1 + 1·2 + 1·4 + 0·8. This
-    is the input of the learned FizzBuzz: ten 0/1 features per number. Use eagerflow ops
-    only, so the encoding works on a placeholder too.
+    Build each op's expression from the compiler's own table, ``ELEMENTWISE`` (from
+    ``eagerflow.graph.compiler.kernels``): ``ELEMENTWISE["Square"]`` is ``"{0} * {0}"``, and
+    ``ELEMENTWISE["Square"].format("e")`` is ``"e * e"``.
 
     Args:
-        numbers: A vector of integers (a tensor, NumPy array or list; int32 or int64).
-        bits: How many digits.
+        ops: Op names from ``UNARY``, first applied first.
 
     Returns:
-        A ``float32`` tensor of shape ``(len(numbers), bits)`` (``(None, bits)`` in a graph
-            fed by a ``(None,)`` placeholder).
+        Python source defining ``fused(x, out)``.
 
     Hint 1:
-        Digit i of n is ``(n // 2**i) % 2``: compute every digit of every number at once, by
-        broadcasting.
+        One ``for i in range(len(x)):`` loop whose body applies every op to one element.
 
     Hint 2:
-        A column of the numbers, shape (batch, 1), against a row of the powers of two, shape
-        (bits,), broadcasts to (batch, bits).
+        Pasting one op's expression into the next one's as text goes wrong: ``Relu`` then
+        ``Square`` reads ``... else 0 * e if ...``, and ``*`` binds tighter than ``if``. Give
+        each op's result its own name, one line each.
 
     Hint 3:
-        ``ef.expand_dims(numbers, 1)`` and
-        ``ef.constant([2**i for i in range(bits)], numbers.dtype)``, then ``ef.floordiv``,
-        ``ef.floormod(..., 2)`` and ``ef.cast(..., ef.float32)``.
+        The body: ``v0 = x[i]``, then ``v{k + 1} = ELEMENTWISE[op].format(f"v{k}")`` for the
+        k-th op, then ``out[i] = v{n}``. ``loop_source`` in
+        ``packages/graph/src/eagerflow/graph/compiler/kernels.py`` does the same.
     """
-    numbers = ef.convert_to_tensor(numbers)
-    powers = ef.constant([2**i for i in range(bits)], numbers.dtype)
-    digits = ef.floormod(ef.floordiv(ef.expand_dims(numbers, 1), powers), 2)
-    return ef.cast(digits, ef.float32)
+    lines = ["def fused(x, out):", "    for i in range(len(x)):", "        v = x[i]"]
+    for op in ops:
+        lines.append(f"        v = {ELEMENTWISE[op].format('v')}")
+    lines.append("        out[i] = v")
+    return "\n".join(lines) + "\n"
 
 
-def decode(numbers: Sequence[int], logits: Any) -> list[str]:
-    """★ Turn a network's outputs back into FizzBuzz text.
+def compile_chain(source: str) -> Callable[[np.ndarray, np.ndarray], None]:
+    """Given, not an exercise: the function ``fused`` that ``source`` defines, with ``np`` as
+    its only global (as the test runs it). Try yours::
 
-    Row k of ``logits`` holds the network's four scores for ``numbers[k]``; the predicted
-    class is the highest. Class 0 prints the number itself (``"7"``), classes 1, 2 and 3
-    print ``"Fizz"``, ``"Buzz"`` and ``"FizzBuzz"``. Decode what the network *predicted*,
-    even when it is wrong: that is how you see its mistakes.
+        fused = compile_chain(fuse_unary_chain(["Square", "Neg", "Exp"]))
+        x = np.linspace(-2, 2, 5)
+        out = np.empty_like(x)
+        fused(x, out)  # out is now np.exp(-np.square(x))
+    """
+    namespace: dict[str, Any] = {"np": np}
+    exec(compile(source, "<fused chain>", "exec"), namespace)
+    return namespace["fused"]  # type: ignore[no-any-return]
+
+
+def predict_clusters(program: Specialized) -> list[list[str]]:
+    """★★★ Which ops of a program the compiler fuses into one loop: its clustering, by hand.
+
+    ``program`` is a plan specialized to its input shapes (``program_for`` below makes one):
+    ``program.nodes`` lists its nodes in the order they run; a node has ``.operation``
+    (with ``.name``), ``.type``, and the numbered values it reads and writes,
+    ``.inputs`` and ``.outputs``. ``domain_of(node, program)`` (given, from
+    ``eagerflow.graph.compiler.fusion``) is the shape the node would loop over: an
+    elementwise op's output shape, a reduction's input shape, or ``None`` if the node can
+    join no cluster (a matrix product, a variable read or write, an op numba cannot compute
+    fast).
+
+    Walk the nodes in order, with the chapter's rules:
+
+    - a node of domain ``None`` joins nothing. If it reads a value of a cluster, that
+      cluster is *sealed*: it takes no more nodes. If it is stateful
+      (``node.operation.op_def.stateful``) and not a variable read (not
+      ``node.operation.op_def.reads_state``), it seals every cluster;
+    - any other node reads, perhaps, values of clusters. A cluster it reads from is sealed
+      if it is of another domain, or if the value read is the result of one of its
+      reductions (``node.type in REDUCTIONS``: that value exists only when its loop is
+      over). Then the node joins the open (not sealed) cluster of its domain, if there is
+      one, or starts a new cluster. There is never more than one open cluster per domain.
+
+    Return each cluster's op names (``node.operation.name``) in program order, the
+    clusters in the order they started, but leave out a cluster of a single elementwise op
+    (it runs as the op: no cluster). A single reduction is a cluster. The test compares your
+    answer with the compiler's ``find_clusters`` on graphs of its own, and refuses calls of
+    it (and of the rest of the compiler's pass): the clustering is the thing to build.
 
     Args:
-        numbers: The numbers the rows are about.
-        logits: Shape ``(len(numbers), 4)``: a tensor or a NumPy array.
+        program: A specialized plan.
 
     Returns:
-        One string per number.
+        The clusters, each as a list of op names.
 
     Hint 1:
-        The predicted class of a row is the position of its highest score.
+        One walk over the nodes, keeping for each cluster its domain, its names, the values its
+        reductions made, and whether it is sealed.
 
     Hint 2:
-        ``np.argmax(np.asarray(logits), axis=1)`` (NumPy reads tensors), then one string per
-        number: the number itself for class 0, else ``WORDS[class]``.
+        A dict from each value a cluster made (``node.outputs``) to that cluster tells you which
+        clusters a node reads from. For each node, first seal what the rules seal, then add the
+        node to the open cluster of its domain, or start one.
+
+    Hint 3:
+        At the end drop the clusters of a single op that is not a reduction. ``find_clusters``
+        in ``packages/graph/src/eagerflow/graph/compiler/fusion.py`` is the real thing; try
+        yours on the chapter's training step first.
     """
-    predicted = np.argmax(np.asarray(logits), axis=1)
-    return [WORDS[c] if c else str(n) for n, c in zip(numbers, predicted, strict=True)]
+    made_by: dict[int, dict[str, Any]] = {}  # value -> the cluster that makes it
+    open_by_domain: dict[Any, dict[str, Any]] = {}
+    clusters: list[dict[str, Any]] = []
+    for node in program.nodes:
+        domain = domain_of(node, program)
+        sources = [made_by[v] for v in node.inputs if v in made_by]
+        if domain is None:
+            for cluster in sources:
+                cluster["sealed"] = True
+            if node.operation.op_def.stateful and not node.operation.op_def.reads_state:
+                for cluster in clusters:
+                    cluster["sealed"] = True
+            continue
+        for v in node.inputs:
+            cluster = made_by.get(v)
+            if cluster is not None and (cluster["domain"] != domain or v in cluster["reduced"]):
+                cluster["sealed"] = True
+        cluster = open_by_domain.get(domain)
+        if cluster is None or cluster["sealed"]:
+            cluster = {"domain": domain, "names": [], "reduced": set(), "sealed": False}
+            clusters.append(cluster)
+            open_by_domain[domain] = cluster
+        cluster["names"].append(node.operation.name)
+        single_reduction = node.type in REDUCTIONS
+        for v in node.outputs:
+            made_by[v] = cluster
+            if single_reduction:
+                cluster["reduced"].add(v)
+    return [c["names"] for c in clusters if len(c["names"]) > 1 or c["reduced"]]
 
 
-def fizzbuzz_weights(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """★★★ Stretch: the learned FizzBuzz's weights, written by hand, right on every number."""
-    kernels, biases, out_rows = [], [], []
-    out_bias = np.array([0.5, 0.0, 0.0, -0.5])  # logits (0.5, d3, d5, d3 + d5 - 0.5)
-    for k, reads in ((3, np.array([0.0, 1.0, 0.0, 1.0])), (5, np.array([0.0, 0.0, 1.0, 1.0]))):
-        # digit i weighs 2**i mod k, taken between -k/2 and k/2: s ≡ n (mod k), few values
-        weights = np.array([(pow(2, i, k) + k // 2) % k - k // 2 for i in range(bits)], float)
-        lo, hi = int(weights[weights < 0].sum()), int(weights[weights > 0].sum())
-        target = (np.arange(lo, hi + 1) % k == 0).astype(float)  # d_k at s = lo, ..., hi
-        changes = np.diff(np.diff(target), prepend=0.0)  # slope changes at t = lo, ..., hi-1
-        kernels.append(np.repeat(weights[:, None], hi - lo, axis=1))  # one hinge per t:
-        biases.append(-np.arange(lo, hi, dtype=float))  # relu(s - t)
-        out_rows.append(np.outer(changes, reads))  # d_k, to the logits that read it
-        out_bias += target[0] * reads
-    return np.concatenate(kernels, 1), np.concatenate(biases), np.concatenate(out_rows), out_bias
+def program_for(
+    fetches: Sequence[Any], feeds: dict[SymbolicTensor, tuple[int, ...]]
+) -> Specialized:
+    """Given, not an exercise: the specialized program the compiler would cluster, for
+    ``fetches`` (tensors or operations of one graph) with placeholders of the given shapes
+    fed. ``[op.operation.name for op in program_for(...).nodes]`` lists its nodes."""
+    plan = Plan(list(fetches), list(feeds))
+    return specialize(plan, {plan.slot[t]: tuple(shape) for t, shape in feeds.items()})
+
+
+def plan_buffers(program: Specialized) -> dict[int, int]:
+    """★★★ Stretch: the memory planner. A buffer for every value; values that are never
+    alive at the same time share one.
+
+    A compiled program writes each value into a buffer allocated once, when it is compiled,
+    and two values may use the same buffer if they have the same shape and dtype and are
+    never needed at the same time (the chapter's *Memory* section). Plan that, for every
+    value the program's nodes make.
+
+    Number the nodes of ``program.nodes`` 0, 1, 2, … in order. A value (an ``int``) is
+    made by one node (it is in its ``node.outputs``) and read by later ones (in their
+    ``node.inputs``). It is *alive* from the step of the node that makes it to the step of
+    the last node that reads it; a value no node reads is alive at its own step only, and a
+    fetched value (in ``program.fetches``) to the end of the program. Two values may share
+    a buffer when their shapes (``program.shapes[v]``) and dtypes (``program.dtypes[v]``)
+    are equal and no step has both alive. So a node's outputs never take the buffer of a
+    value it reads: both are alive at its step.
+
+    Use as few buffers as you can: for each shape and dtype, as many as the most values of
+    it alive at one step. The test runs the program with your plan, copying each node's
+    result into its value's buffer, compares the fetches with a Session's, and counts the
+    buffers. Fed values and constants (``program.constants``) get no buffer.
+
+    Args:
+        program: A specialized plan (``program_for`` above makes one).
+
+    Returns:
+        ``{value: buffer}`` for every value a node of ``program`` makes, each buffer an int.
+
+    Hint 1:
+        One walk over the nodes, in order, keeping the buffers that are free, by shape and
+        dtype: a new value takes a free buffer of its kind, or a new buffer.
+
+    Hint 2:
+        First find each value's last step: the index of the last node that reads it, or
+        ``len(program.nodes)`` if it is fetched. At step i, give the node's outputs their
+        buffers first; then free the buffers of the values whose last step is i.
+
+    Hint 3:
+        ``free: dict[tuple[shape, dtype], list[int]]``; a value takes ``free[key].pop()``
+        if that list is not empty, else the next new number. ``_plan_buffers`` in
+        ``packages/graph/src/eagerflow/graph/compiler/program.py`` plans the same way, for
+        the values the compiler can write into a buffer.
+    """
+    nodes = program.nodes
+    last: dict[int, int] = {}  # value -> the last step it is alive
+    for step, node in enumerate(nodes):
+        for v in (*node.outputs, *node.inputs):
+            last[v] = step
+    last.update({v: len(nodes) for v in program.fetches if v is not None})
+    ends: dict[int, list[int]] = {}
+    for v, step in last.items():
+        ends.setdefault(step, []).append(v)
+    free: dict[tuple[Any, Any], list[int]] = {}  # (shape, dtype) -> buffers free now
+    new_buffer = itertools.count()
+    plan: dict[int, int] = {}
+    for step, node in enumerate(nodes):
+        for v in node.outputs:
+            pool = free.setdefault((program.shapes[v], program.dtypes[v]), [])
+            plan[v] = pool.pop() if pool else next(new_buffer)
+        for v in ends.get(step, []):
+            if v in plan:  # made by a node (not fed, not a constant): its buffer is free
+                free[(program.shapes[v], program.dtypes[v])].append(plan[v])
+    return plan

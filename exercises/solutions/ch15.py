@@ -1,267 +1,178 @@
 """Chapter 15 exercises — run `.venv/bin/pytest -m ch15`.
 
-Linear regression, the line ``y ≈ w·x + b`` fitted to noisy points: its gradient by
-calculus, its exact answer in closed form, and two training loops, one eager with an
-optimizer and a global step, one in a graph with placeholders and a Session; then (a stretch) a
-polynomial that overfits, and early stopping.
+FizzBuzz three ways: one number's class with ``cond``, the whole sequence with
+``while_loop`` (both work eagerly and build a graph), and the two ends of the learned
+version: the binary encoding a network reads and the decoding of what it predicts.
+
+Classes, as in the chapter: 0 for the number itself, 1 for Fizz, 2 for Buzz, 3 for FizzBuzz.
 
 Reference solutions: the same functions as `exercises/ch15.py`, solved.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow import nn
-from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Graph, Session, global_variables_initializer, placeholder
+from eagerflow.graph import cond, while_loop
+from eagerflow.tensor import Tensor
+
+WORDS = ("", "Fizz", "Buzz", "FizzBuzz")
 
 
-def mse_gradients(w: float, b: float, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """★ The gradient of the mean squared error, by calculus instead of by a tape.
+def fizzbuzz_class(n: Tensor) -> Tensor:
+    """★★ The FizzBuzz class of one number, chosen with ``cond``: works in both modes.
 
-    For the loss ``L(w, b) = mean((w·x + b − y)²)`` over the n points, with the error
-    ``e = w·x + b − y`` of each point:
-
-        ∂L/∂w = 2 · mean(e · x)        ∂L/∂b = 2 · mean(e)
-
-    Compute both with NumPy. The test compares your numbers with a GradientTape's: when
-    they agree, you have checked the tape against the chain rule.
+    3 if ``n`` is a multiple of 15, else 2 if of 5, else 1 if of 3, else 0. Eagerly a
+    Python ``if`` on ``ef.equal(...)`` would do; in a graph ``n`` has no value while the
+    graph is built, so the choice must become ``If`` nodes that the Session evaluates.
 
     Args:
-        w: The slope.
-        b: The intercept.
-        x: The inputs, shape (n,).
-        y: The targets, shape (n,).
+        n: An ``int32`` scalar tensor (eager, or symbolic in a graph).
 
     Returns:
-        ``(∂L/∂w, ∂L/∂b)`` as Python floats.
+        An ``int32`` scalar tensor: 0, 1, 2 or 3.
 
     Hint 1:
-        The formulas are given; NumPy computes them for all the points at once.
+        Nested ``cond``: the false branch of one is a function that calls the next.
 
     Hint 2:
-        ``error = w * x + b - y`` is an array with one error per point; ``np.mean`` of the right
-        products gives each partial derivative. Return Python floats.
-    """
-    error = w * np.asarray(x, np.float64) + b - np.asarray(y, np.float64)
-    return float(2 * np.mean(error * x)), float(2 * np.mean(error))
-
-
-def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """★ The exact minimizer of ``mean((w·x + b − y)²)``: no training needed.
-
-    Setting both partial derivatives of the loss to zero gives two linear equations in w
-    and b, whose solution is
-
-        w* = cov(x, y) / var(x)        b* = mean(y) − w* · mean(x)
-
-    with ``cov(x, y) = mean((x − mean(x)) · (y − mean(y)))`` and ``var(x) = cov(x, x)``.
-    This is what gradient descent converges to, and what the chapter compares it with.
-    Compute it in float64 whatever the inputs' dtype: the tests compare to 1e-9, on data
-    that float32 cannot hold.
-
-    Args:
-        x: The inputs, shape (n,), not all equal.
-        y: The targets, shape (n,).
-
-    Returns:
-        ``(w*, b*)`` as Python floats.
-
-    Hint 1:
-        Work in float64 (``np.asarray(x, np.float64)``): sums of many float32 numbers lose
-        digits.
-
-    Hint 2:
-        Center first: with ``xc = x - x.mean()`` and ``yc = y - y.mean()``,
-        ``cov = mean(xc·yc)`` and ``var = mean(xc·xc)``.
-    """
-    x = np.asarray(x, np.float64)
-    y = np.asarray(y, np.float64)
-    dx, dy = x - x.mean(), y - y.mean()
-    w = float(np.mean(dx * dy) / np.mean(dx * dx))
-    return w, float(y.mean() - w * x.mean())
-
-
-def train_with_optimizer(
-    model: nn.Model, x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
-) -> list[float]:
-    """★★ Train ``model`` eagerly with ``GradientDescentOptimizer`` and the global step.
-
-    ``model(x)`` predicts y (the chapter's ``Linear`` model, with variables ``W`` and
-    ``B``). For each of ``steps`` steps, on the whole data set:
-
-    1. compute ``loss = mean((model(x) − y)²)`` under a GradientTape;
-    2. take its gradients for ``model.trainable_variables``;
-    3. ``apply_gradients`` with ``global_step=nn.get_or_create_global_step()``, which adds
-       1 to the step counter after each update.
-
-    Args:
-        model: The model to train; its variables change in place.
-        x: The inputs, float32, shape (n,).
-        y: The targets, float32, shape (n,).
-        steps: How many updates.
-        learning_rate: The optimizer's learning rate.
-
-    Returns:
-        The loss *before* each update, as Python floats (``steps`` of them).
-
-    Hint 1:
-        One optimizer for all the steps; each step is a tape, its gradients and
-        ``apply_gradients``.
-
-    Hint 2:
-        Keep the loss before the update. Pass ``global_step=nn.get_or_create_global_step()`` to
-        ``apply_gradients``, and do not reset it.
+        Test 15 first: a multiple of 15 is also a multiple of 3 and of 5. Each branch is a
+        function of no arguments returning an int32 tensor, such as ``lambda: ef.constant(3)``.
 
     Hint 3:
-        In the loop: the loss under ``with GradientTape() as tape:``,
-        ``grads = tape.gradient(loss, model.trainable_variables)``,
-        ``optimizer.apply_gradients(zip(grads, model.trainable_variables), global_step=step)``,
-        ``losses.append(float(loss))``.
+        ``cond(ef.equal(n % 15, 0), lambda: ef.constant(3), lambda: cond(ef.equal(n % 5, 0),
+        ...))``, two levels deeper for 3 and for 0.
     """
-    optimizer = nn.GradientDescentOptimizer(learning_rate)
-    global_step = nn.get_or_create_global_step()
-    losses = []
-    for _ in range(steps):
-        with GradientTape() as tape:
-            loss = ef.reduce_mean(ef.square(model(x) - y))
-        variables = model.trainable_variables
-        grads = tape.gradient(loss, variables)
-        optimizer.apply_gradients(zip(grads, variables, strict=True), global_step=global_step)
-        losses.append(float(loss))
-    return losses
+
+    def multiple_of(k: int) -> Tensor:
+        return ef.equal(ef.floormod(n, k), 0)
+
+    return cond(
+        multiple_of(15),
+        lambda: ef.constant(3),
+        lambda: cond(
+            multiple_of(5),
+            lambda: ef.constant(2),
+            lambda: cond(multiple_of(3), lambda: ef.constant(1), lambda: ef.constant(0)),
+        ),
+    )
 
 
-def train_in_graph(
-    x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
-) -> tuple[float, float, list[float]]:
-    """★★ Fit ``y ≈ w·x + b`` in graph mode: build once, then run the train op ``steps`` times.
+def fizzbuzz_classes(n: Tensor) -> Tensor:
+    """★★ The classes of 1, 2, …, ``n``, computed by a ``while_loop``: works in both modes.
 
-    Build a new ``Graph`` holding
-
-    - two placeholders, for x and y (float32, shape ``(None,)``);
-    - two variables, ``w`` starting at 5.0 and ``b`` at 10.0;
-    - the loss ``mean((w·x + b − y)²)``;
-    - ``train = nn.GradientDescentOptimizer(learning_rate).minimize(loss)``;
-    - ``global_variables_initializer()``.
-
-    Then, in a ``Session`` of that graph, run the initializer once and the train op
-    ``steps`` times, feeding the data each time. Building happens once: running a step adds
-    no node and executes no op through the seam, which is what the test checks.
+    Loop a counter ``i`` from 1 while ``i <= n``, appending ``fizzbuzz_class(i)`` to a
+    vector that starts empty. In a graph the number of iterations is not known until the
+    Session is fed ``n``: the loop must be one ``While`` node, not a Python loop.
 
     Args:
-        x: The inputs, float32, shape (n,).
-        y: The targets, float32, shape (n,).
-        steps: How many updates.
-        learning_rate: The step size.
+        n: An ``int32`` scalar tensor, at least 0.
 
     Returns:
-        w: The final slope, a Python float.
-        b: The final intercept, a Python float.
-        losses: The loss before each update, ``steps`` Python floats.
+        An ``int32`` vector of length ``n`` (shape ``(None,)`` in a graph).
 
     Hint 1:
-        Build everything once inside ``with graph.as_default():``, then run it many times in a
-        ``Session``.
+        A ``while_loop`` with a counter and a vector that grows by one class per iteration.
 
     Hint 2:
-        ``minimize(loss)`` returns the train op. ``session.run([train, loss], feed)`` runs one
-        step, and the loss it returns is the one before the update: the update needs the
-        gradient, which is computed from the same values as the loss.
+        Two loop variables, ``ef.constant(1)`` and ``ef.zeros((0,), ef.int32)``. The vector's
+        length changes: say so with ``shape_invariants``.
 
     Hint 3:
-        Placeholders for x and y, ``w = Variable(5.0)`` and ``b = Variable(10.0)``, the loss,
-        ``train`` and ``init``; then ``session.run(init)`` once,
-        ``session.run([train, loss], {x_ph: x, y_ph: y})`` per step, and ``session.run([w, b])``
-        at the end.
+        The body returns ``i + 1`` and
+        ``ef.concat([classes, ef.reshape(fizzbuzz_class(i), (1,))], axis=0)``; the condition is
+        ``i <= n``; ``shape_invariants=[(), (None,)]``; return the second final variable.
     """
-    graph = Graph()
-    with graph.as_default():
-        xs = placeholder(ef.float32, (None,), name="x")
-        ys = placeholder(ef.float32, (None,), name="y")
-        w = Variable(5.0, name="w")
-        b = Variable(10.0, name="b")
-        loss = ef.reduce_mean(ef.square(w * xs + b - ys))
-        train = nn.GradientDescentOptimizer(learning_rate).minimize(loss)
-        init = global_variables_initializer()
-    losses = []
-    with Session(graph) as session:
-        session.run(init)
-        feed = {xs: x, ys: y}
-        for _ in range(steps):
-            _, value = session.run([train, loss], feed)
-            losses.append(float(value))
-        w_value, b_value = session.run([w, b])
-    return float(w_value), float(b_value), losses
+
+    def body(i: Tensor, classes: Tensor) -> tuple[Tensor, Tensor]:
+        grown = ef.concat([classes, ef.reshape(fizzbuzz_class(i), (1,))], axis=0)
+        return i + 1, grown
+
+    _, classes = while_loop(
+        lambda i, classes: i <= n,
+        body,
+        [ef.constant(1), ef.zeros((0,), ef.int32)],
+        shape_invariants=[(), (None,)],
+    )
+    return classes
 
 
-def early_stopping(
-    x_train: np.ndarray,
-    y_train: np.ndarray,
-    x_val: np.ndarray,
-    y_val: np.ndarray,
-    degree: int,
-    learning_rate: float,
-    max_steps: int,
-    patience: int,
-) -> tuple[np.ndarray, int, int]:
-    """★★★ Stretch: a polynomial that overfits, and gradient descent that stops in time.
+def binary_encode(numbers: Any, bits: int = 10) -> Tensor:
+    """★★ Each number as its ``bits`` binary digits, least significant first, with ops.
 
-    A line has two weights; a polynomial ``w₀ + w₁·x + … + w_d·x^d`` of degree 9 fitted to 10
-    noisy points has as many weights as points, and the longer it trains the better it fits
-    the noise: the loss on points it never trains on (the *validation* set) falls, then
-    rises. Early stopping watches that loss and keeps the weights from its best step.
-
-    Train with these rules (the tests replay them and compare every number):
-
-    - the features of ``x`` are its powers ``[1, x, x², …, x^degree]``, in float64;
-    - the weights start at zeros; step 0 is "before training", with its validation loss;
-    - each step ``t = 1, 2, …, max_steps`` is one full-batch gradient-descent step on the
-      training mean squared error, its gradient from a ``GradientTape`` (one per step);
-    - after step ``t``, the validation mean squared error: lower than the best so far (strictly)
-      makes ``t`` the best step, with its weights; else, once ``t − best_step ≥ patience``,
-      training stops after step ``t``.
+    ``binary_encode([6], 4)`` is ``[[0., 1., 1., 0.]]``: 6 = 0·1 + 1·2 + 1·4 + 0·8. This
+    is the input of the learned FizzBuzz: ten 0/1 features per number. Use eagerflow ops
+    only, so the encoding works on a placeholder too.
 
     Args:
-        x_train: The training points' x, shape (n,).
-        y_train: Their y, shape (n,).
-        x_val: The validation points' x, shape (m,).
-        y_val: Their y, shape (m,).
-        degree: The polynomial's degree.
-        learning_rate: Gradient descent's step size.
-        max_steps: The most steps to take.
-        patience: How many steps without a better validation loss to wait.
+        numbers: A vector of integers (a tensor, NumPy array or list; int32 or int64).
+        bits: How many digits.
 
     Returns:
-        ``(weights, best_step, steps)``: the best step's ``degree + 1`` weights (a NumPy
-            array, ``w₀`` first), that step's number, and the number of steps taken.
+        A ``float32`` tensor of shape ``(len(numbers), bits)`` (``(None, bits)`` in a graph
+            fed by a ``(None,)`` placeholder).
 
     Hint 1:
-        ``x[:, None] ** np.arange(degree + 1)`` is the (n, degree + 1) matrix of features; the
-        predictions are that matrix times the weights, ``ef.matmul`` or by broadcasting.
+        Digit i of n is ``(n // 2**i) % 2``: compute every digit of every number at once, by
+        broadcasting.
 
     Hint 2:
-        Keep a copy of the best weights (``w.numpy()``): the variable goes on changing. The
-        test ``t − best_step ≥ patience`` comes only when step ``t`` did not improve.
+        A column of the numbers, shape (batch, 1), against a row of the powers of two, shape
+        (bits,), broadcasts to (batch, bits).
+
+    Hint 3:
+        ``ef.expand_dims(numbers, 1)`` and
+        ``ef.constant([2**i for i in range(bits)], numbers.dtype)``, then ``ef.floordiv``,
+        ``ef.floormod(..., 2)`` and ``ef.cast(..., ef.float32)``.
     """
-    train = ef.constant(x_train.astype(np.float64)[:, None] ** np.arange(degree + 1))
-    val = ef.constant(x_val.astype(np.float64)[:, None] ** np.arange(degree + 1))
-    y, y_v = ef.constant(y_train.astype(np.float64)), ef.constant(y_val.astype(np.float64))
-    w = Variable(ef.zeros((degree + 1,), ef.float64))
+    numbers = ef.convert_to_tensor(numbers)
+    powers = ef.constant([2**i for i in range(bits)], numbers.dtype)
+    digits = ef.floormod(ef.floordiv(ef.expand_dims(numbers, 1), powers), 2)
+    return ef.cast(digits, ef.float32)
 
-    def val_loss() -> float:
-        return float(ef.reduce_mean(ef.square(ef.reduce_sum(val * w, axis=1) - y_v)))
 
-    best, best_w, best_step, t = val_loss(), w.numpy(), 0, 0
-    for t in range(1, max_steps + 1):
-        with GradientTape() as tape:
-            loss = ef.reduce_mean(ef.square(ef.reduce_sum(train * w, axis=1) - y))
-        w.assign_sub(learning_rate * tape.gradient(loss, w))
-        current = val_loss()
-        if current < best:
-            best, best_w, best_step = current, w.numpy(), t
-        elif t - best_step >= patience:
-            break
-    return best_w, best_step, t
+def decode(numbers: Sequence[int], logits: Any) -> list[str]:
+    """★ Turn a network's outputs back into FizzBuzz text.
+
+    Row k of ``logits`` holds the network's four scores for ``numbers[k]``; the predicted
+    class is the highest. Class 0 prints the number itself (``"7"``), classes 1, 2 and 3
+    print ``"Fizz"``, ``"Buzz"`` and ``"FizzBuzz"``. Decode what the network *predicted*,
+    even when it is wrong: that is how you see its mistakes.
+
+    Args:
+        numbers: The numbers the rows are about.
+        logits: Shape ``(len(numbers), 4)``: a tensor or a NumPy array.
+
+    Returns:
+        One string per number.
+
+    Hint 1:
+        The predicted class of a row is the position of its highest score.
+
+    Hint 2:
+        ``np.argmax(np.asarray(logits), axis=1)`` (NumPy reads tensors), then one string per
+        number: the number itself for class 0, else ``WORDS[class]``.
+    """
+    predicted = np.argmax(np.asarray(logits), axis=1)
+    return [WORDS[c] if c else str(n) for n, c in zip(numbers, predicted, strict=True)]
+
+
+def fizzbuzz_weights(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """★★★ Stretch: the learned FizzBuzz's weights, written by hand, right on every number."""
+    kernels, biases, out_rows = [], [], []
+    out_bias = np.array([0.5, 0.0, 0.0, -0.5])  # logits (0.5, d3, d5, d3 + d5 - 0.5)
+    for k, reads in ((3, np.array([0.0, 1.0, 0.0, 1.0])), (5, np.array([0.0, 0.0, 1.0, 1.0]))):
+        # digit i weighs 2**i mod k, taken between -k/2 and k/2: s ≡ n (mod k), few values
+        weights = np.array([(pow(2, i, k) + k // 2) % k - k // 2 for i in range(bits)], float)
+        lo, hi = int(weights[weights < 0].sum()), int(weights[weights > 0].sum())
+        target = (np.arange(lo, hi + 1) % k == 0).astype(float)  # d_k at s = lo, ..., hi
+        changes = np.diff(np.diff(target), prepend=0.0)  # slope changes at t = lo, ..., hi-1
+        kernels.append(np.repeat(weights[:, None], hi - lo, axis=1))  # one hinge per t:
+        biases.append(-np.arange(lo, hi, dtype=float))  # relu(s - t)
+        out_rows.append(np.outer(changes, reads))  # d_k, to the logits that read it
+        out_bias += target[0] * reads
+    return np.concatenate(kernels, 1), np.concatenate(biases), np.concatenate(out_rows), out_bias

@@ -98,7 +98,7 @@ def reference_exercises(chapter: str) -> set[str]:
 # --- which exercise a frame belongs to ------------------------------------------------------------
 def _exercise_frame(tb: TracebackType | None) -> tuple[str, FrameType, int] | None:
     """The innermost frame of ``tb`` that runs code of an exercise file, with its chapter and
-    line number: ("ch07", frame, 42)."""
+    line number: ("ch08", frame, 42)."""
     folder = exercise_folder()
     found = None
     while tb is not None:

@@ -1,361 +1,404 @@
-"""Chapter 7 exercises: control flow."""
+"""Chapter 7 exercises: one op, two modes."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import numpy as np
 import pytest
+from ready_made import refusing
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import GradientTape
-from eagerflow.graph import Graph, Session, SymbolicTensor, gradients, placeholder
-from eagerflow.graph.core.subgraphs import Subgraph
-from eagerflow.tensor import Tensor
-from eagerflow.tensor.execution import recording
+from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.graph import Graph, Session, SymbolicTensor, placeholder
+from eagerflow.nn import losses
+from eagerflow.tensor import Tensor, execution, nn_ops
+from eagerflow.tensor.errors import ShapeError
+from eagerflow.tensor.registry import OPS
 
 pytestmark = pytest.mark.ch07
 
-
-def op_types(graph: Graph) -> list[str]:
-    return [o.type for o in graph.get_operations()]
-
-
-def python_collatz(n: int) -> int:
-    steps = 0
-    while n > 1:
-        n = n // 2 if n % 2 == 0 else 3 * n + 1
-        steps += 1
-    return steps
+LOGITS = np.array([[2.0, 1.0, 0.1], [0.0, 0.0, 0.0], [-1.0, 3.0, 0.5]], np.float32)
+LABELS = np.eye(3, dtype=np.float32)[[0, 2, 1]]
 
 
-# --- safe_reciprocal ------------------------------------------------------------------------------
-def reciprocal_and_slope(v):
-    return (0.0, 0.0) if v == 0 else (1 / v, -1 / v**2)
+def numpy_cross_entropy(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    z = logits.astype(np.float64)
+    m = z.max(axis=-1, keepdims=True)
+    lse = m + np.log(np.exp(z - m).sum(axis=-1, keepdims=True))
+    return (labels * (lse - z)).sum(axis=-1)
 
 
-def check_safe_reciprocal_eagerly(chapter, points):
-    for v in points:
-        x = ef.constant(v)
-        with GradientTape() as tape:
-            tape.watch(x)
-            y = chapter.safe_reciprocal(x)
-        d = tape.gradient(y, x)
-        d = 0.0 if d is None else float(d)  # at 0 the zero branch does not depend on x
-        e, s = reciprocal_and_slope(v)
-        assert isinstance(y, Tensor) and float(y) == pytest.approx(e, rel=1e-6), (
-            f"safe_reciprocal({v}) eagerly: expected {e}, got {y!r}"
-        )
-        assert d == pytest.approx(s, rel=1e-5), (
-            f"tape: d safe_reciprocal({v})/dx: expected {s}, got {d} (at 0, a gradient of nan "
-            "means both branches were computed: use cond, not ef.where)"
-        )
+# --- cross_entropy --------------------------------------------------------------------------------
+def refusing_the_built_in_loss():  # type: ignore[no-untyped-def]
+    """eagerflow's own cross-entropy, and the (log-)softmax that makes it stable."""
+    ready_made = [(losses, "softmax_cross_entropy_with_logits"),
+                  (losses, "sparse_softmax_cross_entropy_with_logits"),
+                  (nn_ops, "log_softmax"), (nn_ops, "softmax")]  # fmt: skip
+    return refusing("cross_entropy", "the stable cross-entropy", *ready_made)
 
 
-def check_safe_reciprocal_in_a_graph(chapter, points):
+def test_cross_entropy_eagerly(chapter):
+    got = chapter.cross_entropy(ef.constant(LOGITS), ef.constant(LABELS))
+    assert isinstance(got, Tensor) and not isinstance(got, SymbolicTensor), (
+        f"in eager mode expected an eager tensor, got {got!r}"
+    )
+    np.testing.assert_allclose(got.numpy(), numpy_cross_entropy(LOGITS, LABELS), rtol=1e-5)
+
+
+def test_cross_entropy_builds_a_graph(chapter):
     g = Graph()
     with g.as_default():
-        x = placeholder(ef.float32, (), name="x")
-        y = chapter.safe_reciprocal(x)
-        (dy,) = gradients(y, [x], unconnected_gradients="zero")
-    types = op_types(g)
-    assert "If" in types, f"expected cond to add an If node; the graph has {types}"
-    assert "Select" not in types and "SelectV2" not in types, "write it with cond, not ef.where"
+        logits = placeholder(ef.float32, (None, 3), name="logits")
+        labels = placeholder(ef.float32, (None, 3), name="labels")
+        loss = chapter.cross_entropy(logits, labels)
+    assert isinstance(loss, SymbolicTensor), f"in a graph expected a symbolic tensor, got {loss!r}"
+    assert loss.shape == (None,), f"expected the static shape (None,), got {loss.shape}"
     with Session(g) as session:
-        for v in points:
-            e, s = reciprocal_and_slope(v)
-            got_y, got_d = session.run([y, dy], {x: v})
-            assert got_y == pytest.approx(e, rel=1e-5), f"graph: safe_reciprocal({v}): got {got_y}"
-            assert got_d == pytest.approx(s, rel=1e-4), (
-                f"graph: d safe_reciprocal({v})/dx: expected {s}, got {got_d}"
-            )
+        got = session.run(loss, {logits: LOGITS, labels: LABELS})
+    np.testing.assert_allclose(got, numpy_cross_entropy(LOGITS, LABELS), rtol=1e-5)
 
 
-def test_safe_reciprocal_eagerly(chapter):
-    check_safe_reciprocal_eagerly(chapter, [-2.0, 0.0, 0.5, 4.0])
+def test_cross_entropy_is_stable_for_large_logits(chapter):
+    big = np.array([[1000.0, 0.0, -1000.0], [500.0, 500.0, 0.0]], np.float32)
+    labels = np.array([[0.0, 1.0, 0.0], [0.5, 0.5, 0.0]], np.float32)
+    with refusing_the_built_in_loss():
+        got = chapter.cross_entropy(ef.constant(big), ef.constant(labels)).numpy()
+    assert np.all(np.isfinite(got)), f"expected finite losses for large logits, got {got}"
+    np.testing.assert_allclose(got, numpy_cross_entropy(big, labels), rtol=1e-5)
 
 
-def test_safe_reciprocal_builds_an_if_node_with_a_finite_gradient_at_0(chapter):
-    check_safe_reciprocal_in_a_graph(chapter, [-2.0, 0.0, 0.5, 4.0])
+# --- gradient_graph -------------------------------------------------------------------------------
+FUNCTIONS = {
+    "sum of cubes": lambda x: ef.reduce_sum(x * x * x),
+    "sigmoid": ef.sigmoid,
+    "matmul": lambda x: ef.matmul(x, ef.constant([[1.0], [-2.0]], ef.float64)),
+    "softplus of a mean": lambda x: ef.log(1.0 + ef.exp(ef.reduce_mean(x))),
+}
 
 
-# --- huber ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("delta", [1.0, 2.0])
-def test_huber_values_and_gradients_both_ways(chapter, delta):
-    points = [-3.0, -1.5, -0.5, 0.0, 0.25, 1.5, 4.0]
-    expected = [0.5 * v * v if abs(v) <= delta else delta * (abs(v) - 0.5 * delta) for v in points]
-    slopes = [v if abs(v) <= delta else float(np.sign(v)) * delta for v in points]
-
-    for v, e, s in zip(points, expected, slopes, strict=True):
-        x = ef.constant(v)
-        with GradientTape() as tape:
-            tape.watch(x)
-            y = chapter.huber(x, delta)
-        assert float(y) == pytest.approx(e), f"huber({v}, {delta}) eagerly: expected {e}, got {y}"
-        d = float(tape.gradient(y, x))
-        assert d == pytest.approx(s), f"tape: d huber({v}, {delta})/dx: expected {s}, got {d}"
-
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float32, (), name="x")
-        y = chapter.huber(x, delta)
-        (dy,) = gradients(y, [x])
-    assert "If" in op_types(g), f"expected an If node; the graph has {op_types(g)}"
-    with Session(g) as session:
-        for v, e, s in zip(points, expected, slopes, strict=True):
-            got_y, got_d = session.run([y, dy], {x: v})
-            assert got_y == pytest.approx(e), (
-                f"graph: huber({v}, {delta}): expected {e}, got {got_y}"
-            )
-            assert got_d == pytest.approx(s), f"graph: d huber({v})/dx: expected {s}, got {got_d}"
-
-
-# --- collatz_steps --------------------------------------------------------------------------------
-def test_collatz_steps_eagerly(chapter):
-    for n in (1, 6, 7, 27):
-        got = chapter.collatz_steps(ef.constant(n, ef.int64))
-        assert int(got) == python_collatz(n), (
-            f"collatz_steps({n}): expected {python_collatz(n)}, got {got!r}"
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_gradient_graph_matches_the_tape(chapter, name):
+    f = FUNCTIONS[name]
+    value = np.array([[0.5, -1.0], [2.0, 0.25], [-0.75, 1.5]])
+    graph, x, y, dy_dx = chapter.gradient_graph(f, (None, 2))
+    for t, what in ((x, "x"), (y, "y"), (dy_dx, "dy_dx")):
+        assert isinstance(t, SymbolicTensor) and t.graph is graph, (
+            f"expected {what} to be a symbolic tensor of the returned graph, got {t!r}"
         )
+    assert x.op.type == "Placeholder" and x.dtype is ef.float64, f"x should be a float64 input: {x}"
+    with Session(graph) as session:
+        got_y, got_grad = session.run([y, dy_dx], {x: value})
+
+    eager_x = ef.constant(value)
+    with GradientTape() as tape:
+        tape.watch(eager_x)
+        eager_y = f(eager_x)
+    expected_grad = tape.gradient(eager_y, eager_x).numpy()
+    np.testing.assert_allclose(got_y, eager_y.numpy(), rtol=1e-12, err_msg=f"{name}: y")
+    np.testing.assert_allclose(got_grad, expected_grad, rtol=1e-12, err_msg=f"{name}: dy/dx")
 
 
-def test_collatz_steps_in_a_graph_loops_at_run_time(chapter):
-    g = Graph()
-    with g.as_default():
-        n = placeholder(ef.int64, (), name="n")
-        steps = chapter.collatz_steps(n)
-    types = op_types(g)
-    assert "While" in types, f"expected a While node; the graph has {types}"
-    assert isinstance(steps, SymbolicTensor) and steps.dtype is ef.int64, (
-        f"expected an int64 symbolic tensor, got {steps!r}"
+# --- second_derivative_graph ----------------------------------------------------------------------
+SECOND = {
+    "x³ → 6x": (lambda x: x * x * x, lambda v: 6 * v),
+    "x·eˣ → (x + 2)·eˣ": (lambda x: x * ef.exp(x), lambda v: (v + 2) * np.exp(v)),
+    "tanh → −2·tanh·(1 − tanh²)": (
+        ef.tanh,
+        lambda v: -2 * np.tanh(v) * (1 - np.tanh(v) ** 2),
+    ),
+    "3x + 1 → 0": (lambda x: 3.0 * x + 1.0, lambda v: 0.0),
+}
+
+
+@pytest.mark.parametrize("name", SECOND)
+def test_second_derivative_graph(chapter, name):
+    f, expected = SECOND[name]
+    graph, x, d2 = chapter.second_derivative_graph(f)
+    assert isinstance(d2, SymbolicTensor) and d2.graph is graph, (
+        f"expected a symbolic tensor of the returned graph, got {d2!r}"
     )
-    with Session(g) as session:
-        for value in (1, 2, 6, 27, 97):
-            got = session.run(steps, {n: value})
-            assert got == python_collatz(value), (
-                f"collatz_steps({value}) in a Session: expected {python_collatz(value)}, got {got}"
-            )
+    assert x.shape == () and x.dtype is ef.float64, f"x should be a float64 scalar: {x}"
+    with Session(graph) as session:
+        for v in (-1.5, 0.0, 0.7, 2.0):
+            got = session.run(d2, {x: v})
+            np.testing.assert_allclose(got, expected(v), rtol=1e-12, atol=1e-12, err_msg=name)
 
 
-# --- newton_sqrt --------------------------------------------------------------------------------
-def python_newton(a, tol, max_steps):
-    g, n = a, 0
-    while abs(g * g - a) > tol and n < max_steps:
-        g, n = (g + a / g) / 2.0, n + 1
-    return g, n
+# --- LoggingContext -------------------------------------------------------------------------------
+def test_logging_context_runs_ops_eagerly_and_logs_them(chapter):
+    ctx = chapter.LoggingContext()
+    assert ctx.log == [], f"a new context has an empty log, got {ctx.log}"
+    a, b, c = ef.constant([[1.0, 2.0]]), ef.constant([[3.0], [4.0]]), ef.constant([1, 2, 3, 4])
+    with execution.context(ctx):
+        z = ef.matmul(a, b) + 1.0
+        parts = ef.split(c, 2)
+    assert type(z) is Tensor, f"expected an eager Tensor, got {z!r}"
+    assert z.dtype is ef.float32 and z.numpy().tolist() == [[12.0]], f"got {z!r}"
+    assert [p.numpy().tolist() for p in parts] == [[1, 2], [3, 4]], f"split gave {parts!r}"
+    assert ctx.log == ["MatMul", "AddV2", "SplitV"], f"expected 3 ops logged, got {ctx.log}"
 
 
-def check_newton(got, a, tol, max_steps, where):
-    g, n = python_newton(a, tol, max_steps)
-    assert isinstance(got, tuple | list) and len(got) == 2, (
-        f"{where}: expected (g, steps), got {got!r}"
-    )
-    got_g, got_n = (np.asarray(v) for v in got)
-    assert int(got_n) == n, (
-        f"{where}: newton_sqrt({a}, tol={tol}, max_steps={max_steps}) should run {n} steps "
-        f"(it stops when |g·g − a| <= tol or after max_steps steps), ran {int(got_n)}"
-    )
-    assert float(got_g) == pytest.approx(g, rel=1e-12), (
-        f"{where}: newton_sqrt({a}, tol={tol}, max_steps={max_steps}): expected g = {g}, "
-        f"got {float(got_g)}"
-    )
+def test_logging_context_keeps_tapes_and_variables_working(chapter):
+    ctx = chapter.LoggingContext()
+    w = Variable(3.0)
+    with execution.context(ctx), GradientTape() as tape:
+        y = w * w
+    assert ctx.log == ["ReadVariableOp", "ReadVariableOp", "Mul"], f"got {ctx.log}"
+    assert float(tape.gradient(y, w)) == 6.0, "the tape should still record the ops"
+    with execution.context(ctx):
+        w.assign_add(1.0)
+    assert w.numpy() == 4.0, f"expected the variable to become 4.0, got {w.numpy()}"
+    assert ctx.log[-1] == "AssignAddVariableOp", f"got {ctx.log}"
 
 
-NEWTON = [(2.0, 1e-12, 50), (2.0, 1e-12, 2), (1.0, 1e-12, 50), (100.0, 1e-9, 0), (0.25, 1e-6, 3)]
-
-
-def test_newton_sqrt_eagerly(chapter):
-    for a, tol, max_steps in NEWTON:
-        got = chapter.newton_sqrt(ef.constant(a, ef.float64), tol, max_steps)
-        check_newton(got, a, tol, max_steps, "eagerly")
-        assert got[1].dtype is ef.int32, f"the step count should be int32, got {got[1]!r}"
-
-
-def build_newton(chapter, tol, max_steps):
-    g = Graph()
-    with g.as_default():
-        a = placeholder(ef.float64, (), name="a")
-        try:
-            out = chapter.newton_sqrt(a, tol, max_steps)
-        except TypeError as e:
-            pytest.fail(
-                f"building newton_sqrt on a placeholder failed ({e}): write the loop with "
-                "while_loop, and its condition with ef.logical_and"
-            )
-    types = op_types(g)
-    assert "While" in types, f"expected a While node; the graph has {types}"
-    return g, a, out
-
-
-def test_newton_sqrt_in_a_graph_loops_at_run_time(chapter):
-    for max_steps in (50, 2):
-        g, a, out = build_newton(chapter, 1e-12, max_steps)
+def test_cross_entropy_on_hidden_batches_in_both_modes(chapter):
+    rng = np.random.default_rng(606)
+    for batch, classes in [(1, 2), (5, 7)]:
+        logits = (rng.normal(size=(batch, classes)) * 50).astype(np.float32)  # some large
+        labels = rng.dirichlet(np.ones(classes), size=batch).astype(np.float32)
+        expected = numpy_cross_entropy(logits, labels)
+        with refusing_the_built_in_loss():
+            got = chapter.cross_entropy(ef.constant(logits), ef.constant(labels))
+        np.testing.assert_allclose(
+            got.numpy(), expected, rtol=1e-4, atol=1e-4,
+            err_msg=f"eagerly, a hidden ({batch}, {classes}) batch",
+        )  # fmt: skip
+        g = Graph()
+        with g.as_default():
+            z = placeholder(ef.float32, (None, classes))
+            p = placeholder(ef.float32, (None, classes))
+            with refusing_the_built_in_loss():
+                loss = chapter.cross_entropy(z, p)
         with Session(g) as session:
-            for value in (2.0, 1.0, 9.0, 1e4):
-                got = session.run(list(out), {a: value})
-                check_newton(got, value, 1e-12, max_steps, "in a Session")
+            got = session.run(loss, {z: logits, p: labels})
+        np.testing.assert_allclose(
+            got, expected, rtol=1e-4, atol=1e-4,
+            err_msg=f"in a graph, a hidden ({batch}, {classes}) batch",
+        )  # fmt: skip
 
 
-def test_safe_reciprocal_and_huber_on_hidden_points(chapter):
-    rng = np.random.default_rng(707)
-    points = [0.0, *np.round(rng.uniform(-5, 5, 7), 3).tolist()]
-    check_safe_reciprocal_eagerly(chapter, points)
-    check_safe_reciprocal_in_a_graph(chapter, points)
-    delta = round(float(rng.uniform(0.3, 3.0)), 2)
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float32, (), name="x")
-        h = chapter.huber(x, delta)
-        (dh,) = gradients(h, [x])
-    with Session(g) as session:
-        for v in points:
-            e = 0.5 * v * v if abs(v) <= delta else delta * (abs(v) - 0.5 * delta)
-            s = v if abs(v) <= delta else float(np.sign(v)) * delta
-            got_h, got_dh = session.run([h, dh], {x: v})
-            assert got_h == pytest.approx(e, rel=1e-5), (
-                f"huber({v}, {delta}): expected {e}, got {got_h}"
-            )
-            assert got_dh == pytest.approx(s, rel=1e-5), (
-                f"d huber({v}, {delta})/dx: expected {s}, got {got_dh}"
-            )
+def test_gradient_graph_on_hidden_inputs(chapter):
+    rng = np.random.default_rng(607)
+    w = rng.normal(size=(3, 2))
+    f = lambda x: ef.reduce_sum(ef.tanh(x @ ef.constant(w)) * ef.reduce_mean(x, 1, keepdims=True))  # noqa: E731
+    graph, x, _, dy_dx = chapter.gradient_graph(f, (None, 3))
+    value = rng.normal(size=(int(rng.integers(2, 6)), 3))
+    with Session(graph) as session:
+        got = session.run(dy_dx, {x: value})
+    eager_x = ef.constant(value)
+    with GradientTape() as tape:
+        tape.watch(eager_x)
+        eager_y = f(eager_x)
+    np.testing.assert_allclose(got, tape.gradient(eager_y, eager_x).numpy(), rtol=1e-10,
+                               err_msg="dy/dx of a hidden function")  # fmt: skip
 
 
-def test_collatz_steps_and_newton_sqrt_on_hidden_numbers(chapter):
-    rng = np.random.default_rng(708)
-    g = Graph()
-    with g.as_default():
-        n = placeholder(ef.int64, (), name="n")
-        steps = chapter.collatz_steps(n)
-    with Session(g) as session:
-        for value in rng.integers(3, 3000, 4).tolist():
-            got = session.run(steps, {n: value})
-            assert got == python_collatz(value), (
-                f"collatz_steps({value}): expected {python_collatz(value)}, got {got}"
-            )
-    for _ in range(3):
-        tol = float(10.0 ** -rng.integers(3, 10))
-        max_steps = int(rng.integers(1, 8))
-        graph, a, out = build_newton(chapter, tol, max_steps)
-        with Session(graph) as session:
-            for value in np.round(rng.uniform(0.1, 5000, 4), 3).tolist():
-                got = session.run(list(out), {a: value})
-                check_newton(got, value, tol, max_steps, "hidden, in a Session")
-                eager = chapter.newton_sqrt(ef.constant(value, ef.float64), tol, max_steps)
-                check_newton(eager, value, tol, max_steps, "hidden, eagerly")
+def test_second_derivative_graph_on_a_hidden_polynomial(chapter):
+    c = np.round(np.random.default_rng(608).uniform(-2, 2, 5), 2)
+
+    def f(t):
+        y = float(c[-1])
+        for coefficient in c[-2::-1]:
+            y = y * t + float(coefficient)
+        return y
+
+    graph, x, d2 = chapter.second_derivative_graph(f)
+    second = np.polynomial.polynomial.polyder(c, 2)
+    with Session(graph) as session:
+        for v in (-1.3, 0.4, 1.7):
+            np.testing.assert_allclose(
+                session.run(d2, {x: v}), np.polynomial.polynomial.polyval(v, second),
+                rtol=1e-10, err_msg=f"f'' of the hidden polynomial {c.tolist()} at {v}",
+            )  # fmt: skip
 
 
-# --- power_by_squaring (stretch) ------------------------------------------------------------------
-class OpCounter:
-    """A recorder on the seam: counts the ops that run, by name."""
-
-    def __init__(self) -> None:
-        self.ops: Counter[str] = Counter()
-
-    def record(self, op, inputs, attrs, outputs) -> None:
-        self.ops[op.name] += 1
-
-
-def digits(n: int) -> int:
-    """How many binary digits |n| has: the iterations exponentiation by squaring needs."""
-    return abs(n).bit_length()
-
-
-def expected_power(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """xⁿ and its derivative n·xⁿ⁻¹, elementwise."""
-    return x**n, (n * x ** (n - 1) if n else np.zeros_like(x))
+def test_logging_context_on_a_hidden_program(chapter):
+    rng = np.random.default_rng(609)
+    steps = {"Tanh": ef.tanh, "Exp": ef.exp, "Neg": ef.negative, "Square": ef.square}
+    names = [list(steps)[int(i)] for i in rng.integers(0, len(steps), 6)]
+    x = ef.constant(rng.normal(size=(2, 3)) * 0.1)
+    ctx = chapter.LoggingContext()
+    t = x
+    with execution.context(ctx):
+        for name in names:
+            t = steps[name](t)
+    expected = x
+    for name in names:
+        expected = steps[name](expected)
+    assert ctx.log == names, f"a hidden program ran {names}; the context logged {ctx.log}"
+    assert type(t) is Tensor and t.dtype is ef.float64, f"expected a float64 Tensor, got {t!r}"
+    np.testing.assert_allclose(t.numpy(), expected.numpy(), rtol=1e-12, err_msg="its value")
 
 
-def check_power(got, d_got, x, n, where) -> None:
-    value, slope = expected_power(x, n)
-    np.testing.assert_allclose(np.asarray(got), value, rtol=1e-9,
-                               err_msg=f"{where}: power_by_squaring(x, {n}), x = {x}")  # fmt: skip
+# --- MiniGraph and run_mini -----------------------------------------------------------------------
+class Kernels:
+    """Counts the kernel calls of every op (each OPS row replaced by a counting copy)."""
+
+    def __init__(self, monkeypatch):
+        self.calls = Counter()
+        for name, op in list(OPS.items()):
+
+            def counted(*args, kernel=op.kernel, name=name, **kwargs):
+                self.calls[name] += 1
+                return kernel(*args, **kwargs)
+
+            monkeypatch.setitem(OPS, name, dataclasses.replace(op, kernel=counted))
+
+    def total(self):
+        return sum(self.calls.values())
+
+
+class Seam:
+    """The names of the ops the seam ran."""
+
+    def __init__(self):
+        self.names = []
+
+    def record(self, op, inputs, attrs, outputs):
+        self.names.append(op.name)
+
+
+def build_mini(chapter, program, placeholders):
+    """Build ``program`` on placeholders of the given (shape, dtype) in a MiniGraph."""
+    g = chapter.MiniGraph()
+    xs = [g.placeholder(shape, dtype) for shape, dtype in placeholders]
+    seam = Seam()
+    with execution.context(g), execution.recording(seam):
+        y = program(*xs)
+    return g, xs, y, seam
+
+
+def check_program(chapter, monkeypatch, program, values, what):
+    """Build ``program`` in a MiniGraph (no kernel may run), then run it with run_mini on
+    ``values`` and compare with eager execution: shapes, dtypes, values, kernel counts."""
+    tensors = [ef.constant(v) for v in values]
+    expected = program(*tensors)
+    kernels = Kernels(monkeypatch)
+    g, xs, y, seam = build_mini(chapter, program, [(t.shape, t.dtype) for t in tensors])
+    assert kernels.total() == 0, (
+        f"{what}: building ran kernels {dict(kernels.calls)}: run_op must only make nodes "
+        "(their shapes and dtypes come from op.shape_rule and op.dtype_rule)"
+    )
+    assert isinstance(y, Tensor) and not isinstance(y, SymbolicTensor), (
+        f"{what}: expected the Symbol of a node, got {y!r}"
+    )
+    assert tuple(y.shape) == tuple(expected.shape) and y.dtype is expected.dtype, (
+        f"{what}: the output should have shape {tuple(expected.shape)} and dtype "
+        f"{expected.dtype.name} (as eagerly), got {y!r}"
+    )
+    assert len(g.nodes) == len(xs) + len(seam.names), (
+        f"{what}: {len(seam.names)} ops ran through the seam, so the graph should have "
+        f"{len(seam.names)} nodes besides its {len(xs)} placeholders; it has {len(g.nodes)}"
+    )
+    got = chapter.run_mini(y, {x: v for x, v in zip(xs, values, strict=True)})
     np.testing.assert_allclose(
-        np.asarray(d_got), slope, rtol=1e-9, atol=1e-300,
-        err_msg=f"{where}: the gradient of power_by_squaring(x, {n}), {n}·x^{n - 1}, x = {x}",
+        np.asarray(got), expected.numpy(), rtol=1e-5, atol=1e-6,
+        err_msg=f"{what}: run_mini disagrees with eager execution",
     )  # fmt: skip
-
-
-def power_eagerly(chapter, x: np.ndarray, n: int) -> None:
-    xt = ef.constant(x)
-    with recording(OpCounter()) as counter, GradientTape() as tape:
-        tape.watch(xt)
-        y = chapter.power_by_squaring(xt, ef.constant(n, ef.int32))
-    assert isinstance(y, Tensor) and tuple(y.shape) == x.shape and y.dtype is ef.float64, (
-        f"power_by_squaring(x, {n}) eagerly: expected a float64 tensor of shape {x.shape}, "
-        f"got {y!r}"
+    assert kernels.total() <= len(seam.names), (
+        f"{what}: run_mini ran {kernels.total()} kernels for {len(seam.names)} nodes: run each "
+        "node once, however many nodes read it"
     )
-    assert "Pow" not in counter.ops, "power_by_squaring ran ef.pow: write the loop"
-    most = 2 * (digits(n) + 1) + 1
-    assert counter.ops["Mul"] <= most, (
-        f"power_by_squaring(x, {n}) eagerly ran {counter.ops['Mul']} multiplications; "
-        f"squaring needs at most two per binary digit of |n| ({digits(n)} digits): about "
-        f"{most}, not one per unit of n"
-    )
-    d = tape.gradient(y, xt)
-    check_power(y, np.zeros_like(x) if d is None else d, x, n, "eagerly")
+    return g, y
 
 
-def power_graph(chapter, shape: tuple[int, ...]):
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float64, shape, name="x")
-        n = placeholder(ef.int32, (), name="n")
-        y = chapter.power_by_squaring(x, n)
-    types = op_types(g)
-    assert "While" in types, (
-        f"expected a While node (n is known only when the graph runs); the graph has {types}"
-    )
-    assert "Pow" not in types, "power_by_squaring used ef.pow: write the loop"
-    bodies = [o.attrs["body"] for o in g.get_operations() if o.type == "While"]
-    with g.as_default():
-        (dy,) = gradients(y, [x], unconnected_gradients="zero")
-    return g, x, n, y, dy, bodies
+def test_mini_graph_builds_nodes_and_run_mini_runs_them(chapter, monkeypatch):
+    def program(x, w):
+        h = ef.tanh(ef.matmul(x, w) + 1.0)
+        return ef.reduce_sum(h * h, axis=1)  # h read twice: one node, run once
+
+    values = [np.arange(6.0, dtype=np.float32).reshape(2, 3) / 6, np.ones((3, 4), np.float32)]
+    check_program(chapter, monkeypatch, program, values, "reduce_sum(tanh(x @ w + 1)², axis=1)")
 
 
-def power_in_a_graph(chapter, monkeypatch, values: np.ndarray, exponents: list[int]) -> None:
-    g, x, n, y, dy, bodies = power_graph(chapter, values.shape)
-    runs = []
-    call = Subgraph.call
+def test_mini_graph_outputs_have_the_rules_shape_and_dtype(chapter, monkeypatch):
+    def program(x):
+        return ef.cast(ef.transpose(x) > 0.0, ef.int32)
 
-    def counted(subgraph, arrays):
-        if any(subgraph is b for b in bodies):
-            runs.append(subgraph)
-        return call(subgraph, arrays)
+    check_program(chapter, monkeypatch, program, [np.ones((2, 5), np.float32)], "cast(xᵀ > 0)")
 
-    with Session(g) as session:
-        for exponent in exponents:
-            runs.clear()
-            with monkeypatch.context() as patch:
-                patch.setattr(Subgraph, "call", counted)
-                got = session.run(y, {x: values, n: exponent})
-            assert len(runs) <= digits(exponent) + 1, (
-                f"in a Session, the loop body ran {len(runs)} times for n = {exponent}: "
-                f"squaring needs one iteration per binary digit of |n| ({digits(exponent)})"
+
+def test_mini_graph_refuses_bad_shapes_while_building(chapter, monkeypatch):
+    kernels = Kernels(monkeypatch)
+    g = chapter.MiniGraph()
+    a, b = g.placeholder((2, 3), ef.float32), g.placeholder((2, 3), ef.float32)
+    with pytest.raises(ShapeError), execution.context(g):
+        ef.matmul(a, b)
+    assert kernels.total() == 0, "a shape error is found by the shape rule, with no kernel"
+
+
+def hidden_program(rng):
+    """A random chain of ops with attributes, broadcasting and a value used twice."""
+    n, m = int(rng.integers(2, 5)), int(rng.integers(2, 5))
+    w = rng.uniform(-1, 1, (m, int(rng.integers(2, 4)))).astype(np.float32)
+    steps = rng.permutation(5)[: int(rng.integers(2, 6))]
+
+    def program(x, b):
+        h = ef.matmul(x, ef.constant(w)) + b  # b broadcasts over the rows
+        for step in steps:
+            if step == 0:
+                h = ef.reduce_sum(h, axis=0, keepdims=True) * h
+            elif step == 1:
+                h = ef.sigmoid(h) - h
+            elif step == 2:
+                h = ef.transpose(ef.reshape(h, (-1, 1))) * 0.5
+            elif step == 3:
+                h = ef.maximum(h, ef.square(h) - 0.25)
+            else:
+                h = ef.where(h > 0.0, h, ef.exp(h))
+        return ef.reduce_mean(h, axis=-1)
+
+    values = [rng.uniform(-1, 1, (n, m)).astype(np.float32),
+              rng.uniform(-1, 1, (w.shape[1],)).astype(np.float32)]  # fmt: skip
+    return program, values
+
+
+def test_mini_graph_on_hidden_programs(chapter, monkeypatch):
+    rng = np.random.default_rng(606)
+    for i in range(8):
+        program, values = hidden_program(rng)
+        g, y = check_program(chapter, monkeypatch, program, values, f"hidden program {i}")
+        # the same graph, fed again: the values come from run time, not from building
+        other = [v * 2.0 - 0.5 for v in values]
+        xs = [n.outputs[0] for n in g.nodes if n.op is None]
+        got = chapter.run_mini(y, dict(zip(xs, other, strict=True)))
+        np.testing.assert_allclose(
+            np.asarray(got), program(*(ef.constant(v) for v in other)).numpy(),
+            rtol=1e-5, atol=1e-6, err_msg=f"hidden program {i}, fed other values",
+        )  # fmt: skip
+
+
+# --- mini_gradients (stretch) ---------------------------------------------------------------------
+def test_mini_gradients_stretch_on_hidden_programs(chapter, monkeypatch):
+    rng = np.random.default_rng(616)
+    for i in range(6):
+        program, values = hidden_program(rng)
+        tensors = [ef.constant(v) for v in values]
+        with GradientTape() as tape:
+            tape.watch(tensors[0])
+            y = program(*tensors)
+        expected = tape.gradient(y, tensors[0]).numpy()
+        g, xs, y_symbol, _ = build_mini(chapter, program, [(t.shape, t.dtype) for t in tensors])
+        before = len(g.nodes)
+        with monkeypatch.context() as patch:
+            kernels = Kernels(patch)
+
+            def refuse(*args, **kwargs):
+                raise AssertionError("mini_gradients used a GradientTape: build nodes instead")
+
+            patch.setattr(GradientTape, "gradient", refuse)
+            dx = chapter.mini_gradients(g, y_symbol, xs[0])
+            assert kernels.total() == 0, (
+                f"hidden program {i}: mini_gradients ran kernels {dict(kernels.calls)}: call "
+                "the rules with the MiniGraph as the context, so that they add nodes"
             )
-            check_power(got, session.run(dy, {x: values, n: exponent}), values, exponent,
-                        "in a Session")  # fmt: skip
-
-
-def test_power_by_squaring_eagerly(chapter):
-    x = np.array([1.5, -0.5, 2.0, -1.1])
-    for n in (0, 1, 2, 5, 13, -1, -4):
-        power_eagerly(chapter, x, n)
-    power_eagerly(chapter, np.array([[1.001, 0.999], [-1.0005, 1.0]]), 1000)
-
-
-def test_power_by_squaring_in_a_graph_loops_at_run_time(chapter, monkeypatch):
-    power_in_a_graph(chapter, monkeypatch, np.array([1.5, -0.5, 2.0, -1.1]), [0, 1, 2, 13, -3])
-    power_in_a_graph(chapter, monkeypatch, np.array([1.001, -0.9995]), [1000, -999])
-
-
-def test_power_by_squaring_on_hidden_exponents(chapter, monkeypatch):
-    rng = np.random.default_rng(717)
-    exponents = [int(e) for e in rng.integers(-60, 61, 6)] + [int(rng.integers(300, 1200))]
-    for n in exponents:
-        size = 1e-3 if abs(n) > 60 else 0.5  # |x| near 1 for the large ones: no overflow
-        x = rng.uniform(1 - size, 1 + size, 3) * rng.choice([-1.0, 1.0], 3)
-        power_eagerly(chapter, x, n)
-    for n in exponents:
-        size = 1e-3 if abs(n) > 60 else 0.5
-        x = rng.uniform(1 - size, 1 + size, (2, 2)) * rng.choice([-1.0, 1.0], (2, 2))
-        power_in_a_graph(chapter, monkeypatch, x, [n, -n])
+        assert dx is not None and not isinstance(dx, SymbolicTensor) and len(g.nodes) > before, (
+            f"hidden program {i}: expected the symbol of a new node of the MiniGraph, got {dx!r}"
+        )
+        got = chapter.run_mini(dx, {x: t.numpy() for x, t in zip(xs, tensors, strict=True)})
+        np.testing.assert_allclose(
+            np.asarray(got), expected, rtol=1e-5, atol=1e-6,
+            err_msg=f"hidden program {i}: the gradient of sum(y) by x, run with run_mini",
+        )  # fmt: skip

@@ -1,410 +1,323 @@
-"""Chapter 9 exercises: why graphs, a compiler sees everything (`exercises/ch09.py`)."""
+"""Chapter 9 exercises: tracing, from eager to graph (`exercises/ch09.py`)."""
 
 from __future__ import annotations
 
-import ast
-import tracemalloc
-from typing import Any
+import sys
+import warnings
 
 import numpy as np
 import pytest
-from ready_made import refusing
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
-from eagerflow.graph import Graph, Session, gradients, group, placeholder
-from eagerflow.graph.compiler import fusion
-from eagerflow.graph.compiler.fusion import Cluster, find_clusters
-from eagerflow.graph.compiler.specialize import Specialized, specialize
-from eagerflow.graph.core.session import Plan
-from eagerflow.tensor.registry import get_op
+from eagerflow.graph import Function, Session, SymbolicTensor, function
+from eagerflow.graph.tracing.signatures import RetracingWarning
 
 pytestmark = pytest.mark.ch09
 
 
-# --- fuse_unary_chain -----------------------------------------------------------------------------
-def compile_chain(source: str) -> Any:
-    """The test's own copy of the given helper: ``np`` is the source's only global."""
-    namespace: dict[str, Any] = {"np": np}
-    exec(compile(source, "<fused chain>", "exec"), namespace)
-    return namespace["fused"]
+# --- signature ------------------------------------------------------------------------------------
+def test_signature_describes_tensors_by_dtype_and_shape(chapter):
+    a = chapter.signature(ef.constant([1.0, 2.0]))
+    assert a == (("tensor", ef.float32, (2,)),), f"expected (('tensor', float32, (2,)),), got {a}"
+    same = chapter.signature(ef.constant([5.0, -1.0]))
+    assert a == same, "values do not matter, only dtype and shape"
+    assert a != chapter.signature(ef.constant([1.0, 2.0, 3.0])), "a new shape is a new signature"
+    assert a != chapter.signature(ef.constant([1, 2])), "a new dtype is a new signature"
+    from_numpy = chapter.signature(np.array([1.0, 2.0], np.float32))
+    assert from_numpy == a, f"a NumPy array counts as a tensor: expected {a}, got {from_numpy}"
 
 
-def one_at_a_time(ops: list[str], x: np.ndarray) -> np.ndarray:
-    """The chain as the interpreter runs it: each op's NumPy kernel, a new array each."""
-    for op in ops:
-        x = np.asarray(get_op(op).kernel(x))
-    return x
+def test_signature_describes_python_values_by_value_and_type(chapter):
+    assert chapter.signature(2) == (("value", int, 2),), f"got {chapter.signature(2)}"
+    assert chapter.signature(2) != chapter.signature(3), "each Python value is its own signature"
+    assert chapter.signature(2) != chapter.signature(2.0), "an int and a float differ"
+    assert chapter.signature(None, "relu") == (
+        ("value", type(None), None),
+        ("value", str, "relu"),
+    ), f"got {chapter.signature(None, 'relu')}"
 
 
-def check_chain(chapter: Any, ops: list[str], x: np.ndarray) -> None:
-    source = chapter.fuse_unary_chain(list(ops))
-    assert isinstance(source, str), f"expected the source as a str, got {type(source).__name__}"
-    fused = compile_chain(source)
-    out = np.full_like(x, 12345.0)
-    with np.errstate(all="ignore"):
-        fused(x, out)
-        expected = one_at_a_time(ops, x)
-    np.testing.assert_allclose(
-        out, expected, rtol=1e-12, atol=0, equal_nan=True,
-        err_msg=f"the fused chain {ops} differs from its ops run one at a time, on x = {x}",
-    )  # fmt: skip
+def test_signature_predicts_the_trace_count(chapter):
+    @function
+    def scale(x, factor):
+        return x * factor
 
-
-def test_fuse_unary_chain_computes_the_chain(chapter):
-    check_chain(chapter, ["Square", "Neg", "Exp"], np.linspace(-2.0, 2.0, 9))
-
-
-HIDDEN_CHAINS = [
-    [],
-    ["Relu", "Square"],
-    ["Neg", "Relu"],
-    ["Relu", "Neg"],
-    ["Abs", "Sqrt", "Log", "Neg", "Tanh"],
-    ["Sign", "Square", "Identity", "Neg"],
-    ["Tanh", "Square", "Neg", "Exp", "Relu", "Sqrt"],
-    ["Log"],
-]
-
-
-@pytest.mark.parametrize("ops", HIDDEN_CHAINS, ids=lambda ops: "-".join(ops) or "empty")
-def test_fuse_unary_chain_on_hidden_chains(chapter, ops):
-    x = np.array([-3.0, -1.5, -0.25, 0.0, 0.5, 1.0, 2.5, np.nan, np.inf, -np.inf])
-    check_chain(chapter, ops, x)
-
-
-def test_fuse_unary_chain_is_one_loop_that_allocates_no_array(chapter):
-    ops = ["Square", "Neg", "Exp", "Relu"]
-    source = chapter.fuse_unary_chain(ops)
-    loops = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.For | ast.While)]
-    assert len(loops) == 1, (
-        f"a fused chain is one loop over the elements; this source has {len(loops)}:\n{source}"
+    calls = [
+        (ef.constant([1.0, 2.0]), 2.0),
+        (ef.constant([3.0, 4.0]), 2.0),  # same signature: no trace
+        (ef.constant([3.0, 4.0]), 3.0),  # a new Python value: a trace
+        (ef.constant([1.0, 2.0, 3.0]), 2.0),  # a new shape: a trace
+        (np.array([7.0, 8.0], np.float32), 2.0),  # like the first call
+        (ef.constant([1.0, 2.0], ef.float64), 2.0),  # a new dtype: a trace
+        (ef.constant([1.0, 2.0]), ef.constant(2.0)),  # a tensor factor: a trace
+        (ef.constant([1.0, 2.0]), ef.constant(5.0)),  # same signature as the previous one
+    ]
+    predicted = []
+    for args in calls:
+        scale(*args)
+        predicted.append(chapter.signature(*args))
+    assert scale.trace_count == 5, "the framework itself should trace 5 times here"
+    got = len(set(predicted))
+    assert got == scale.trace_count, (
+        f"expected {scale.trace_count} distinct signatures (one per trace), got {got}"
     )
-    fused = compile_chain(source)
-    x = np.linspace(-1.0, 1.0, 20_000)
-    out = np.empty_like(x)
-    fused(x, out)  # a first call, outside the count
-    tracemalloc.start()
-    start, _ = tracemalloc.get_traced_memory()
-    fused(x, out)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    assert peak - start < x.nbytes // 4, (
-        f"one call allocated up to {peak - start} bytes, for an input of {x.nbytes}: a fused "
-        "loop keeps one element at a time and makes no intermediate array"
-    )
-    np.testing.assert_allclose(out, one_at_a_time(ops, x), rtol=1e-12)
 
 
-# --- predict_clusters -----------------------------------------------------------------------------
-def program_for(fetches: list[Any], feeds: dict[Any, tuple[int, ...]]) -> Specialized:
-    plan = Plan(list(fetches), list(feeds))
-    return specialize(plan, {plan.slot[t]: tuple(s) for t, s in feeds.items()})
+# --- mini_function --------------------------------------------------------------------------------
+class Traced:
+    """A function for mini_function that notes each call (a trace) and what it was given."""
+
+    def __init__(self, fn):
+        self.fn, self.calls = fn, []
+
+    def __call__(self, *args):
+        self.calls.append(args)
+        return self.fn(*args)
 
 
-def real_clusters(program: Specialized) -> set[tuple[str, ...]]:
-    units = find_clusters(program)
-    return {tuple(n.operation.name for n in u.nodes) for u in units if isinstance(u, Cluster)}
+class SessionRuns:
+    def __init__(self, monkeypatch):
+        self.count = 0
+        run = Session.run
+
+        def counted(session, *args, **kwargs):
+            self.count += 1
+            return run(session, *args, **kwargs)
+
+        monkeypatch.setattr(Session, "run", counted)
 
 
-def check_clusters(chapter: Any, program: Specialized) -> None:
-    names = [n.operation.name for n in program.nodes]
-    ready_made = [(fusion, "find_clusters"), (fusion, "_finish")]  # the compiler's own pass
-    with refusing("predict_clusters", "the compiler's clustering", *ready_made):
-        got = chapter.predict_clusters(program)
-    assert isinstance(got, list), f"expected a list of clusters, got {type(got).__name__}"
-    for cluster in got:
-        order = [names.index(n) for n in cluster if n in names]
-        assert order == sorted(order) and len(order) == len(cluster), (
-            f"each cluster lists op names of the program, in program order: got {cluster}, "
-            f"program {names}"
+def check_mini_function(chapter, monkeypatch, fn, calls, what):
+    """Call mini_function(fn) on each argument tuple of ``calls``: fn must run once per new
+    signature (as many times as ``@function`` traces), in a graph, and each call must run a
+    Session and give fn's eager value."""
+    real = function(fn)
+    with warnings.catch_warnings():  # the hidden sequences retrace on purpose
+        warnings.simplefilter("ignore", RetracingWarning)
+        for args in calls:
+            real(*args)
+    traced = Traced(fn)
+    mine = chapter.mini_function(traced)
+    runs = SessionRuns(monkeypatch)
+    for i, args in enumerate(calls):
+        before = len(traced.calls)
+        got = mine(*args)
+        expected = fn(*(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args))
+        for traced_args in traced.calls[before:]:
+            assert all(
+                isinstance(t, SymbolicTensor) for t in traced_args if isinstance(t, ef.Tensor)
+            ), f"{what}: fn was called with eager tensors {traced_args}: trace it in a Graph"
+        assert isinstance(got, ef.Tensor) and not isinstance(got, SymbolicTensor), (
+            f"{what}, call {i}: expected an eager tensor, got {got!r}"
         )
-    expected = real_clusters(program)
-    assert {tuple(c) for c in got} == expected, (
-        f"program {names}:\nexpected the clusters {sorted(expected)},\ngot {got}"
-    )
-
-
-def regression_program() -> Specialized:
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float32, (None,), name="x")
-        y = placeholder(ef.float32, (None,), name="y")
-        w, b = Variable(5.0, name="W"), Variable(10.0, name="B")
-        error = w * x + b - y
-        loss = ef.reduce_mean(error * error)
-        dw, db = gradients(loss, [w, b])
-        train = group(w.assign_sub(0.01 * dw), b.assign_sub(0.01 * db))
-    return program_for([loss, train], {x: (1000,), y: (1000,)})
-
-
-def test_predict_clusters_on_the_chapters_training_step(chapter):
-    check_clusters(chapter, regression_program())
-
-
-def _layer_norm() -> Specialized:  # a reduction's result read in its own domain
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float32, (None, 16), name="x")
-        centred = x - ef.reduce_mean(x, axis=-1, keepdims=True)
-        variance = ef.reduce_mean(centred * centred, axis=-1, keepdims=True)
-        out = centred / ef.sqrt(variance + 1e-5) * 2.0
-    return program_for([out], {x: (8, 16)})
-
-
-def _write_between() -> Specialized:  # a variable write seals what came before it
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float32, (None,), name="x")
-        calls = Variable(0.0, name="calls")
-        before = x * 2.0 + 1.0
-        count = calls.assign_add(1.0)  # reads nothing of the loop before it
-        after = x * 3.0 - 1.0
-    return program_for([before, count, after], {x: (50,)})
-
-
-def _read_from_outside() -> Specialized:  # a matmul reads a cluster's value: sealed
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float32, (None, 8), name="x")
-        a = x * 2.0 + 1.0
-        product = ef.matmul(a, ef.constant(np.ones((8, 3), np.float32)))
-        b = a * 3.0 - 1.0
-    return program_for([product, b], {x: (4, 8)})
-
-
-def _two_domains() -> Specialized:  # ops of two shapes interleaved: one loop per shape
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float32, (None,), name="x")
-        z = placeholder(ef.float32, (None,), name="z")
-        a = x * 2.0
-        s = z * 3.0
-        a2 = a + 1.0
-        s2 = s - 1.0
-        c = x * 5.0 - 2.0
-    return program_for([a2, s2, c], {x: (16,), z: (4,)})
-
-
-def _lone_ops() -> Specialized:  # a lone elementwise op is no cluster, a lone reduction is
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float32, (None, 4), name="x")
-        z = placeholder(ef.float32, (None,), name="z")
-        negated = -x
-        total = ef.reduce_sum(z)
-    return program_for([negated, total], {x: (3, 4), z: (5,)})
-
-
-def _tanh_in_the_middle() -> Specialized:  # fusible or not: domain_of knows
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float32, (None,), name="x")
-        out = ef.tanh(x * 2.0 + 1.0) * 3.0 - 1.0
-        total = ef.reduce_max(out)
-    return program_for([out, total], {x: (64,)})
-
-
-HIDDEN_PROGRAMS = {
-    "layer_norm": _layer_norm,
-    "write_between": _write_between,
-    "read_from_outside": _read_from_outside,
-    "two_domains": _two_domains,
-    "lone_ops": _lone_ops,
-    "tanh_in_the_middle": _tanh_in_the_middle,
-}
-
-
-@pytest.mark.parametrize("name", list(HIDDEN_PROGRAMS))
-def test_predict_clusters_agrees_with_the_compiler(chapter, name):
-    check_clusters(chapter, HIDDEN_PROGRAMS[name]())
-
-
-# --- plan_buffers (stretch) -----------------------------------------------------------------------
-Feeds = dict[Any, tuple[int, ...]]
-
-
-def alive(program: Specialized) -> dict[int, tuple[int, int]]:
-    """Each value a node makes: the first and the last step it is alive."""
-    span: dict[int, list[int]] = {}
-    for step, node in enumerate(program.nodes):
-        for v in node.outputs:
-            span[v] = [step, step]
-        for v in node.inputs:
-            if v in span:
-                span[v][1] = step
-    for v in program.fetches:
-        if v in span:
-            span[v][1] = len(program.nodes)
-    return {v: (first, last) for v, (first, last) in span.items()}
-
-
-def fewest_buffers(program: Specialized) -> dict[tuple[Any, Any], int]:
-    """For each shape and dtype, the most values of it alive at one step."""
-    live = alive(program)
-    most: dict[tuple[Any, Any], int] = {}
-    for step in range(len(program.nodes) + 1):
-        counts: dict[tuple[Any, Any], int] = {}
-        for v, (first, last) in live.items():
-            if first <= step <= last:
-                key = (program.shapes[v], program.dtypes[v])
-                counts[key] = counts.get(key, 0) + 1
-        for key, count in counts.items():
-            most[key] = max(most.get(key, 0), count)
-    return most
-
-
-def name_of(program: Specialized, v: int) -> str:
-    """The tensor a value stands for: ``"mul:0"``."""
-    for node in program.nodes:
-        if v in node.outputs:
-            return node.operation.outputs[node.outputs.index(v)].name
-    return f"value {v}"
-
-
-def run_with_buffers(program: Specialized, plan: Any, feeds: dict[Any, np.ndarray],
-                     buffers_of: dict[int, Any]) -> list[Any]:  # fmt: skip
-    """Run ``program`` as a compiled program would with the plan ``buffers_of``: each node's
-    result is copied into its value's buffer, and later nodes read the buffer."""
-    values: dict[int, Any] = dict(program.constants)
-    values.update({plan.slot[t]: a for t, a in feeds.items()})
-    buffers: dict[Any, np.ndarray] = {}
-    for node in program.nodes:
-        op = node.operation.op_def
-        result = op.kernel(*(values[v] for v in node.inputs), **node.operation.attrs)
-        for v, r in zip(node.outputs, result if op.multi_output else (result,), strict=True):
-            shape, dtype = program.shapes[v], program.dtypes[v].np
-            buffer = buffers.setdefault(buffers_of[v], np.empty(shape, dtype))
-            buffer[...] = r
-            values[v] = buffer
-    return [values[v] for v in program.fetches]
-
-
-def check_buffers(chapter: Any, fetches: list[Any], feeds: Feeds, seed: int, what: str) -> None:
-    plan = Plan(list(fetches), list(feeds))
-    program = specialize(plan, {plan.slot[t]: tuple(s) for t, s in feeds.items()})
-    got = chapter.plan_buffers(program)
-    live = alive(program)
-    assert isinstance(got, dict) and set(got) == set(live), (
-        f"{what}: expected a buffer for each value the nodes make, {sorted(live)}; got {got!r:.300}"
-    )
-    by_buffer: dict[Any, list[int]] = {}
-    for v, b in got.items():
-        by_buffer.setdefault(b, []).append(v)
-    for b, values in by_buffer.items():
-        for i, u in enumerate(values):
-            for v in values[i + 1 :]:
-                pair = f"{name_of(program, u)} and {name_of(program, v)}"
-                assert (program.shapes[u], program.dtypes[u]) == (
-                    program.shapes[v], program.dtypes[v]
-                ), (
-                    f"{what}: {pair} share buffer {b!r}, but one is {program.dtypes[u]} "
-                    f"{program.shapes[u]} and the other {program.dtypes[v]} {program.shapes[v]}"
-                )  # fmt: skip
-                (a0, a1), (b0, b1) = live[u], live[v]
-                assert a1 < b0 or b1 < a0, (
-                    f"{what}: {pair} share buffer {b!r}, but both are alive at step "
-                    f"{max(a0, b0)} (alive at steps {a0}..{a1} and {b0}..{b1}, of "
-                    f"{len(program.nodes)} nodes)"
-                )
-    used: dict[tuple[Any, Any], set[Any]] = {}
-    for v, b in got.items():
-        used.setdefault((program.shapes[v], program.dtypes[v]), set()).add(b)
-    for key, fewest in fewest_buffers(program).items():
-        assert len(used.get(key, ())) == fewest, (
-            f"{what}: {len(used.get(key, ()))} buffers of dtype {key[1]} and shape {key[0]}; "
-            f"at most {fewest} of those values are alive at once, so {fewest} suffice"
-        )
-    rng = np.random.default_rng(seed)
-    arrays = {t: rng.uniform(-1, 1, feeds[t]).astype(t.dtype.np) for t in feeds}
-    with Session(fetches[0].graph) as session:
-        expected = session.run(list(fetches), arrays)
-    for value, e, t in zip(run_with_buffers(program, plan, arrays, got), expected, fetches,
-                           strict=True):  # fmt: skip
         np.testing.assert_allclose(
-            value, e, rtol=1e-6, err_msg=f"{what}: {t.name}, run with your plan of buffers"
+            got.numpy(), expected.numpy(), rtol=1e-6,
+            err_msg=f"{what}, call {i} {args}: mini_function's value differs from fn's",
+        )  # fmt: skip
+        assert got.dtype is expected.dtype, (
+            f"{what}, call {i} {args}: fn gives a {expected.dtype} tensor, mini_function a "
+            f"{got.dtype} one: was this call run on a graph traced for another dtype?"
+        )
+        assert runs.count == i + 1, (
+            f"{what}: after {i + 1} calls a Session ran {runs.count} times: run the traced "
+            "graph with a Session on every call"
+        )
+    assert len(traced.calls) == real.trace_count, (
+        f"{what}: fn ran {len(traced.calls)} times in {len(calls)} calls; @function traced "
+        f"{real.trace_count} times: trace once per new signature, then reuse the graph"
+    )
+
+
+def test_mini_function_traces_once_per_signature(chapter, monkeypatch):
+    def scale(x, factor):
+        return x * factor
+
+    calls = [
+        (ef.constant([1.0, 2.0]), 2.0),
+        (ef.constant([3.0, 4.0]), 2.0),  # same signature: no trace
+        (ef.constant([3.0, 4.0]), 3.0),  # a new Python value: a trace
+        (np.array([7.0, 8.0], np.float32), 2.0),  # like the first call
+        (ef.constant([1.0, 2.0]), ef.constant(5.0)),  # a tensor factor: a trace
+        (ef.constant([6.0, 1.0]), ef.constant(-1.0)),  # same: the new value is fed
+    ]
+    check_mini_function(chapter, monkeypatch, scale, calls, "x * factor")
+
+
+def _hidden_function(x, power, mode):
+    y = x**power if power else x
+    if mode == "tanh":
+        return ef.tanh(y) + ef.reduce_sum(x)
+    if mode is None:
+        return y * 0.5
+    return ef.reduce_max(y * y, axis=-1)
+
+
+def test_mini_function_on_hidden_call_sequences(chapter, monkeypatch):
+    rng = np.random.default_rng(808)
+    kinds = [((2,), np.float32), ((2, 2), np.float32), ((2,), np.float64)]
+    for round_ in range(4):
+        calls = []
+        for _ in range(int(rng.integers(14, 20))):  # about half of them with a new signature
+            shape, dtype = kinds[rng.integers(len(kinds))]
+            x = rng.uniform(-1, 1, shape).astype(dtype)
+            x = ef.constant(x) if rng.random() < 0.7 else x
+            power = [2, 3][rng.integers(2)] if rng.random() < 0.9 else 0
+            mode = ["tanh", "max"][rng.integers(2)] if rng.random() < 0.9 else None
+            calls.append((x, power, mode))
+        check_mini_function(chapter, monkeypatch, _hidden_function, calls, f"hidden {round_}")
+
+
+def _scale_and_shift(x, factor):
+    return x * factor + ef.reduce_sum(x)
+
+
+def test_mini_function_on_hidden_dtypes_and_python_values(chapter, monkeypatch):
+    # Two calls that differ only in a tensor's dtype, or only in the type of a Python value
+    # (2 == 2.0 in Python, and they hash alike), must not share a trace.
+    rng = np.random.default_rng(818)
+    factors = [2, 2.0, 3, 3.0, 1, 1.0]
+    for round_ in range(3):
+        calls = []
+        for _ in range(12):
+            dtype = [np.float32, np.float64][rng.integers(2)]
+            x = rng.uniform(-1, 1, 3).astype(dtype)
+            calls.append((ef.constant(x), factors[rng.integers(len(factors))]))
+        calls += [(ef.constant(np.ones(3, np.float64)), 2), (ef.constant(np.ones(3)), 2.0)]
+        check_mini_function(
+            chapter, monkeypatch, _scale_and_shift, calls, f"hidden dtypes and values {round_}"
         )
 
 
-def _mlp_step() -> tuple[list[Any], Feeds]:
-    """A 2-layer MLP's loss and its weights' gradients: forward, then backward."""
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float32, (None, 16), name="x")
-        y = placeholder(ef.float32, (None, 4), name="y")
-        w1 = placeholder(ef.float32, (16, 32), name="w1")
-        w2 = placeholder(ef.float32, (32, 4), name="w2")
-        hidden = ef.relu(ef.matmul(x, w1))
-        out = ef.matmul(hidden, w2)
-        loss = ef.reduce_mean(ef.square(out - y))
-        dw1, dw2 = gradients(loss, [w1, w2])
-    return [loss, dw1, dw2], {x: (8, 16), y: (8, 4), w1: (16, 32), w2: (32, 4)}
+def test_mini_function_keys_its_cache_on_your_signature(chapter, monkeypatch):
+    # The cache's key is what `signature` returns, no more, no less: with a signature that
+    # gives every call a new key, every call traces; with one that gives every call the same
+    # key, only the first does.
+    module = sys.modules[chapter.mini_function.__module__]
+    calls = [(ef.constant([1.0, 2.0]), 2.0), (ef.constant([3.0, 4.0]), 2.0),
+             (ef.constant([5.0, 6.0]), 3.0), (ef.constant([7.0, 8.0]), 2.0)]  # fmt: skip
+    for name, key, traces in [
+        ("a new key for every call", lambda number: ("call", number), len(calls)),
+        ("the same key for every call", lambda number: "always", 1),
+    ]:
+        number = [0]
+        asked = []
+
+        def spy(*args, key=key, number=number, asked=asked):
+            asked.append(number[0])
+            return key(number[0])
+
+        monkeypatch.setattr(module, "signature", spy, raising=False)
+        traced = Traced(lambda x, factor: x * factor)
+        mine = chapter.mini_function(traced)
+        for i, args in enumerate(calls):
+            number[0] = i
+            mine(*args)
+        assert sorted(set(asked)) == list(range(len(calls))), (
+            f"mini_function should look each call up by `signature(*args)` (yours, from above): "
+            f"it was called for calls {sorted(set(asked))} of {len(calls)}"
+        )
+        assert len(traced.calls) == traces, (
+            f"with a `signature` that gives {name}, fn should be traced {traces} time(s) in "
+            f"{len(calls)} calls, and was traced {len(traced.calls)} time(s): key the cache "
+            "on what `signature` returns"
+        )
 
 
-def test_plan_buffers_on_an_mlp_training_step(chapter):
-    fetches, feeds = _mlp_step()
-    check_buffers(chapter, fetches, feeds, 909, "an MLP's loss and gradients")
+# --- train_step_function --------------------------------------------------------------------------
+def test_train_step_function_traces_once_and_learns(chapter):
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal(50).astype(np.float32)
+    ys = (3.0 * xs - 1.0).astype(np.float32)
+    w, b = Variable(0.0), Variable(0.0)
+    step = chapter.train_step_function(w, b, 0.1)
+    assert isinstance(step, Function), f"expected a Function (use @function), got {step!r}"
+
+    w_np, b_np = np.float32(0.0), np.float32(0.0)
+    x, y = ef.constant(xs), ef.constant(ys)
+    for i in range(40):
+        loss = step(x, y)
+        err = w_np * xs + b_np - ys
+        expected_loss = np.mean(err * err)
+        w_np = w_np - np.float32(0.1) * np.mean(2 * err * xs)
+        b_np = b_np - np.float32(0.1) * np.mean(2 * err)
+        assert float(loss) == pytest.approx(expected_loss, rel=1e-4), (
+            f"step {i}: expected the loss {expected_loss} (before the update), got {loss!r}"
+        )
+    assert step.trace_count == 1, f"40 calls of one signature: expected 1 trace, got {step}"
+    assert float(w.numpy()) == pytest.approx(float(w_np), rel=1e-4), f"w: got {w}"
+    assert float(b.numpy()) == pytest.approx(float(b_np), rel=1e-4, abs=1e-6), f"b: got {b}"
+    assert float(w.numpy()) == pytest.approx(3.0, abs=0.05), "w should approach 3"
+
+    step(x[:10], y[:10])
+    assert step.trace_count == 2, "a new length is a new signature: expected a second trace"
 
 
-def _chain_with_masks(seed: int) -> tuple[list[Any], Feeds]:
-    """Elementwise ops on vectors, bool masks of the same shape, a split and a reduction."""
-    rng = np.random.default_rng(seed)
-    g = Graph()
-    with g.as_default():
-        x = placeholder(ef.float32, (10,), name="x")  # split needs the length
-        z = placeholder(ef.float32, (10,), name="z")
-        values = [x, z]
-        for _ in range(14):
-            a = values[int(rng.integers(max(0, len(values) - 3), len(values)))]
-            b = values[int(rng.integers(len(values)))]
-            kind = rng.random()
-            if kind < 0.2:
-                t = ef.where(a > b, a, 0.5 * b)  # a bool mask as long as the floats
-            elif kind < 0.3:
-                left, right = ef.split(a, 2)  # a multi-output op
-                t = ef.concat([right, left], axis=0)
-            elif kind < 0.6:
-                t = [ef.tanh, ef.square, ef.abs, ef.negative][int(rng.integers(4))](a)
-            else:
-                t = [ef.add, ef.multiply, ef.subtract, ef.maximum][int(rng.integers(4))](a, b)
-            values.append(t)
-        total = ef.reduce_sum(values[-1] * values[len(values) // 2])
-    return [values[-1], total, values[-4]], {x: (10,), z: (10,)}
+# --- relaxing_function (stretch) ------------------------------------------------------------------
+def predicted_traces(calls):
+    """The placeholder shapes of each trace the exercise's rules make, in order."""
+    entries, traces = {}, []
+    for args in calls:
+        tensors = [ef.convert_to_tensor(a) for a in args if isinstance(a, ef.Tensor | np.ndarray)]
+        key = tuple(
+            ("tensor", ef.convert_to_tensor(a).dtype, np.ndim(a))
+            if isinstance(a, ef.Tensor | np.ndarray) else ("value", type(a), a)
+            for a in args
+        )  # fmt: skip
+        shapes = [tuple(t.shape) for t in tensors]
+        old = entries.get(key)
+        if old is not None:
+            pairs = [(o, s) for po, ps in zip(old, shapes, strict=True)
+                     for o, s in zip(po, ps, strict=True)]  # fmt: skip
+            fits = all(o is None or o == s for o, s in pairs)
+            if fits:
+                continue
+            shapes = [tuple(o if o == s else None for o, s in zip(po, ps, strict=True))
+                      for po, ps in zip(old, shapes, strict=True)]  # fmt: skip
+        entries[key] = shapes
+        traces.append(shapes)
+    return traces
 
 
-def _stateless(build: Any) -> Any:
-    def program() -> tuple[list[Any], Feeds]:
-        graph = Graph()
-        with graph.as_default():
-            fetches, feeds = build()
-        return fetches, feeds
-
-    return program
-
-
-def _layer_norm_parts() -> tuple[list[Any], Feeds]:
-    x = placeholder(ef.float32, (None, 16), name="x")
-    centred = x - ef.reduce_mean(x, axis=-1, keepdims=True)
-    variance = ef.reduce_mean(centred * centred, axis=-1, keepdims=True)
-    return [centred / ef.sqrt(variance + 1e-5) * 2.0, variance], {x: (8, 16)}
-
-
-def _two_shapes() -> tuple[list[Any], Feeds]:
-    x = placeholder(ef.float32, (None, 8), name="x")
-    a = ef.tanh(x * 2.0 + 1.0)
-    product = ef.matmul(a, ef.constant(np.ones((8, 3), np.float32)))
-    b = ef.exp(-ef.square(a)) * 3.0 - a
-    return [product * 2.0 + 1.0, b], {x: (4, 8)}
+def check_relaxing(chapter, monkeypatch, fn, calls, what):
+    traced = Traced(fn)
+    mine = chapter.relaxing_function(traced)
+    runs = SessionRuns(monkeypatch)
+    for i, args in enumerate(calls):
+        got = mine(*args)
+        expected = fn(*(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args))
+        np.testing.assert_allclose(
+            np.asarray(got), expected.numpy(), rtol=1e-6,
+            err_msg=f"{what}, call {i}: the value differs from fn's",
+        )  # fmt: skip
+    assert runs.count == len(calls), f"{what}: run a Session on every call"
+    expected = predicted_traces(calls)
+    got = [[tuple(t.shape) for t in args if isinstance(t, SymbolicTensor)] for args in traced.calls]
+    assert got == expected, (
+        f"{what}: expected {len(expected)} traces with placeholder shapes {expected}, "
+        f"got {len(got)}: {got}"
+    )
 
 
-HIDDEN_BUFFER_PROGRAMS = {
-    "layer_norm": _stateless(_layer_norm_parts),
-    "two_shapes": _stateless(_two_shapes),
-    **{f"chain_{seed}": lambda seed=seed: _chain_with_masks(seed) for seed in range(4)},
-}
+def test_relaxing_function_stretch_relaxes_a_changing_length(chapter, monkeypatch):
+    calls = [(ef.constant(np.ones(n)), 2.0) for n in (2, 2, 3, 5, 2)]
+    calls.append((ef.constant(np.ones(4)), 3.0))  # a new Python value: its own entry
+    check_relaxing(chapter, monkeypatch, lambda x, k: ef.reduce_sum(x) * k, calls, "lengths")
 
 
-@pytest.mark.parametrize("name", list(HIDDEN_BUFFER_PROGRAMS))
-def test_plan_buffers_on_hidden_programs(chapter, name):
-    fetches, feeds = HIDDEN_BUFFER_PROGRAMS[name]()
-    check_buffers(chapter, fetches, feeds, 919, f"hidden program {name}")
+def test_relaxing_function_stretch_on_hidden_call_sequences(chapter, monkeypatch):
+    rng = np.random.default_rng(818)
+    for round_ in range(3):
+        calls = []
+        for _ in range(int(rng.integers(8, 14))):
+            rows = int(rng.integers(1, 4))
+            cols = [3, int(rng.integers(2, 5))][round_ % 2]
+            x = rng.uniform(-1, 1, (rows, cols)).astype([np.float32, np.float64][rng.integers(2)])
+            calls.append(
+                (x if rng.random() < 0.3 else ef.constant(x), ["sum", "max"][rng.integers(2)])
+            )
+
+        def fn(x, how):
+            return ef.reduce_sum(x * x, axis=1) if how == "sum" else ef.reduce_max(x, axis=1)
+
+        check_relaxing(chapter, monkeypatch, fn, calls, f"hidden sequence {round_}")

@@ -1,4 +1,4 @@
-"""Chapter 15 exercises: linear regression (`exercises/ch15.py`)."""
+"""Chapter 15 exercises: FizzBuzz (`exercises/ch15.py`)."""
 
 from __future__ import annotations
 
@@ -7,265 +7,255 @@ import pytest
 
 import eagerflow.tensor as ef
 from eagerflow import nn
-from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.graph import Session
-from eagerflow.tensor.execution import recording
+from eagerflow.graph import Graph, Session, SymbolicTensor, placeholder
+from eagerflow.tensor import Tensor
 
 pytestmark = pytest.mark.ch15
 
 
-def noisy_line(n, seed, slope=3.0, intercept=2.0):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=n).astype(np.float32)
-    y = (slope * x + intercept + rng.normal(size=n)).astype(np.float32)
-    return x, y
+def python_class(n: int) -> int:
+    return 3 if n % 15 == 0 else 2 if n % 5 == 0 else 1 if n % 3 == 0 else 0
 
 
-def gradient_descent(x, y, steps, learning_rate, w=5.0, b=10.0):
-    """The reference: NumPy, float64. Returns w, b and the loss before each step."""
-    x, y = x.astype(np.float64), y.astype(np.float64)
-    losses = []
-    for _ in range(steps):
-        error = w * x + b - y
-        losses.append(float(np.mean(error**2)))
-        w, b = w - learning_rate * 2 * np.mean(error * x), b - learning_rate * 2 * np.mean(error)
-    return w, b, losses
+def op_types(graph: Graph) -> list[str]:
+    return [o.type for o in graph.get_operations()]
 
 
-class Linear(nn.Model):
-    def __init__(self):
-        super().__init__()
-        self.W = Variable(5.0, name="weight")
-        self.B = Variable(10.0, name="bias")
-
-    def call(self, inputs):
-        return inputs * self.W + self.B
-
-
-class OpCounter:
-    def __init__(self):
-        self.count = 0
-
-    def record(self, op, inputs, attrs, outputs):
-        self.count += 1
-
-
-# --- mse_gradients --------------------------------------------------------------------------------
-@pytest.mark.parametrize(("w", "b"), [(5.0, 10.0), (3.0, 2.0), (-1.5, 0.25)])
-def test_mse_gradients_agree_with_the_tape(chapter, w, b):
-    x, y = noisy_line(200, seed=4)
-    got = chapter.mse_gradients(w, b, x, y)
-    wv, bv = Variable(w), Variable(b)
-    with GradientTape() as tape:
-        loss = ef.reduce_mean(ef.square(wv * x + bv - y))
-    want = [float(g) for g in tape.gradient(loss, [wv, bv])]
-    assert isinstance(got, tuple) and len(got) == 2, f"return (dL/dw, dL/db), got {got!r}"
-    np.testing.assert_allclose(
-        got,
-        want,
-        rtol=1e-4,
-        atol=1e-5,
-        err_msg=f"at w={w}, b={b} the tape says {want}, you said {got}",
-    )
-
-
-# --- least_squares --------------------------------------------------------------------------------
-def test_least_squares_is_exact_on_a_line(chapter):
-    x = np.array([0.0, 1.0, 2.0, 4.0], np.float32)
-    got = chapter.least_squares(x, -0.5 * x + 7.0)
-    assert got == pytest.approx((-0.5, 7.0)), (
-        f"points on y = -0.5x + 7: expected (-0.5, 7), got {got}"
-    )
-
-
-def test_least_squares_matches_polyfit_on_noisy_data(chapter):
-    x, y = noisy_line(2000, seed=5)
-    want = tuple(float(v) for v in np.polyfit(x.astype(np.float64), y.astype(np.float64), 1))
-    got = chapter.least_squares(x, y)
-    assert got == pytest.approx(want, rel=1e-6), f"expected (w*, b*) = {want}, got {got}"
-
-
-# --- train_with_optimizer -------------------------------------------------------------------------
-def test_train_with_optimizer_follows_gradient_descent_and_counts_steps(chapter):
-    x, y = noisy_line(500, seed=6)
-    model = Linear()
-    step = nn.get_or_create_global_step()
-    before = int(step)
-    losses = chapter.train_with_optimizer(model, x, y, steps=60, learning_rate=0.05)
-    w, b, want = gradient_descent(x, y, 60, 0.05)
-    assert isinstance(losses, list) and len(losses) == 60, (
-        f"return one loss per step (60), got {type(losses).__name__} of {len(losses)}"
-    )
-    np.testing.assert_allclose(
-        losses, want, rtol=1e-4, err_msg="the loss before each update, as computed by NumPy"
-    )
-    np.testing.assert_allclose(
-        [float(model.W), float(model.B)],
-        [w, b],
-        rtol=1e-4,
-        err_msg="W and B after 60 steps of gradient descent",
-    )
-    advanced = int(step) - before
-    assert advanced == 60, (
-        f"pass global_step=nn.get_or_create_global_step() to apply_gradients: it should have "
-        f"advanced by 60, it advanced by {advanced}"
-    )
-
-
-# --- train_in_graph -------------------------------------------------------------------------------
-def test_train_in_graph_follows_gradient_descent(chapter):
-    x, y = noisy_line(1000, seed=7)
-    w, b, losses = chapter.train_in_graph(x, y, steps=100, learning_rate=0.05)
-    want_w, want_b, want_losses = gradient_descent(x, y, 100, 0.05)
-    assert len(losses) == 100, f"return one loss per step (100), got {len(losses)}"
-    np.testing.assert_allclose(
-        losses, want_losses, rtol=1e-4, err_msg="the loss before each update, as computed by NumPy"
-    )
-    assert (w, b) == pytest.approx((want_w, want_b), rel=1e-4), (
-        f"after 100 steps from w=5, b=10: expected ({want_w:.5f}, {want_b:.5f}), got ({w}, {b})"
-    )
-
-
-def test_train_in_graph_builds_once_and_runs_many_times(chapter):
-    x, y = noisy_line(100, seed=8)
-    counts = []
-    for steps in (10, 200):
-        counter = OpCounter()
-        with recording(counter):
-            chapter.train_in_graph(x, y, steps=steps, learning_rate=0.05)
-        counts.append(counter.count)
-    assert counts[0] > 0, (
-        "the seam saw no op at all: build the model as a graph (placeholders, variables, the "
-        "loss, minimize) with eagerflow ops, and run it in a Session; NumPy alone is not the "
-        "exercise"
-    )
-    assert counts[1] == counts[0], (
-        f"the seam saw {counts[0]} ops for 10 steps and {counts[1]} for 200: in graph mode the "
-        "ops are called once, to build the graph, and the Session runs it without calling them "
-        "again"
-    )
-    assert ef.executing_eagerly(), "leave graph mode when you are done (use `with`)"
-
-
-def test_train_in_graph_runs_a_session_on_hidden_data(chapter, monkeypatch):
-    runs = []
-    run = Session.run
-
-    def counted(self, fetches, *args, **kwargs):
-        runs.append(fetches)
-        return run(self, fetches, *args, **kwargs)
-
-    monkeypatch.setattr(Session, "run", counted)
-    rng = np.random.default_rng(1414)
-    slope, intercept = np.round(rng.uniform(-4, 4, 2), 2)
-    x, y = noisy_line(300, seed=1415, slope=slope, intercept=intercept)
-    steps = int(rng.integers(20, 40))
-    w, b, losses = chapter.train_in_graph(x, y, steps=steps, learning_rate=0.1)
-    want_w, want_b, want_losses = gradient_descent(x, y, steps, 0.1)
-    assert len(runs) >= steps, (
-        f"Session.run ran {len(runs)} times for {steps} steps: run the train op in a Session, "
-        "once per step"
-    )
-    np.testing.assert_allclose(
-        losses, want_losses, rtol=1e-4,
-        err_msg=f"hidden data around y = {slope}x + {intercept}: the loss before each update",
-    )  # fmt: skip
-    assert (w, b) == pytest.approx((want_w, want_b), rel=1e-4, abs=1e-5), (
-        f"hidden data, {steps} steps: expected ({want_w:.5f}, {want_b:.5f}), got ({w}, {b})"
-    )
-
-
-def test_mse_gradients_on_hidden_data(chapter):
-    rng = np.random.default_rng(1416)
-    for n in (1, 7, 50):
-        x = rng.normal(size=n).astype(np.float32)
-        y = rng.normal(size=n).astype(np.float32)
-        w, b = (float(v) for v in np.round(rng.uniform(-3, 3, 2), 2))
-        error = w * x.astype(np.float64) + b - y
-        want = (2 * np.mean(error * x), 2 * np.mean(error))
-        got = chapter.mse_gradients(w, b, x, y)
-        assert isinstance(got, tuple) and len(got) == 2, f"return (dL/dw, dL/db), got {got!r}"
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
-                                   err_msg=f"{n} hidden points, w={w}, b={b}")  # fmt: skip
-
-
-def test_least_squares_on_hidden_data(chapter):
-    rng = np.random.default_rng(1417)
-    for n in (2, 10, 300):
-        slope, intercept = rng.uniform(-5, 5, 2)
-        x, y = noisy_line(n, seed=int(rng.integers(1000)), slope=slope, intercept=intercept)
-        want = tuple(float(v) for v in np.polyfit(x.astype(np.float64), y.astype(np.float64), 1))
-        got = chapter.least_squares(x, y)
-        assert got == pytest.approx(want, rel=1e-6, abs=1e-9), (
-            f"{n} hidden points: expected (w*, b*) = {want}, got {got}"
+# --- fizzbuzz_class -------------------------------------------------------------------------------
+def test_fizzbuzz_class_eagerly(chapter):
+    for n in range(1, 31):
+        got = chapter.fizzbuzz_class(ef.constant(n))
+        assert isinstance(got, Tensor), f"fizzbuzz_class({n}): expected a tensor, got {got!r}"
+        assert int(got) == python_class(n), (
+            f"fizzbuzz_class({n}): expected {python_class(n)}, got {int(got)}"
         )
 
 
-def test_least_squares_works_in_float64(chapter):
-    # inputs that float32 cannot hold (x near 1000, spread 0.01), and float32 data whose
-    # sums in float32 lose digits: only float64 arithmetic gets (w*, b*) to 1e-9
-    rng = np.random.default_rng(1418)
-    x = 1000.0 + rng.uniform(0, 0.01, 400)
-    y = 3.0 * (x - 1000.0) + 0.25 + rng.normal(0, 1e-4, 400)
-    x32 = rng.uniform(0, 1, 5000).astype(np.float32) + np.float32(300)
-    y32 = (2.0 * x32 - 1.0 + rng.normal(0, 0.01, 5000)).astype(np.float32)
-    for xs, ys, what in [(x, y, "float64 data near x = 1000"), (x32, y32, "5000 float32 points")]:
-        want = tuple(float(v) for v in np.polyfit(xs.astype(np.float64), ys.astype(np.float64), 1))
-        got = chapter.least_squares(xs, ys)
-        assert got == pytest.approx(want, rel=1e-9), (
-            f"{what}: expected (w*, b*) = {want}, got {got}: compute in float64 "
-            "(np.asarray(x, np.float64)), whatever the inputs' dtype"
+def test_fizzbuzz_class_builds_if_nodes(chapter):
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        c = chapter.fizzbuzz_class(n)
+    assert isinstance(c, SymbolicTensor), f"in a graph expected a symbolic tensor, got {c!r}"
+    assert "If" in op_types(graph), f"expected cond to add an If node; got {op_types(graph)}"
+    with Session(graph) as session:
+        got = [int(session.run(c, {n: value})) for value in range(1, 31)]
+    want = [python_class(value) for value in range(1, 31)]
+    assert got == want, f"classes of 1..30 in a Session: expected {want}, got {got}"
+
+
+def test_fizzbuzz_class_on_hidden_numbers(chapter):
+    numbers = [*np.random.default_rng(1212).integers(31, 100_000, 12).tolist(), 15 * 4099, 35]
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        c = chapter.fizzbuzz_class(n)
+    with Session(graph) as session:
+        for value in numbers:
+            eager = int(chapter.fizzbuzz_class(ef.constant(value)))
+            traced = int(session.run(c, {n: value}))
+            want = python_class(value)
+            assert c.dtype is ef.int32 and chapter.fizzbuzz_class(ef.constant(value)).dtype is (
+                ef.int32
+            ), (
+                f"fizzbuzz_class gave {c.dtype.name} in a graph and "
+                f"{chapter.fizzbuzz_class(ef.constant(value)).dtype.name} eagerly: a class is an "
+                "int32 scalar (ef.constant(3) is int32; ef.constant(3, ef.int64) is not)"
+            )
+            assert (eager, traced) == (want, want), (
+                f"fizzbuzz_class({value}): expected {want}, got {eager} eagerly and {traced} "
+                "in a Session"
+            )
+
+
+# --- fizzbuzz_classes -----------------------------------------------------------------------------
+def test_fizzbuzz_classes_eagerly(chapter):
+    for n in (0, 1, 15, 20):
+        got = chapter.fizzbuzz_classes(ef.constant(n))
+        want = [python_class(i) for i in range(1, n + 1)]
+        assert isinstance(got, Tensor) and got.dtype is ef.int32, (
+            f"expected an int32 tensor, got {got!r}"
+        )
+        assert got.numpy().tolist() == want, f"fizzbuzz_classes({n}): expected {want}, got {got}"
+
+
+def test_fizzbuzz_classes_is_one_while_node(chapter):
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        classes = chapter.fizzbuzz_classes(n)
+    types = op_types(graph)
+    assert types.count("While") == 1, f"expected one While node in the graph, got {types}"
+    assert isinstance(classes, SymbolicTensor) and classes.shape == (None,), (
+        f"expected a vector of unknown length, shape (None,), got {classes!r}"
+    )
+    with Session(graph) as session:
+        for value in (0, 7, 45):
+            got = session.run(classes, {n: value}).tolist()
+            want = [python_class(i) for i in range(1, value + 1)]
+            assert got == want, (
+                f"fizzbuzz_classes({value}) in a Session: expected {want}, got {got}"
+            )
+
+
+def test_fizzbuzz_classes_on_hidden_lengths(chapter):
+    lengths = np.random.default_rng(1213).integers(2, 120, 3).tolist()
+    graph = Graph()
+    with graph.as_default():
+        n = placeholder(ef.int32, (), name="n")
+        classes = chapter.fizzbuzz_classes(n)
+    with Session(graph) as session:
+        for value in lengths:
+            want = [python_class(i) for i in range(1, value + 1)]
+            assert chapter.fizzbuzz_classes(ef.constant(value)).numpy().tolist() == want, (
+                f"fizzbuzz_classes({value}) eagerly"
+            )
+            assert session.run(classes, {n: value}).tolist() == want, (
+                f"fizzbuzz_classes({value}) in a Session"
+            )
+
+
+# --- binary_encode --------------------------------------------------------------------------------
+def numpy_encode(numbers, bits):
+    return np.array([[(n >> i) & 1 for i in range(bits)] for n in numbers], np.float32)
+
+
+def test_binary_encode_eagerly(chapter):
+    got = chapter.binary_encode(ef.constant([6]), 4)
+    assert isinstance(got, Tensor), f"expected a tensor, got {got!r}"
+    assert got.dtype is ef.float32, f"the network reads float32 features, got {got.dtype}"
+    assert got.numpy().tolist() == [[0.0, 1.0, 1.0, 0.0]], (
+        f"6 in 4 bits, least significant first: expected [[0, 1, 1, 0]], got {got.numpy()}"
+    )
+    numbers = [1, 2, 3, 100, 511, 1023]
+    got = chapter.binary_encode(np.array(numbers), 10)
+    assert got.shape == (6, 10), f"expected shape (6, 10), got {got.shape}"
+    np.testing.assert_array_equal(
+        got.numpy(), numpy_encode(numbers, 10), err_msg=f"encoding {numbers} in 10 bits"
+    )
+
+
+def test_binary_encode_on_a_placeholder(chapter):
+    graph = Graph()
+    with graph.as_default():
+        numbers = placeholder(ef.int32, (None,), name="numbers")
+        encoded = chapter.binary_encode(numbers, 10)
+    assert isinstance(encoded, SymbolicTensor) and encoded.shape == (None, 10), (
+        f"use eagerflow ops, so a placeholder of shape (None,) gives (None, 10); got {encoded!r}"
+    )
+    with Session(graph) as session:
+        got = session.run(encoded, {numbers: [5, 96, 1000]})
+    np.testing.assert_array_equal(got, numpy_encode([5, 96, 1000], 10))
+
+
+def test_binary_encode_on_hidden_numbers(chapter):
+    rng = np.random.default_rng(1214)
+    for bits in (3, 7, 12):
+        numbers = rng.integers(0, 2**bits, 9)
+        for given in (numbers.astype(np.int64), ef.constant(numbers.astype(np.int32))):
+            got = chapter.binary_encode(given, bits)
+            assert isinstance(got, Tensor) and got.shape == (9, bits), (
+                f"binary_encode of 9 numbers in {bits} bits: expected a (9, {bits}) tensor, "
+                f"got {got!r}"
+            )
+            np.testing.assert_array_equal(
+                got.numpy(), numpy_encode(numbers.tolist(), bits),
+                err_msg=f"{numbers.tolist()} in {bits} bits, least significant first",
+            )  # fmt: skip
+
+
+# --- decode ---------------------------------------------------------------------------------------
+def test_decode_follows_the_predictions(chapter):
+    numbers = [1, 3, 5, 15, 7, 9]
+    logits = np.full((6, 4), -1.0, np.float32)
+    for row, cls in enumerate([0, 1, 2, 3, 1, 0]):  # the last two are deliberately wrong
+        logits[row, cls] = 2.0
+    want = ["1", "Fizz", "Buzz", "FizzBuzz", "Fizz", "9"]
+    got = chapter.decode(numbers, logits)
+    assert got == want, (
+        f"expected {want} (decode the predicted class, even when it is wrong), got {got}"
+    )
+    got = chapter.decode(numbers, ef.constant(logits))
+    assert got == want, f"logits given as a tensor: expected {want}, got {got}"
+
+
+def test_decode_on_hidden_predictions(chapter):
+    rng = np.random.default_rng(1215)
+    numbers = rng.integers(1, 1000, 25).tolist()
+    logits = rng.normal(size=(25, 4)).astype(np.float32)
+    classes = logits.argmax(axis=1)
+    want = [
+        str(n) if c == 0 else ("", "Fizz", "Buzz", "FizzBuzz")[c]
+        for n, c in zip(numbers, classes, strict=True)
+    ]
+    for given in (logits, ef.constant(logits)):
+        got = chapter.decode(numbers, given)
+        assert got == want, (
+            f"decode of hidden numbers and scores: expected {want}, got {got} (decode each "
+            "row's highest score, whatever the number is)"
         )
 
 
-# --- stretch: early stopping ----------------------------------------------------------------------
-def early_stopping_reference(xt, yt, xv, yv, degree, lr, max_steps, patience):  # type: ignore[no-untyped-def]
-    """The rules of the docstring, in NumPy: (best weights, best step, steps)."""
-    train, val = xt[:, None] ** np.arange(degree + 1), xv[:, None] ** np.arange(degree + 1)
-    w = np.zeros(degree + 1)
-    best, best_w, best_step, t = np.mean((val @ w - yv) ** 2), w.copy(), 0, 0
-    for t in range(1, max_steps + 1):
-        w = w - lr * 2 * train.T @ (train @ w - yt) / len(yt)
-        loss = np.mean((val @ w - yv) ** 2)
-        if loss < best:
-            best, best_w, best_step = loss, w.copy(), t
-        elif t - best_step >= patience:
-            break
-    return best_w, best_step, t
+# --- stretch: the weights by hand -----------------------------------------------------------------
+def all_numbers_and_classes(bits):
+    numbers = np.arange(2**bits)
+    classes = np.select([numbers % 15 == 0, numbers % 5 == 0, numbers % 3 == 0], [3, 2, 1], 0)
+    return numbers, classes
 
 
-def test_early_stopping_stretch_on_hidden_data(chapter, monkeypatch):
-    gradient = GradientTape.gradient
-    calls = []
+def network_with(weights, bits):
+    """The chapter's network, ``Dense(hidden, "relu")`` then ``Dense(4)``, holding ``weights``
+    (after checking their shapes and the width)."""
+    assert isinstance(weights, tuple | list) and len(weights) == 4, (
+        f"fizzbuzz_weights({bits}): expected (kernel, bias, out_kernel, out_bias), got "
+        f"{type(weights).__name__} of length {len(weights) if hasattr(weights, '__len__') else '?'}"
+    )
+    kernel, bias, out_kernel, out_bias = (np.asarray(w, np.float32) for w in weights)
+    hidden = kernel.shape[1] if kernel.ndim == 2 else -1
+    shapes = [w.shape for w in (kernel, bias, out_kernel, out_bias)]
+    want = [(bits, hidden), (hidden,), (hidden, 4), (4,)]
+    assert hidden > 0 and shapes == want, (
+        f"fizzbuzz_weights({bits}): expected shapes (kernel, bias, out_kernel, out_bias) "
+        f"{want} (kernel (bits, hidden)), got {shapes}"
+    )
+    assert hidden <= 6 * bits, (
+        f"fizzbuzz_weights({bits}): {hidden} hidden units, expected at most 6·bits = "
+        f"{6 * bits}: units that grow like 2**bits are a table of the numbers, and the "
+        "digit sums take few values"
+    )
+    assert all(np.all(np.isfinite(w)) for w in (kernel, bias, out_kernel, out_bias)), (
+        f"fizzbuzz_weights({bits}): the weights hold a NaN or an infinity"
+    )
+    model = nn.Sequential([nn.Dense(hidden, "relu", input_shape=(bits,)), nn.Dense(4)])
+    for variable, value in zip(model.variables, (kernel, bias, out_kernel, out_bias), strict=True):
+        variable.assign(value)
+    return model
 
-    def counted(tape, *args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(1)
-        return gradient(tape, *args, **kwargs)
 
-    monkeypatch.setattr(GradientTape, "gradient", counted)
-    for seed, patience in [(0, 15), (3, 15), (4, 8), (2, 25)]:  # stop early, late and never
-        rng = np.random.default_rng(1400 + seed)
-        xt, xv = rng.uniform(-1, 1, 10), rng.uniform(-1, 1, 30)
-        yt = np.sin(3 * xt) + rng.normal(0, 0.5, 10)
-        yv = np.sin(3 * xv) + rng.normal(0, 0.5, 30)
-        case = (xt, yt, xv, yv, 9, 0.3, 300, patience)
-        expected_w, expected_best, expected_steps = early_stopping_reference(*case)
-        calls.clear()
-        got = chapter.early_stopping(*case)
-        assert isinstance(got, tuple) and len(got) == 3, (
-            f"expected (weights, best_step, steps), got {got!r}"
-        )
-        weights, best_step, steps = got
-        where = f"hidden data {seed} (patience {patience})"
-        assert (best_step, steps) == (expected_best, expected_steps), (
-            f"{where}: expected best step {expected_best} and {expected_steps} steps taken, got "
-            f"best step {best_step} and {steps} steps"
-        )
-        assert len(calls) == expected_steps, (
-            f"{where}: {len(calls)} tape gradients for {expected_steps} steps: one GradientTape "
-            "per step, and stop once patience runs out"
-        )
-        np.testing.assert_allclose(
-            np.asarray(weights, dtype=np.float64), expected_w, rtol=1e-8, atol=1e-10,
-            err_msg=f"{where}: the weights of the best step",
-        )  # fmt: skip
+def check_every_number(chapter, bits, numbers=None):
+    model = network_with(chapter.fizzbuzz_weights(bits), bits)
+    all_numbers, all_classes = all_numbers_and_classes(bits)
+    numbers = all_numbers if numbers is None else np.asarray(numbers)
+    classes = all_classes[numbers]
+    logits = model(numpy_encode(numbers.tolist(), bits)).numpy()
+    right = logits[np.arange(len(numbers)), classes]
+    others = np.where(np.arange(4) == classes[:, None], -np.inf, logits).max(axis=1)
+    wrong = np.flatnonzero(right - others < 0.1)
+    shown = "; ".join(
+        f"{numbers[k]} (class {classes[k]}): logits {np.round(logits[k], 3).tolist()}"
+        for k in wrong[:4]
+    )
+    assert not len(wrong), (
+        f"fizzbuzz_weights({bits}) on {numbers.min()}..{numbers.max()}: {len(wrong)} numbers "
+        f"whose right class does not win by 0.1 or more, e.g. {shown}"
+    )
+
+
+def test_fizzbuzz_weights_stretch_on_the_chapters_numbers(chapter):
+    check_every_number(chapter, 4)  # 0 to 15, small enough to read
+    check_every_number(chapter, 10, np.arange(1, 1024))
+
+
+def test_fizzbuzz_weights_stretch_on_hidden_widths(chapter):
+    for bits in np.random.default_rng(1216).integers(8, 15, 3).tolist():
+        check_every_number(chapter, bits)  # every number from 0 to 2**bits - 1

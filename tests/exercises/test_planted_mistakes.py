@@ -23,14 +23,17 @@ import test_ch04
 import test_ch05
 import test_ch06
 import test_ch07
-import test_ch08  # a module, not its names: pytest would collect an imported test again
-import test_ch09
+import test_ch08
+import test_ch09  # a module, not its names: pytest would collect an imported test again
 import test_ch10
 import test_ch11
 import test_ch12
 import test_ch13
 import test_ch14
 import test_ch15
+import test_ch16
+import test_ch17
+import test_ch18
 
 import eagerflow.tensor as ef
 from eagerflow import nn
@@ -69,7 +72,7 @@ from eagerflow.graph.export.graph_def import decode_attr, encode_attr
 from eagerflow.tensor import rules as ef_rules
 from eagerflow.tensor.dtypes import FLOATS, DType
 from eagerflow.tensor.errors import EagerflowError
-from eagerflow.tensor.execution import execute
+from eagerflow.tensor.execution import execute, recording
 from eagerflow.tensor.registry import OPS, register_op
 from eagerflow.tensor.rules import broadcast_rule, same_dtype, same_shape_rule
 
@@ -88,15 +91,15 @@ def _train_step_returning_the_loss_after_the_update(
     return function(step)
 
 
-def test_ch08_train_step_rejects_a_loss_computed_after_the_update() -> None:
+def test_ch09_train_step_rejects_a_loss_computed_after_the_update() -> None:
     # Until traced functions read variables where the code reads them, this mistake passed:
     # every read inside the trace saw the value from the start of the call.
     chapter = SimpleNamespace(train_step_function=_train_step_returning_the_loss_after_the_update)
     with pytest.raises(AssertionError, match="before the update"):
-        test_ch08.test_train_step_function_traces_once_and_learns(chapter)
+        test_ch09.test_train_step_function_traces_once_and_learns(chapter)
 
 
-# --- chapter 8: AutoGraph by hand -----------------------------------------------------------------
+# --- chapter 10: AutoGraph by hand ----------------------------------------------------------------
 def _bounce_damping_every_step(position, velocity, floor):  # type: ignore[no-untyped-def]
     position = position + velocity
     position, bounces = cond(
@@ -133,10 +136,10 @@ def _bounce_with_where(position, velocity, floor):  # type: ignore[no-untyped-de
     ],
     ids=["damping_every_step", "testing_before_moving", "where_instead_of_cond"],
 )
-def test_ch08_bounce_with_cond_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+def test_ch10_bounce_with_cond_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
     chapter = SimpleNamespace(bounce_with_cond=mistake)
     with pytest.raises(AssertionError, match=message):
-        getattr(test_ch08, f"test_bounce_with_cond_{test}")(chapter)
+        getattr(test_ch10, f"test_bounce_with_cond_{test}")(chapter)
 
 
 def _lambda(values: list[ast.expr]) -> ast.Lambda:
@@ -215,11 +218,11 @@ def _if_to_ag_if_computing_both_branches_first(tree: ast.AST) -> ast.AST:
     ],
     ids=["if_branchs_names_only", "top_level_ifs_only", "branches_not_lambdas"],
 )
-def test_ch08_if_to_ag_if_rejects(mistake, fn, message) -> None:  # type: ignore[no-untyped-def]
+def test_ch10_if_to_ag_if_rejects(mistake, fn, message) -> None:  # type: ignore[no-untyped-def]
     chapter = SimpleNamespace(if_to_ag_if=mistake)
-    case = test_ch08.HIDDEN[test_ch08.HIDDEN_IDS.index(fn)]
+    case = test_ch10.HIDDEN[test_ch10.HIDDEN_IDS.index(fn)]
     with pytest.raises(AssertionError, match=message):
-        test_ch08.test_if_to_ag_if_gives_the_eager_results_in_a_graph(chapter, *case)
+        test_ch10.test_if_to_ag_if_gives_the_eager_results_in_a_graph(chapter, *case)
 
 
 def _if_to_ag_if_by_eagerflows_autograph(tree: ast.AST) -> ast.AST:
@@ -232,15 +235,15 @@ def _if_to_ag_if_by_eagerflows_autograph(tree: ast.AST) -> ast.AST:
     return tree
 
 
-def test_ch08_if_to_ag_if_rejects_eagerflows_autograph() -> None:
+def test_ch10_if_to_ag_if_rejects_eagerflows_autograph() -> None:
     chapter = SimpleNamespace(if_to_ag_if=_if_to_ag_if_by_eagerflows_autograph)
     message = (
         "if_to_ag_if: this exercise asks you to build a mini AutoGraph yourself: calling "
         "eagerflow.graph.autograph.converters.control_flow.transform is not allowed"
     )
-    case = test_ch08.HIDDEN[test_ch08.HIDDEN_IDS.index("piecewise")]
+    case = test_ch10.HIDDEN[test_ch10.HIDDEN_IDS.index("piecewise")]
     with pytest.raises(AssertionError, match=message):
-        test_ch08.test_if_to_ag_if_gives_the_eager_results_in_a_graph(chapter, *case)
+        test_ch10.test_if_to_ag_if_gives_the_eager_results_in_a_graph(chapter, *case)
 
 
 def _if_to_ag_if_dropping_statements(tree: ast.AST) -> ast.AST:
@@ -259,13 +262,13 @@ def _if_to_ag_if_dropping_statements(tree: ast.AST) -> ast.AST:
     return Mistake().visit(tree)
 
 
-def test_ch08_if_to_ag_if_rejects_dropping_statements() -> None:
+def test_ch10_if_to_ag_if_rejects_dropping_statements() -> None:
     chapter = SimpleNamespace(if_to_ag_if=_if_to_ag_if_dropping_statements)
     with pytest.raises(AssertionError, match="the other ifs left as they are"):
-        test_ch08.test_if_to_ag_if_leaves_the_other_ifs_whole(chapter)
+        test_ch10.test_if_to_ag_if_leaves_the_other_ifs_whole(chapter)
 
 
-# --- chapter 9: a fused loop by hand ------------------------------------------------------------
+# --- chapter 13: a fused loop by hand -------------------------------------------------------------
 def _fuse_by_pasting_text(ops):  # type: ignore[no-untyped-def]
     expression = "x[i]"
     for op in ops:  # no parentheses: Relu then Square reads "... else 0 * x[i] if ..."
@@ -308,16 +311,16 @@ def _whole_arrays_with_numpy(ops):  # type: ignore[no-untyped-def]
     ],
     ids=["text_pasted_without_parentheses", "ops_in_reverse", "a_loop_per_op", "numpy_calls"],
 )
-def test_ch09_fuse_unary_chain_rejects(mistake, ops, message) -> None:  # type: ignore[no-untyped-def]
+def test_ch13_fuse_unary_chain_rejects(mistake, ops, message) -> None:  # type: ignore[no-untyped-def]
     chapter = SimpleNamespace(fuse_unary_chain=mistake)
     with pytest.raises(AssertionError, match=message):
         if ops is None:
-            test_ch09.test_fuse_unary_chain_is_one_loop_that_allocates_no_array(chapter)
+            test_ch13.test_fuse_unary_chain_is_one_loop_that_allocates_no_array(chapter)
         else:
-            test_ch09.test_fuse_unary_chain_on_hidden_chains(chapter, ops)
+            test_ch13.test_fuse_unary_chain_on_hidden_chains(chapter, ops)
 
 
-# --- chapter 9: clustering by hand ----------------------------------------------------------------
+# --- chapter 13: clustering by hand ---------------------------------------------------------------
 def _clusters_with(  # type: ignore[no-untyped-def]
     program,
     reductions_end_chains=True,
@@ -373,16 +376,16 @@ def _clusters_with(  # type: ignore[no-untyped-def]
         ("drop_single_ops", "lone_ops"),
     ],
 )
-def test_ch09_predict_clusters_rejects_forgetting(rule, program) -> None:  # type: ignore[no-untyped-def]
+def test_ch13_predict_clusters_rejects_forgetting(rule, program) -> None:  # type: ignore[no-untyped-def]
     def mistake(p):  # type: ignore[no-untyped-def]
         return _clusters_with(p, **{rule: False})
 
     chapter = SimpleNamespace(predict_clusters=mistake)
-    test_ch09.test_predict_clusters_agrees_with_the_compiler(  # the rules together pass
+    test_ch13.test_predict_clusters_agrees_with_the_compiler(  # the rules together pass
         SimpleNamespace(predict_clusters=_clusters_with), program
     )
     with pytest.raises(AssertionError, match="expected the clusters"):
-        test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, program)
+        test_ch13.test_predict_clusters_agrees_with_the_compiler(chapter, program)
 
 
 def _clusters_of_the_compiler(program):  # type: ignore[no-untyped-def]
@@ -400,25 +403,25 @@ def _clusters_of_a_compiled_plan(program):  # type: ignore[no-untyped-def]
     [(_clusters_of_the_compiler, "layer_norm"), (_clusters_of_a_compiled_plan, "two_domains")],
     ids=["find_clusters", "find_clusters_of_the_compilers_program"],
 )
-def test_ch09_predict_clusters_rejects_the_compilers_pass(mistake, program) -> None:  # type: ignore[no-untyped-def]
+def test_ch13_predict_clusters_rejects_the_compilers_pass(mistake, program) -> None:  # type: ignore[no-untyped-def]
     chapter = SimpleNamespace(predict_clusters=mistake)
     message = (
         "predict_clusters: this exercise asks you to build the compiler's clustering yourself: "
         "calling eagerflow.graph.compiler.fusion.find_clusters is not allowed"
     )
     with pytest.raises(AssertionError, match=message):
-        test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, program)
+        test_ch13.test_predict_clusters_agrees_with_the_compiler(chapter, program)
 
 
-def test_ch09_predict_clusters_rejects_a_constant_answer() -> None:
-    answer = test_ch09.real_clusters(test_ch09.regression_program())
+def test_ch13_predict_clusters_rejects_a_constant_answer() -> None:
+    answer = test_ch13.real_clusters(test_ch13.regression_program())
     chapter = SimpleNamespace(predict_clusters=lambda program: [list(c) for c in answer])
-    test_ch09.test_predict_clusters_on_the_chapters_training_step(chapter)  # it fits here
+    test_ch13.test_predict_clusters_on_the_chapters_training_step(chapter)  # it fits here
     with pytest.raises(AssertionError, match=r"expected the clusters|in program order"):
-        test_ch09.test_predict_clusters_agrees_with_the_compiler(chapter, "layer_norm")
+        test_ch13.test_predict_clusters_agrees_with_the_compiler(chapter, "layer_norm")
 
 
-# --- chapter 9: the memory planner (stretch) ------------------------------------------------------
+# --- chapter 13: the memory planner (stretch) -----------------------------------------------------
 def _plan_buffers(program, kind=None, free_first=False, fetched_live=True, free_at="last"):  # type: ignore[no-untyped-def]
     """A memory planner, wrong in the way its arguments say."""
 
@@ -470,21 +473,21 @@ def _a_buffer_per_value(program):  # type: ignore[no-untyped-def]
     ids=["no_sharing", "ignoring_dtypes", "ignoring_shapes", "outputs_take_inputs_buffers",
          "fetched_values_freed", "freed_at_the_first_read"],
 )  # fmt: skip
-def test_ch09_plan_buffers_rejects(mistake, program, message) -> None:  # type: ignore[no-untyped-def]
-    rejects(test_ch09.test_plan_buffers_on_hidden_programs, message, program,
+def test_ch13_plan_buffers_rejects(mistake, program, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch13.test_plan_buffers_on_hidden_programs, message, program,
             plan_buffers=mistake)  # fmt: skip
 
 
-def test_ch09_plan_buffers_mistakes_pass_the_tests_own_check_of_the_solution() -> None:
+def test_ch13_plan_buffers_mistakes_pass_the_tests_own_check_of_the_solution() -> None:
     # the planner above, with no mistake switched on, is a right answer: the mistakes are
     # the switches, not the planner
-    for name in test_ch09.HIDDEN_BUFFER_PROGRAMS:
-        test_ch09.test_plan_buffers_on_hidden_programs(
+    for name in test_ch13.HIDDEN_BUFFER_PROGRAMS:
+        test_ch13.test_plan_buffers_on_hidden_programs(
             SimpleNamespace(plan_buffers=_plan_buffers), name
         )
 
 
-# --- chapter 10: attributes as JSON ---------------------------------------------------------------
+# --- chapter 14: attributes as JSON ---------------------------------------------------------------
 def _encoder(  # type: ignore[no-untyped-def]
     specials_as_strings=True, bytes_not_digits=True, bool_first=True, lists_marked=True
 ):
@@ -540,10 +543,10 @@ def _decode_values_or_bytes(data):  # type: ignore[no-untyped-def]
         ("lists_marked", "list is not tuple", "not v, bit for bit"),
     ],
 )
-def test_ch10_encode_attr_rejects_forgetting(rule, value, message) -> None:  # type: ignore[no-untyped-def]
+def test_ch14_encode_attr_rejects_forgetting(rule, value, message) -> None:  # type: ignore[no-untyped-def]
     right = SimpleNamespace(encode_attr=_encoder(), decode_attr=_decode_values_or_bytes)
-    test = (test_ch10.test_the_chapters_format_both_ways if "read" in message
-            else test_ch10.test_round_trip_on_hidden_values)  # fmt: skip
+    test = (test_ch14.test_the_chapters_format_both_ways if "read" in message
+            else test_ch14.test_round_trip_on_hidden_values)  # fmt: skip
     test(right, value)  # the rules together pass
     chapter = SimpleNamespace(
         encode_attr=_encoder(**{rule: False}), decode_attr=_decode_values_or_bytes
@@ -571,17 +574,17 @@ def _exercise_module(monkeypatch, **names):  # type: ignore[no-untyped-def]
     ],
     ids=["both_re_exported", "decode_attr_re_exported"],
 )  # fmt: skip
-def test_ch10_encode_attr_rejects_the_chapters_own(mine, test, refused, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_ch14_encode_attr_rejects_the_chapters_own(mine, test, refused, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     chapter = _exercise_module(monkeypatch, **mine)  # gamed: the chapter's functions, re-exported
     message = (
         "encode_attr and decode_attr: this exercise asks you to build the encoder yourself: "
         f"calling eagerflow.graph.export.graph_def.{refused} is not allowed"
     )
     with pytest.raises(AssertionError, match=message):
-        getattr(test_ch10, f"test_{test}")(chapter, "nan payloads")
+        getattr(test_ch14, f"test_{test}")(chapter, "nan payloads")
 
 
-def test_ch10_decode_attr_rejects_a_read_only_view() -> None:
+def test_ch14_decode_attr_rejects_a_read_only_view() -> None:
     def view(data):  # type: ignore[no-untyped-def]
         if isinstance(data, dict) and "tensor" in data:
             entry = data["tensor"]
@@ -591,10 +594,10 @@ def test_ch10_decode_attr_rejects_a_read_only_view() -> None:
 
     chapter = SimpleNamespace(encode_attr=encode_attr, decode_attr=view)
     with pytest.raises(AssertionError, match="writable"):
-        test_ch10.test_round_trip_on_hidden_values(chapter, "uint8")
+        test_ch14.test_round_trip_on_hidden_values(chapter, "uint8")
 
 
-# --- chapter 10: a saved function that reports its calls ------------------------------------------
+# --- chapter 14: a saved function that reports its calls ------------------------------------------
 def _square_printing_with_python():  # type: ignore[no-untyped-def]
     @function(input_signature=[TensorSpec((None,), ef.float32)])
     def square(x):  # type: ignore[no-untyped-def]
@@ -633,13 +636,13 @@ def _square_without_a_signature():  # type: ignore[no-untyped-def]
     ],
     ids=["python_print", "prints_the_input", "no_input_signature"],
 )
-def test_ch10_reporting_square_rejects(mistake, message, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_ch14_reporting_square_rejects(mistake, message, tmp_path) -> None:  # type: ignore[no-untyped-def]
     chapter = SimpleNamespace(reporting_square=mistake)
     with pytest.raises(AssertionError, match=message):
-        test_ch10.test_the_loaded_function_reports_every_call(chapter, tmp_path)
+        test_ch14.test_the_loaded_function_reports_every_call(chapter, tmp_path)
 
 
-# --- chapter 10: a GraphDef as NumPy source (stretch) ---------------------------------------------
+# --- chapter 14: a GraphDef as NumPy source (stretch) ---------------------------------------------
 _NUMPY_RULES = {
     "AddV2": "{0} + {1}", "Sub": "{0} - {1}", "Mul": "{0} * {1}", "RealDiv": "{0} / {1}",
     "Maximum": "np.maximum({0}, {1})", "Neg": "-{0}", "Square": "np.square({0})",
@@ -709,23 +712,23 @@ def _numpy_source_with_eagerflow(graph_def, fetches):  # type: ignore[no-untyped
     ids=["imports_eagerflow", "constants_as_float64", "transposes_ignored", "text_pasted",
          "keepdims_ignored", "feeds_as_float64"],
 )  # fmt: skip
-def test_ch10_numpy_source_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
-    rejects(test_ch10.test_numpy_source_on_hidden_networks, message, 0, numpy_source=mistake)
+def test_ch14_numpy_source_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch14.test_numpy_source_on_hidden_networks, message, 0, numpy_source=mistake)
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
-def test_ch10_numpy_source_rejects_constants_written_by_repr() -> None:
+def test_ch14_numpy_source_rejects_constants_written_by_repr() -> None:
     # _numpy_source writes np.array([inf, nan], ...): names that the source does not define
-    rejects(test_ch10.test_numpy_source_of_constants_that_are_not_finite,
+    rejects(test_ch14.test_numpy_source_of_constants_that_are_not_finite,
             "name 'inf' is not defined", numpy_source=_numpy_source)  # fmt: skip
 
 
-def test_ch10_numpy_source_planted_mistakes_are_mistakes() -> None:
+def test_ch14_numpy_source_planted_mistakes_are_mistakes() -> None:
     # the translator above, with no mistake switched on, passes: the switches are the mistakes
-    test_ch10.test_numpy_source_on_hidden_networks(SimpleNamespace(numpy_source=_numpy_source), 0)
+    test_ch14.test_numpy_source_on_hidden_networks(SimpleNamespace(numpy_source=_numpy_source), 0)
 
 
-# --- chapter 14: convolutions and pooling by hand -------------------------------------------------
+# --- chapter 16: convolutions and pooling by hand -------------------------------------------------
 def _conv_loops(images, filters, flip=False, shrink=0, dtype=None):  # type: ignore[no-untyped-def]
     batch, height, width, _ = images.shape
     kh, kw, _, out_channels = filters.shape
@@ -765,10 +768,10 @@ def _im2col_without_transpose(images, filters):  # type: ignore[no-untyped-def]
     ],
     ids=["flipped_filter", "one_row_short", "always_float64", "calls_conv2d"],
 )  # fmt: skip
-def test_ch14_conv2d_loops_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+def test_ch16_conv2d_loops_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
     chapter = SimpleNamespace(conv2d_loops=mistake)
     with pytest.raises(AssertionError, match=message):
-        getattr(test_ch14, f"test_conv2d_loops_{test}")(chapter)
+        getattr(test_ch16, f"test_conv2d_loops_{test}")(chapter)
 
 
 @pytest.mark.parametrize(
@@ -780,10 +783,10 @@ def test_ch14_conv2d_loops_rejects(mistake, test, message) -> None:  # type: ign
     ],
     ids=["rows_in_the_wrong_order", "loops", "calls_conv2d"],
 )
-def test_ch14_conv2d_im2col_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+def test_ch16_conv2d_im2col_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
     chapter = SimpleNamespace(conv2d_im2col=mistake)
     with pytest.raises(AssertionError, match=message):
-        getattr(test_ch14, f"test_conv2d_im2col_{test}")(chapter)
+        getattr(test_ch16, f"test_conv2d_im2col_{test}")(chapter)
 
 
 def _avg_grad(upstream, input_shape, pool, stride, add=True, scale=True, step=None):  # type: ignore[no-untyped-def]
@@ -803,7 +806,7 @@ def _avg_grad(upstream, input_shape, pool, stride, add=True, scale=True, step=No
 
 def _avg_grad_with_a_tape(upstream, input_shape, pool, stride):  # type: ignore[no-untyped-def]
     x = np.zeros(input_shape, upstream.dtype)
-    return test_ch14.tape_gradient(x, upstream, pool, stride)
+    return test_ch16.tape_gradient(x, upstream, pool, stride)
 
 
 @pytest.mark.parametrize(
@@ -817,18 +820,18 @@ def _avg_grad_with_a_tape(upstream, input_shape, pool, stride):  # type: ignore[
     ids=["assigns_instead_of_adding", "no_division_by_pool_squared", "steps_by_the_pool",
          "uses_a_tape"],
 )  # fmt: skip
-def test_ch14_avg_pool2d_grad_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
+def test_ch16_avg_pool2d_grad_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
     chapter = SimpleNamespace(avg_pool2d_grad=mistake)
     failures = 0
-    for pool, stride in test_ch14.POOLS:
+    for pool, stride in test_ch16.POOLS:
         try:
-            test_ch14.test_avg_pool2d_grad_matches_a_tape_on_hidden_inputs(chapter, pool, stride)
+            test_ch16.test_avg_pool2d_grad_matches_a_tape_on_hidden_inputs(chapter, pool, stride)
         except AssertionError:
             failures += 1
     assert failures, "every (pool, stride) case accepted the mistake"
 
 
-# --- chapter 14: batch normalization's gradient (stretch) ----------------------------------------
+# --- chapter 16: batch normalization's gradient (stretch) -----------------------------------------
 def _bn_grad(x, gamma, upstream, epsilon, mean_path=True, variance_path=True, axes=None,
              ddof=0, dgamma_of_x=False):  # type: ignore[no-untyped-def]  # fmt: skip
     """The reference formula, with one part forgotten or changed."""
@@ -846,7 +849,7 @@ def _bn_grad(x, gamma, upstream, epsilon, mean_path=True, variance_path=True, ax
 
 
 def _bn_grad_with_a_tape(x, gamma, upstream, epsilon):  # type: ignore[no-untyped-def]
-    return tuple(test_ch14.layer_gradients(x, gamma, upstream, epsilon))
+    return tuple(test_ch16.layer_gradients(x, gamma, upstream, epsilon))
 
 
 def _bn_grad_channel_by_channel(x, gamma, upstream, epsilon):  # type: ignore[no-untyped-def]
@@ -872,13 +875,13 @@ def _bn_grad_channel_by_channel(x, gamma, upstream, epsilon):  # type: ignore[no
          "statistics_per_pixel", "unbiased_variance", "dgamma_from_x", "uses_a_tape",
          "loops_over_channels"],
 )  # fmt: skip
-def test_ch14_batch_norm_grad_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
-    test_fn = getattr(test_ch14, f"test_batch_norm_grad_stretch_{test}" + (
+def test_ch16_batch_norm_grad_rejects(mistake, test, message) -> None:  # type: ignore[no-untyped-def]
+    test_fn = getattr(test_ch16, f"test_batch_norm_grad_stretch_{test}" + (
         "_on_hidden_inputs" if test == "matches_a_tape" else ""))  # fmt: skip
     rejects(test_fn, message, batch_norm_grad=mistake)
 
 
-# --- chapter 15: early stopping (stretch) ---------------------------------------------------------
+# --- chapter 17: early stopping (stretch) ---------------------------------------------------------
 def _early_stopping(xt, yt, xv, yv, degree, lr, max_steps, patience, keep_last=False,
                     wait=None):  # type: ignore[no-untyped-def]  # fmt: skip
     train, val = xt[:, None] ** np.arange(degree + 1), xv[:, None] ** np.arange(degree + 1)
@@ -911,8 +914,8 @@ def _early_stopping_in_closed_form(xt, yt, xv, yv, degree, lr, max_steps, patien
     ],
     ids=["last_weights", "no_patience", "closed_form"],
 )
-def test_ch15_early_stopping_rejects(mistake, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    rejects(test_ch15.test_early_stopping_stretch_on_hidden_data, message, monkeypatch,
+def test_ch17_early_stopping_rejects(mistake, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch17.test_early_stopping_stretch_on_hidden_data, message, monkeypatch,
             early_stopping=mistake)  # fmt: skip
 
 
@@ -928,8 +931,8 @@ def _fizzbuzz_class_in_int64(n):  # type: ignore[no-untyped-def]
         multiple_of(5), c(2), lambda: cond(multiple_of(3), c(1), c(0))))  # fmt: skip
 
 
-def test_ch13_fizzbuzz_class_rejects_an_int64_class() -> None:
-    rejects(test_ch13.test_fizzbuzz_class_on_hidden_numbers, "int32 scalar",
+def test_ch15_fizzbuzz_class_rejects_an_int64_class() -> None:
+    rejects(test_ch15.test_fizzbuzz_class_on_hidden_numbers, "int32 scalar",
             fizzbuzz_class=_fizzbuzz_class_in_int64)  # fmt: skip
 
 
@@ -940,11 +943,11 @@ def _least_squares_in_float32(x, y):  # type: ignore[no-untyped-def]
     return w, float(y.mean() - w * x.mean())
 
 
-def test_ch15_least_squares_rejects_float32() -> None:
-    test_ch15.test_least_squares_on_hidden_data(  # it passes the tests of values that float32 fits
+def test_ch17_least_squares_rejects_float32() -> None:
+    test_ch17.test_least_squares_on_hidden_data(  # it passes the tests of values that float32 fits
         SimpleNamespace(least_squares=_least_squares_in_float32)
     )
-    rejects(test_ch15.test_least_squares_works_in_float64, "compute in float64",
+    rejects(test_ch17.test_least_squares_works_in_float64, "compute in float64",
             least_squares=_least_squares_in_float32)  # fmt: skip
 
 
@@ -1015,7 +1018,7 @@ def test_ch02_profile_ops_rejects(mistake, message) -> None:  # type: ignore[no-
             profile_ops=mistake)  # fmt: skip
 
 
-# --- chapter 3: tapes ---------------------------------------------------------------------------
+# --- chapter 3: tapes -----------------------------------------------------------------------------
 _LOOKUP = {1.0: 6.0, -1.0: -6.0, 0.5: -0.7268619813835873, 0.25: 4 * math.exp(0.5)}
 
 
@@ -1149,7 +1152,7 @@ def test_ch03_numerical_gradient_rejects(mistake, message, monkeypatch) -> None:
     rejects(test, message, monkeypatch, numerical_gradient=mistake)
 
 
-# --- chapter 5: graphs and Sessions ---------------------------------------------------------------
+# --- chapter 6: graphs and Sessions ---------------------------------------------------------------
 _VISIBLE = np.array([-2.0, -0.5, 0.0, 1.0, 3.0], np.float32)
 
 
@@ -1179,8 +1182,8 @@ def _polynomial_graph_highest_first(coefficients):
     ],
     ids=["answer_as_a_constant", "coefficients_highest_first"],
 )
-def test_ch05_polynomial_graph_rejects(mistake, message) -> None:
-    test = test_ch05.test_polynomial_graph_on_hidden_coefficients_and_feeds
+def test_ch06_polynomial_graph_rejects(mistake, message) -> None:
+    test = test_ch06.test_polynomial_graph_on_hidden_coefficients_and_feeds
     rejects(test, message, polynomial_graph=mistake)
 
 
@@ -1234,8 +1237,8 @@ def _order_without_control_inputs(fetches, fed=()):
         "sessions_needed_operations",
     ],
 )
-def test_ch05_execution_order_rejects(mistake, seed, message) -> None:
-    rejects(test_ch05.test_execution_order_on_hidden_graphs, message, seed, execution_order=mistake)
+def test_ch06_execution_order_rejects(mistake, seed, message) -> None:
+    rejects(test_ch06.test_execution_order_on_hidden_graphs, message, seed, execution_order=mistake)
 
 
 def _run_graph_computing_over_the_feed(fetches, feed_dict):
@@ -1250,8 +1253,8 @@ def _run_graph_computing_over_the_feed(fetches, feed_dict):
     return [values[f] for f in fetches]  # a fed intermediate is computed over
 
 
-def test_ch05_run_graph_rejects_computing_over_a_fed_tensor() -> None:
-    rejects(test_ch05.test_run_graph_on_hidden_graphs, "hidden graph", 1,
+def test_ch06_run_graph_rejects_computing_over_a_fed_tensor() -> None:
+    rejects(test_ch06.test_run_graph_on_hidden_graphs, "hidden graph", 1,
             run_graph=_run_graph_computing_over_the_feed)  # fmt: skip
 
 
@@ -1259,16 +1262,16 @@ def _run_graph_by_the_sessions_plan(fetches, feed_dict):
     return Plan(list(fetches), list(feed_dict)).run(dict(feed_dict))  # gamed: a Session's own
 
 
-def test_ch05_run_graph_rejects_the_sessions_plan() -> None:
+def test_ch06_run_graph_rejects_the_sessions_plan() -> None:
     message = "run_graph: .* calling eagerflow.graph.core.session.Plan is not allowed"
-    rejects(test_ch05.test_run_graph_on_hidden_graphs, message, 1,
+    rejects(test_ch06.test_run_graph_on_hidden_graphs, message, 1,
             run_graph=_run_graph_by_the_sessions_plan)  # fmt: skip
 
 
-# --- chapter 5: a Session with a memory (stretch) -------------------------------------------------
+# --- chapter 6: a Session with a memory (stretch) -------------------------------------------------
 def _needed(fetches, fed):  # type: ignore[no-untyped-def]
     """The operations fetches need, in graph order (the reader's execution_order, solved)."""
-    needed = test_ch05.needed_operations(list(fetches), set(fed))
+    needed = test_ch06.needed_operations(list(fetches), set(fed))
     graph = next(iter(needed)).graph
     return [o for o in graph.get_operations() if o in needed]
 
@@ -1354,7 +1357,7 @@ class _MiniSessionOfAPlan:
 class _MiniSessionOfARealSession:
     def __init__(self, graph: Graph) -> None:
         self.values: dict[object, np.ndarray] = {}
-        self.session = test_ch05.Session(graph)
+        self.session = test_ch06.Session(graph)
 
     def run(self, fetches, feed_dict=None):  # type: ignore[no-untyped-def]
         return self.session.run(list(fetches), feed_dict)
@@ -1385,13 +1388,13 @@ class _MiniSessionOfARealSession:
         "sessions_plan",
     ],
 )
-def test_ch05_mini_session_rejects(mistake, test, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_ch06_mini_session_rejects(mistake, test, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     args = (0,) if test == "on_hidden_run_sequences" else ()
-    rejects(getattr(test_ch05, f"test_mini_session_{test}"), message, monkeypatch, *args,
+    rejects(getattr(test_ch06, f"test_mini_session_{test}"), message, monkeypatch, *args,
             MiniSession=mistake)  # fmt: skip
 
 
-# --- chapter 8: constant folding and CSE by hand --------------------------------------------------
+# --- chapter 13: constant folding and CSE by hand -------------------------------------------------
 def _fold_constants_literally(graph):
     return {"root:0": 4.0, "scale:0": 8.0, "three:0": 3.0, "off:0": 11.0,
             "halves:0": np.array([1.0, 2.0]), "pair:0": np.array([4.0, 6.0])}  # fmt: skip
@@ -1417,8 +1420,8 @@ def _fold_constants_by_name(graph):
     [(_fold_constants_literally, "a hidden graph"), (_fold_constants_by_name, "a hidden graph")],
     ids=["literal_dict", "one_level_only"],
 )
-def test_ch08_fold_constants_rejects(mistake, message) -> None:
-    rejects(test_ch08.test_fold_constants_on_hidden_graphs, message, 0, fold_constants=mistake)
+def test_ch13_fold_constants_rejects(mistake, message) -> None:
+    rejects(test_ch13.test_fold_constants_on_hidden_graphs, message, 0, fold_constants=mistake)
 
 
 def _find_duplicates_literally(graph):
@@ -1444,19 +1447,19 @@ def _find_duplicates_without_renaming(graph):
     [(_find_duplicates_literally, 0), (_find_duplicates_without_renaming, 0)],
     ids=["literal_dict", "inputs_not_renamed"],
 )
-def test_ch08_find_duplicates_rejects(mistake, seed) -> None:
-    test = test_ch08.test_find_duplicates_on_hidden_graphs
+def test_ch13_find_duplicates_rejects(mistake, seed) -> None:
+    test = test_ch13.test_find_duplicates_on_hidden_graphs
     rejects(test, "a hidden graph", seed, find_duplicates=mistake)
 
 
-# --- chapter 13: FizzBuzz ------------------------------------------------------------------------
+# --- chapter 15: FizzBuzz -------------------------------------------------------------------------
 def _decode_literally(numbers, logits):
     return ["1", "Fizz", "Buzz", "FizzBuzz", "Fizz", "9"]  # the visible test's answer
 
 
 def _decode_the_truth(numbers, logits):
     words = ("", "Fizz", "Buzz", "FizzBuzz")
-    return [str(n) if test_ch13.python_class(n) == 0 else words[test_ch13.python_class(n)]
+    return [str(n) if test_ch15.python_class(n) == 0 else words[test_ch15.python_class(n)]
             for n in numbers]  # fmt: skip
 
 
@@ -1471,11 +1474,11 @@ def _decode_with_fizz_and_buzz_swapped(numbers, logits):
     [_decode_literally, _decode_the_truth, _decode_with_fizz_and_buzz_swapped],
     ids=["literal_list", "the_true_class", "fizz_and_buzz_swapped"],
 )
-def test_ch13_decode_rejects(mistake) -> None:
-    rejects(test_ch13.test_decode_on_hidden_predictions, "hidden numbers", decode=mistake)
+def test_ch15_decode_rejects(mistake) -> None:
+    rejects(test_ch15.test_decode_on_hidden_predictions, "hidden numbers", decode=mistake)
 
 
-_CLASSES = {n: test_ch13.python_class(n) for n in range(1, 31)}
+_CLASSES = {n: test_ch15.python_class(n) for n in range(1, 31)}
 
 
 def _fizzbuzz_class_from_a_table(n):
@@ -1498,8 +1501,8 @@ def _fizzbuzz_class_testing_3_first(n):
     [_fizzbuzz_class_from_a_table, _fizzbuzz_class_testing_3_first],
     ids=["table_of_1_to_30", "multiple_of_3_tested_first"],
 )
-def test_ch13_fizzbuzz_class_rejects(mistake) -> None:
-    test = test_ch13.test_fizzbuzz_class_on_hidden_numbers
+def test_ch15_fizzbuzz_class_rejects(mistake) -> None:
+    test = test_ch15.test_fizzbuzz_class_on_hidden_numbers
     rejects(test, "fizzbuzz_class", fizzbuzz_class=mistake)
 
 
@@ -1524,11 +1527,11 @@ def _binary_encode_ten_bits_always(numbers, bits=10):
     ],
     ids=["most_significant_first", "bits_ignored"],
 )
-def test_ch13_binary_encode_rejects(mistake, message) -> None:
-    rejects(test_ch13.test_binary_encode_on_hidden_numbers, message, binary_encode=mistake)
+def test_ch15_binary_encode_rejects(mistake, message) -> None:
+    rejects(test_ch15.test_binary_encode_on_hidden_numbers, message, binary_encode=mistake)
 
 
-# --- chapter 13: the FizzBuzz network's weights by hand (stretch) --------------------------------
+# --- chapter 15: the FizzBuzz network's weights by hand (stretch) ---------------------------------
 def _fizzbuzz_weights(bits, mod3=None, mod5=None, targets=None, out_bias=(0.5, 0, 0, -0.5)):  # type: ignore[no-untyped-def]
     """The reference construction (hinges of the two digit sums), with one part changed."""
     kernels, biases, out_rows, bias = [], [], [], np.array(out_bias, float)
@@ -1569,12 +1572,12 @@ def _fizzbuzz_weights_as_a_table(bits):  # type: ignore[no-untyped-def]
     ids=["a_unit_per_number", "mod_5_sum_is_n_itself", "decimal_digit_sum_for_3",
          "only_a_sum_of_0_is_a_multiple", "ties_for_plain_numbers", "ten_digits_always"],
 )  # fmt: skip
-def test_ch13_fizzbuzz_weights_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
-    rejects(test_ch13.test_fizzbuzz_weights_stretch_on_hidden_widths, message,
+def test_ch15_fizzbuzz_weights_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch15.test_fizzbuzz_weights_stretch_on_hidden_widths, message,
             fizzbuzz_weights=mistake)  # fmt: skip
 
 
-# --- chapter 15: linear regression ----------------------------------------------------------------
+# --- chapter 17: linear regression ----------------------------------------------------------------
 def _train_in_graph_with_numpy(x, y, steps, learning_rate):
     w, b, losses = 5.0, 10.0, []  # right numbers, and 0 == 0 ops for 10 and 200 steps
     x, y = x.astype(np.float64), y.astype(np.float64)
@@ -1606,8 +1609,8 @@ def _train_in_graph_eagerly(x, y, steps, learning_rate):
     ],
     ids=["numpy_no_ops", "numpy_no_session", "eager_loop"],
 )
-def test_ch15_train_in_graph_rejects(mistake, test, message, monkeypatch) -> None:
-    function = getattr(test_ch15, f"test_train_in_graph_{test}")
+def test_ch17_train_in_graph_rejects(mistake, test, message, monkeypatch) -> None:
+    function = getattr(test_ch17, f"test_train_in_graph_{test}")
     args = (monkeypatch,) if "session" in test else ()
     rejects(function, message, *args, train_in_graph=mistake)
 
@@ -1623,13 +1626,13 @@ def _least_squares_mixing_ddof(x, y):
     return float(w), float(y.mean() - w * x.mean())
 
 
-def test_ch15_mse_gradients_rejects_forgetting_the_2() -> None:
-    rejects(test_ch15.test_mse_gradients_on_hidden_data, "hidden points",
+def test_ch17_mse_gradients_rejects_forgetting_the_2() -> None:
+    rejects(test_ch17.test_mse_gradients_on_hidden_data, "hidden points",
             mse_gradients=_mse_gradients_without_the_2)  # fmt: skip
 
 
-def test_ch15_least_squares_rejects_mixing_ddof() -> None:
-    rejects(test_ch15.test_least_squares_on_hidden_data, "hidden points",
+def test_ch17_least_squares_rejects_mixing_ddof() -> None:
+    rejects(test_ch17.test_least_squares_on_hidden_data, "hidden points",
             least_squares=_least_squares_mixing_ddof)  # fmt: skip
 
 
@@ -1906,7 +1909,7 @@ def test_ch12_train_step_rejects_fit(test) -> None:  # type: ignore[no-untyped-d
     rejects(getattr(test_ch12, f"test_train_step_{test}"), message, train_step=_train_step_by_fit)
 
 
-# --- chapter 1: shapes, broadcasting, the registry -----------------------------------------------
+# --- chapter 1: shapes, broadcasting, the registry ------------------------------------------------
 def _broadcast_from_the_left(a, b):
     a, b = tuple(a) + (1,) * (len(b) - len(a)), tuple(b) + (1,) * (len(a) - len(b))
     return tuple(max(x, y) for x, y in zip(a, b, strict=True))  # padded on the wrong side
@@ -2028,7 +2031,7 @@ def test_ch01_hypot_rejects(mistake, test, message) -> None:  # type: ignore[no-
     rejects(getattr(test_ch01, f"test_hypot_stretch_{test}"), message, hypot=mistake)
 
 
-# --- chapter 2: recorders ------------------------------------------------------------------------
+# --- chapter 2: recorders -------------------------------------------------------------------------
 def _count_ops_by_hand(fn, *args):
     fn(*args)
     return {"MatMul": 1, "AddV2": 1}  # the visible test's answer
@@ -2107,7 +2110,7 @@ def test_ch02_rejects(test, mistake, message) -> None:
     rejects(getattr(test_ch02, test), message, **mistake)
 
 
-# --- chapter 4: variables ------------------------------------------------------------------------
+# --- chapter 5: variables -------------------------------------------------------------------------
 def _sgd_step_making_new_variables(variables, grads, learning_rate):
     for v, g in zip(variables, grads, strict=True):
         v = Variable(v - learning_rate * g)  # a new variable: the model's is unchanged
@@ -2146,11 +2149,11 @@ def _fit_quadratic_with_one_tape(xs, ys, steps, learning_rate):
     ],
     ids=["sgd_new_variables", "momentum_old_velocity", "fit_with_one_tape"],
 )
-def test_ch04_rejects(test, mistake, message) -> None:
-    rejects(getattr(test_ch04, test), message, **mistake)
+def test_ch05_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch05, test), message, **mistake)
 
 
-# --- chapter 6: one op, two modes ----------------------------------------------------------------
+# --- chapter 7: one op, two modes -----------------------------------------------------------------
 def _cross_entropy_unstable(logits, labels):
     lse = ef.log(ef.reduce_sum(ef.exp(logits), axis=-1, keepdims=True))  # exp(1000) = inf
     return ef.reduce_sum(labels * (lse - logits), axis=-1)
@@ -2204,11 +2207,11 @@ def _second_derivative_graph_of_f_prime_only(f):
         "cross_entropy_of_log_softmax",
     ],
 )
-def test_ch06_rejects(test, mistake, message) -> None:
-    rejects(getattr(test_ch06, test), message, **mistake)
+def test_ch07_rejects(test, mistake, message) -> None:
+    rejects(getattr(test_ch07, test), message, **mistake)
 
 
-# --- chapter 7: control flow ---------------------------------------------------------------------
+# --- chapter 8: control flow ----------------------------------------------------------------------
 def _huber_without_the_half(x, delta=1.0):
     return cond(ef.abs(x) <= delta, lambda: 0.5 * x * x, lambda: delta * ef.abs(x))
 
@@ -2282,9 +2285,9 @@ _HIDDEN_NEWTON = "test_collatz_steps_and_newton_sqrt_on_hidden_numbers"
          "newton_without_a_cap", "newton_cap_off_by_one", "newton_in_python",
          "newton_from_sqrt"],
 )  # fmt: skip
-def test_ch07_rejects(test, mistake, message) -> None:
+def test_ch08_rejects(test, mistake, message) -> None:
     chapter = {"collatz_steps": _collatz_steps, **mistake}
-    rejects(getattr(test_ch07, test), message, **chapter)
+    rejects(getattr(test_ch08, test), message, **chapter)
 
 
 def _collatz_steps(n):  # the right collatz_steps, for the tests that also call it
@@ -2294,7 +2297,7 @@ def _collatz_steps(n):  # the right collatz_steps, for the tests that also call 
     return while_loop(lambda k, steps: k > 1, body, [n, ef.constant(0, ef.int64)])[1]
 
 
-# --- chapter 7: exponentiation by squaring (stretch) ----------------------------------------------
+# --- chapter 8: exponentiation by squaring (stretch) ----------------------------------------------
 def _power_one_factor_at_a_time(x, n):  # type: ignore[no-untyped-def]
     result, _ = while_loop(lambda r, k: k > 0, lambda r, k: (r * x, k - 1),
                            [ef.ones_like(x), ef.abs(n)])  # fmt: skip
@@ -2340,8 +2343,8 @@ _HIDDEN_POWERS = "on_hidden_exponents"
     ids=["one_factor_per_step", "one_iteration_per_factor", "pow", "even_digits",
          "negative_n_ignored", "unrolled"],
 )  # fmt: skip
-def test_ch07_power_by_squaring_rejects(mistake, test, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    rejects(getattr(test_ch07, f"test_power_by_squaring_{test}"), message, monkeypatch,
+def test_ch08_power_by_squaring_rejects(mistake, test, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    rejects(getattr(test_ch08, f"test_power_by_squaring_{test}"), message, monkeypatch,
             power_by_squaring=mistake)  # fmt: skip
 
 
@@ -2391,11 +2394,11 @@ class _LoggingContextReturningATensor:
         return ef.Tensor(result, dtypes[0])  # not a tuple
 
 
-def test_ch06_logging_context_rejects_a_bare_tensor_and_names_run_op() -> None:
+def test_ch07_logging_context_rejects_a_bare_tensor_and_names_run_op() -> None:
     chapter = SimpleNamespace(LoggingContext=_LoggingContextReturningATensor)
     match = r"_LoggingContextReturningATensor.run_op returned a Tensor .* for MatMul"
     with pytest.raises(EagerflowError, match=match):
-        test_ch06.test_logging_context_runs_ops_eagerly_and_logs_them(chapter)
+        test_ch07.test_logging_context_runs_ops_eagerly_and_logs_them(chapter)
 
 
 # --- chapter 3: a MiniTape of one's own -----------------------------------------------------------
@@ -2564,7 +2567,7 @@ def test_ch03_broadcasting_rules_reject(test, rules, message, monkeypatch) -> No
     rejects(getattr(test_ch03, test), message, monkeypatch, **rules)
 
 
-# --- chapter 6: a graph-building context ----------------------------------------------------------
+# --- chapter 7: a graph-building context ----------------------------------------------------------
 class _Symbol(ef.Tensor):
     __slots__ = ("_shape", "index", "node")
 
@@ -2664,13 +2667,13 @@ _CACHE: dict = {}
     ids=["kernels_on_zeros", "first_inputs_shape", "first_inputs_dtype", "no_memo",
          "values_kept_between_runs"],
 )  # fmt: skip
-def test_ch06_mini_graph_rejects(test, mini_graph, run_mini, message, monkeypatch) -> None:
+def test_ch07_mini_graph_rejects(test, mini_graph, run_mini, message, monkeypatch) -> None:
     _CACHE.clear()
-    rejects(getattr(test_ch06, test), message, monkeypatch, MiniGraph=mini_graph,
+    rejects(getattr(test_ch07, test), message, monkeypatch, MiniGraph=mini_graph,
             run_mini=run_mini)  # fmt: skip
 
 
-# --- chapter 8: a mini @function ------------------------------------------------------------------
+# --- chapter 9: a mini @function ------------------------------------------------------------------
 def _mini_function(fn, key=None, keep_value=False, trace_always=False):
     """A mini_function, wrong in the way its arguments say."""
     cache = {}
@@ -2689,7 +2692,7 @@ def _mini_function(fn, key=None, keep_value=False, trace_always=False):
         entry = cache[k]
         graph, holders, result, kept = entry
         feeds = {h: np.asarray(t) for h, t in zip(holders, tensors, strict=True)}
-        value = test_ch08.Session(graph).run(result, feeds)
+        value = test_ch09.Session(graph).run(result, feeds)
         if keep_value:  # the value of the trace's own call, for every later call: wrong
             entry[3] = value if kept is None else kept
             value = entry[3]
@@ -2723,12 +2726,12 @@ def _mini_function_eagerly(fn):
     ],
     ids=["tracing_every_call", "keyed_on_shapes_only", "first_value_kept", "eager_calls"],
 )
-def test_ch08_mini_function_rejects(mistake, message, monkeypatch) -> None:
-    rejects(test_ch08.test_mini_function_on_hidden_call_sequences, message, monkeypatch,
+def test_ch09_mini_function_rejects(mistake, message, monkeypatch) -> None:
+    rejects(test_ch09.test_mini_function_on_hidden_call_sequences, message, monkeypatch,
             mini_function=mistake)  # fmt: skip
 
 
-# --- chapter 8: a mini @function's cache key -----------------------------------------------------
+# --- chapter 9: a mini @function's cache key ------------------------------------------------------
 def _key_without_dtypes(args):  # type: ignore[no-untyped-def]
     return tuple(("tensor", tuple(a.shape)) if isinstance(a, ef.Tensor) else ("value", type(a), a)
                  for a in args)  # fmt: skip
@@ -2758,21 +2761,21 @@ def _key_on_shapes_only(args):  # type: ignore[no-untyped-def]
     ],
     ids=["without_dtypes", "without_python_values", "without_the_values_types", "shapes_only"],
 )
-def test_ch08_mini_function_rejects_a_wrong_key(key, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    test = test_ch08.test_mini_function_on_hidden_dtypes_and_python_values
+def test_ch09_mini_function_rejects_a_wrong_key(key, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    test = test_ch09.test_mini_function_on_hidden_dtypes_and_python_values
     rejects(test, message, monkeypatch, mini_function=lambda fn: _mini_function(fn, key=key))
     # and none of them asks the reader's `signature`: the spy sees it
-    test = test_ch08.test_mini_function_keys_its_cache_on_your_signature
+    test = test_ch09.test_mini_function_keys_its_cache_on_your_signature
     rejects(test, "signature", monkeypatch, mini_function=lambda fn: _mini_function(fn, key=key))
 
 
-def test_ch08_mini_function_rejects_a_right_key_of_its_own(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_ch09_mini_function_rejects_a_right_key_of_its_own(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # the right key, computed without the reader's `signature`: not the exercise
-    test = test_ch08.test_mini_function_keys_its_cache_on_your_signature
+    test = test_ch09.test_mini_function_keys_its_cache_on_your_signature
     rejects(test, "signature", monkeypatch, mini_function=_mini_function)
 
 
-# --- chapter 3: forward mode (stretch) ------------------------------------------------------------
+# --- chapter 4: forward mode (stretch) ------------------------------------------------------------
 def _jvp_by_differences(f, x, v, h=1e-6):
     y = f(x)
     return y, (f(x + h * v) - f(x - h * v)) / (2 * h)  # f three times, no tangents
@@ -2839,12 +2842,12 @@ def _jvp_forgetting_a_product_term(f, x, v):
     ids=["finite_differences", "reverse_mode_tape", "zeros", "mul_without_a_term",
          "forward_accumulator"],
 )  # fmt: skip
-def test_ch03_jvp_rejects(mistake, message, monkeypatch) -> None:
-    test = test_ch03.test_jvp_stretch_matches_the_jacobian_on_hidden_programs
+def test_ch04_jvp_rejects(mistake, message, monkeypatch) -> None:
+    test = test_ch04.test_jvp_stretch_matches_the_jacobian_on_hidden_programs
     rejects(test, message, monkeypatch, jvp=mistake)
 
 
-# --- chapter 3: forward mode with ForwardAccumulator ----------------------------------------------
+# --- chapter 4: forward mode with ForwardAccumulator ----------------------------------------------
 def _columns_from_a_tape(f, x):  # type: ignore[no-untyped-def]
     with GradientTape() as tape:
         tape.watch(x)
@@ -2888,8 +2891,8 @@ def _columns_by_differences(f, x, h=1e-6):  # type: ignore[no-untyped-def]
     ],
     ids=["reverse_mode_tape", "forward_jacobian", "transposed", "one_pass", "differences"],
 )
-def test_ch03_jacobian_by_columns_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
-    rejects(test_ch03.test_jacobian_by_columns_on_hidden_tall_functions, message,
+def test_ch04_jacobian_by_columns_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch04.test_jacobian_by_columns_on_hidden_tall_functions, message,
             jacobian_by_columns=mistake)  # fmt: skip
 
 
@@ -2949,12 +2952,12 @@ def _hvp_by_differences(f, x, v, h=1e-5):  # type: ignore[no-untyped-def]
     ],
     ids=["full_hessian", "reverse_over_forward", "gradient_outside", "gradient", "differences"],
 )
-def test_ch03_hessian_vector_product_rejects(mistake, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    rejects(test_ch03.test_hessian_vector_product_on_hidden_functions, message, monkeypatch,
+def test_ch04_hessian_vector_product_rejects(mistake, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch04.test_hessian_vector_product_on_hidden_functions, message, monkeypatch,
             hessian_vector_product=mistake)  # fmt: skip
 
 
-# --- chapter 8: relaxed shapes (stretch) ----------------------------------------------------------
+# --- chapter 9: relaxed shapes (stretch) ----------------------------------------------------------
 def _relaxing(fn, first=None, relax=None, exact_key=False):
     """A relaxing_function whose first trace's shapes are ``first(shape)`` and whose relaxed
     shapes are ``relax(old, new)``; with ``exact_key`` it never relaxes (mini_function)."""
@@ -2986,7 +2989,7 @@ def _relaxing(fn, first=None, relax=None, exact_key=False):
             entry = cache[key] = (graph, holders, result)
         graph, holders, result = entry
         feeds = {h: np.asarray(t) for h, t in zip(holders, tensors, strict=True)}
-        return ef.constant(test_ch08.Session(graph).run(result, feeds))
+        return ef.constant(test_ch09.Session(graph).run(result, feeds))
 
     return call
 
@@ -3000,12 +3003,12 @@ def _relaxing(fn, first=None, relax=None, exact_key=False):
     ],
     ids=["a_trace_per_shape", "unknown_from_the_start", "every_dimension_relaxed"],
 )
-def test_ch08_relaxing_function_rejects(mistake, monkeypatch) -> None:
-    test = test_ch08.test_relaxing_function_stretch_on_hidden_call_sequences
+def test_ch09_relaxing_function_rejects(mistake, monkeypatch) -> None:
+    test = test_ch09.test_relaxing_function_stretch_on_hidden_call_sequences
     rejects(test, "traces with placeholder shapes", monkeypatch, relaxing_function=mistake)
 
 
-# --- chapter 6: gradients in a MiniGraph (stretch) ------------------------------------------------
+# --- chapter 7: gradients in a MiniGraph (stretch) ------------------------------------------------
 def _mini_gradients(graph, y, x, accumulate=True, order=reversed):
     grads = {}
     with ef.execution.context(graph):
@@ -3036,13 +3039,13 @@ def _mini_gradients_of_ones(graph, y, x):
     ],
     ids=["overwriting", "nodes_in_build_order", "ones"],
 )
-def test_ch06_mini_gradients_rejects(mistake, monkeypatch) -> None:
+def test_ch07_mini_gradients_rejects(mistake, monkeypatch) -> None:
     chapter = {"MiniGraph": _MiniGraph, "run_mini": _run_mini, "mini_gradients": mistake}
-    test = test_ch06.test_mini_gradients_stretch_on_hidden_programs
+    test = test_ch07.test_mini_gradients_stretch_on_hidden_programs
     rejects(test, "hidden program|the symbol of a new node", monkeypatch, **chapter)
 
 
-# --- chapter 4: Adam (stretch) --------------------------------------------------------------------
+# --- chapter 5: Adam (stretch) --------------------------------------------------------------------
 class _Adam:
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-7):
         self.lr, self.b1, self.b2, self.eps = learning_rate, beta1, beta2, epsilon
@@ -3089,5 +3092,41 @@ class _AdamAsSgd(_Adam):
     [_AdamWithoutBiasCorrection, _AdamWithEpsilonUnderTheRoot, _AdamAsSgd],
     ids=["without_bias_correction", "epsilon_under_the_root", "momentum_only"],
 )
-def test_ch04_adam_rejects(mistake) -> None:
-    rejects(test_ch04.test_adam_stretch_on_hidden_gradients, "after step", Adam=mistake)
+def test_ch05_adam_rejects(mistake) -> None:
+    rejects(test_ch05.test_adam_stretch_on_hidden_gradients, "after step", Adam=mistake)
+
+
+# --- chapter 18: the whole stack ------------------------------------------------------------------
+def _stack_report_counting_the_trace_too(fn, *args):  # type: ignore[no-untyped-def]
+    """The recorder left on while tracing: the trace's build-time ops are counted as eager."""
+    report = {"eager_ops": 0}
+
+    class Counter:
+        def record(self, op, inputs, attrs, outputs):  # type: ignore[no-untyped-def]
+            report["eager_ops"] += 1
+
+    with recording(Counter()):
+        fn(*args)
+        operations = function(fn).get_concrete_function(*args).graph.get_operations()
+    report["graph_nodes"] = len(operations)
+    report["if_nodes"] = sum(op.type == "If" for op in operations)
+    return report
+
+
+def _stack_report_without_autograph(fn, *args):  # type: ignore[no-untyped-def]
+    """Traced with autograph=False: a tensor if fails or runs one branch, and no If node."""
+    right = test_ch18.expected_report(fn, *args)
+    try:
+        traced = function(fn, autograph=False).get_concrete_function(*args)
+    except TypeError:
+        return {**right, "if_nodes": 0}
+    operations = traced.graph.get_operations()
+    return {**right, "graph_nodes": len(operations),
+            "if_nodes": sum(op.type == "If" for op in operations)}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "mistake", [_stack_report_counting_the_trace_too, _stack_report_without_autograph]
+)
+def test_ch18_stack_report_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch18.test_stack_report_on_hidden_functions, "expected", 0, stack_report=mistake)

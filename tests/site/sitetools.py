@@ -13,18 +13,18 @@ DOCS = ROOT / "site" / "docs"
 SCREENSHOTS = ROOT / "build" / "screenshots"
 LOCAL_MERMAID = ROOT / "build" / "npm" / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
 LOCAL_ONNXRUNTIME_WEB = ROOT / "build" / "npm" / "node_modules" / "onnxruntime-web" / "dist"
-LOCAL_ONNXRUNTIME_WEB /= "ort.wasm.min.js"  # the script chapter 13's live demo loads
+LOCAL_ONNXRUNTIME_WEB /= "ort.wasm.min.js"  # the script chapter 15's live demo loads
 # The chapters that draw plots with matplotlib while they are built, and how many each shows.
 FIGURES = {
-    "chapters/04-variables/": 1,  # the loss of the training loop
-    "chapters/08-eager-to-graph/": 1,  # the time of one step, four ways
-    "chapters/09-compiler/": 2,  # the buffers' lifetimes; the time of one step, six ways
+    "chapters/05-variables/": 1,  # the loss of the training loop
+    # the time of one step, four ways; the buffers' lifetimes; the time of one step, six ways
+    "chapters/13-compiler/": 3,
     "chapters/11-models/": 1,  # two losses and their gradients
     "chapters/12-training/": 2,  # three optimizers on a bowl; the learned decision boundary
-    "chapters/13-fizzbuzz/": 1,  # the learning curve of the learned FizzBuzz
+    "chapters/15-fizzbuzz/": 1,  # the learning curve of the learned FizzBuzz
     # digits, an edge filter, im2col, learning curves, confusion, mistakes, filters
-    "chapters/14-digits-cnn/": 7,
-    "chapters/15-linear-regression/": 2,  # loss curves and the fitted line; step times
+    "chapters/16-digits-cnn/": 7,
+    "chapters/17-linear-regression/": 2,  # loss curves and the fitted line; step times
 }
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -378,8 +378,8 @@ def test_search_finds_gradienttape(browser: Any, site_url: str) -> None:
     assert not result.console_errors, result.console_errors
 
 
-# --- chapter 13's live demo: the exported FizzBuzz network, run by onnxruntime-web -------------
-FIZZBUZZ = "chapters/13-fizzbuzz/"
+# --- chapter 15's live demo: the exported FizzBuzz network, run by onnxruntime-web -------------
+FIZZBUZZ = "chapters/15-fizzbuzz/"
 # eagerflow's answers printed at build time: "  15: FizzBuzz probabilities [...]"
 BUILD_TIME_ANSWER = re.compile(r"^\s*(\d+): (\S+)\s+probabilities \[", re.MULTILINE)
 

@@ -9,12 +9,12 @@ import linecache
 import os
 import warnings
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import markdown_exec
 import pytest
 from markdown import Markdown
-from sitetools import ROOT
+from sitetools import DOCS, ROOT
 
 
 @pytest.fixture(scope="module")
@@ -97,12 +97,18 @@ def test_download_link_goes_under_the_title(hooks: ModuleType) -> None:
         def get_file_from_path(self, path: str) -> object:
             return object() if path == "chapters/03-autodiff.ipynb" else None
 
+    config = SimpleNamespace(docs_dir=str(DOCS))
     markdown = "# 03. Automatic differentiation\n\nText."
-    result = hooks.on_page_markdown(markdown, Page(), None, Files())
+    result = hooks.on_page_markdown(markdown, Page(), config, Files())
     title, rest = result.split("\n", 1)
     assert title == "# 03. Automatic differentiation"
     assert "[Download this chapter as a notebook](03-autodiff.ipynb)" in rest
+    assert "(tutorial.py)" in rest and "workloads.py" not in rest
     assert rest.rstrip().endswith("Text.")
+    # a page whose code imports another helper module offers it too
+    markdown += "\n\n```python\nfrom workloads import race_workloads\n```\n"
+    result = hooks.on_page_markdown(markdown, Page(), config, Files())
+    assert '[Download workloads.py](workloads.py){ .md-button download="workloads.py" }' in result
 
 
 def test_no_local_mermaid_means_none(hooks: ModuleType, tmp_path: Path) -> None:
@@ -200,11 +206,11 @@ def test_a_page_s_code_is_told_where_its_files_go(
         monkeypatch.delenv(variable, raising=False)
 
     class File:
-        dest_uri = "chapters/13-fizzbuzz/index.html"
+        dest_uri = "chapters/15-fizzbuzz/index.html"
 
     class Page:
         file = File()
-        url = "chapters/13-fizzbuzz/"
+        url = "chapters/15-fizzbuzz/"
 
     class Config:
         site_dir = str(tmp_path)
@@ -217,8 +223,8 @@ def test_a_page_s_code_is_told_where_its_files_go(
             return object() if self.shipped and path.startswith("assets/onnxruntime/") else None
 
     hooks.on_pre_page(Page(), Config(), Files(shipped=True))
-    assert os.environ[hooks.PAGE_DIR_VARIABLE] == str(tmp_path / "chapters/13-fizzbuzz")
-    assert (tmp_path / "chapters/13-fizzbuzz").is_dir()
+    assert os.environ[hooks.PAGE_DIR_VARIABLE] == str(tmp_path / "chapters/15-fizzbuzz")
+    assert (tmp_path / "chapters/15-fizzbuzz").is_dir()
     assert os.environ[hooks.ONNXRUNTIME_WEB_VARIABLE] == "../../assets/onnxruntime/"
     hooks.on_page_content("<p></p>", Page(), Config(), Files(shipped=True))
     assert hooks.PAGE_DIR_VARIABLE not in os.environ
@@ -277,6 +283,19 @@ def test_notebook_cells_carry_what_the_page_printed(hooks: ModuleType) -> None:
     assert "".join(shown[0]["data"]["text/html"]).strip() == "<p>before</p>"
     assert shown[1]["data"] == {"image/png": "iVBORw0K", "text/plain": ["a <plot>"]}
     assert shown[1]["metadata"] == {"image/png": {"width": 320}}
+
+
+def test_the_install_cell_fetches_every_helper_the_page_imports(hooks: ModuleType) -> None:
+    import notebooks
+
+    install = notebooks.Install(["https://example.org/wheels/a.whl"], "https://x.org/ch/t.py")
+    page = "# A\n\n```python\nfrom workloads import race\n```\n"
+    cells = json.loads(notebooks.to_notebook(page, None, [], install, ("workloads.py",)))["cells"]
+    first = "".join(next(c for c in cells if c["cell_type"] == "code")["source"])
+    assert 'urlretrieve("https://x.org/ch/workloads.py", "workloads.py")' in first
+    assert hooks.helpers_imported(page, Path(hooks.__file__).parent / "docs" / "chapters") == (
+        "workloads.py",
+    )
 
 
 def test_a_hidden_block_whose_names_are_used_later_stays(hooks: ModuleType) -> None:

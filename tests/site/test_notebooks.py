@@ -23,11 +23,11 @@ import nbformat
 import pytest
 from sitetools import BuiltSite, chapter_paths
 
-# Cheap chapters that use every helper: listing and draw (a tape) in 3, show in 4, draw of
-# graphs with options and of compiled programs, and show, in 9.
-DEFAULT = ("03-autodiff", "04-variables", "09-compiler")
+# Cheap chapters that use every helper: listing and draw (a tape) in 3, show in 5, draw of
+# graphs with options and of compiled programs, and show, in 13.
+DEFAULT = ("03-autodiff", "05-variables", "13-compiler")
 ALL = os.environ.get("EAGERFLOW_ALL_NOTEBOOKS", "").strip().lower() in ("1", "true", "yes")
-CELL_TIMEOUT = 600  # seconds for one cell: chapter 14 trains a CNN
+CELL_TIMEOUT = 600  # seconds for one cell: chapter 16 trains a CNN
 CHAPTERS = [p.strip("/").rpartition("/")[2] for p in chapter_paths()]
 
 # A call of a helper at the start of a line (not its import, not a `def`).
@@ -61,9 +61,12 @@ def outputs_of(cell: nbformat.NotebookNode, mime: str) -> list[str]:
 def test_notebook_runs_and_draws(built_site: BuiltSite, chapter: str, tmp_path: Path) -> None:
     nbclient = kernel_or_skip()
     folder = built_site.folder / "chapters"
-    # A copy of the reader's download: the notebook and tutorial.py, in a folder of their own
-    # (so what the chapter's code writes stays out of the built site).
-    shutil.copy(folder / "tutorial.py", tmp_path / "tutorial.py")
+    # A copy of the reader's download: the notebook and the helper modules its page offers
+    # (tutorial.py, and workloads.py for chapter 13), in a folder of their own (so what the
+    # chapter's code writes stays out of the built site).
+    page = (folder / chapter / "index.html").read_text(encoding="utf-8")
+    for helper in set(re.findall(r'download="(\w+\.py)"', page)):
+        shutil.copy(folder / helper, tmp_path / helper)
     notebook = nbformat.read(folder / f"{chapter}.ipynb", as_version=4)
     client = nbclient.NotebookClient(
         notebook,

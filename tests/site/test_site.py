@@ -95,8 +95,8 @@ def test_notebooks_are_json_with_a_python_kernel(built_site: BuiltSite) -> None:
 # --- hand-written diagrams ---------------------------------------------------------------------
 # Some pictures are drawn by hand, not generated; some appear word for word in several
 # chapters. These tests keep the copies equal and every name in them real.
-SEAM_CHAPTERS = ["02-eager.md", "06-one-op-two-modes.md"]
-BUILD_RUN_CHAPTERS = ["05-graphs.md", "07-control-flow.md", "08-eager-to-graph.md"]
+SEAM_CHAPTERS = ["02-eager.md", "07-one-op-two-modes.md"]
+BUILD_RUN_CHAPTERS = ["06-graphs.md", "08-control-flow.md", "09-tracing.md"]
 # A name the picture uses -> where it lives in the code (module:attribute.attribute, where a
 # part may also be a key of a dict: "registry:OPS.MatMul").
 SEAM_NAMES = {
@@ -124,7 +124,7 @@ OP_ROW_NAMES = {
     "Session.run": "eagerflow.graph:Session.run",
     "GRADIENTS[#quot;MatMul#quot;]": "eagerflow.autodiff:GRADIENTS.MatMul",
 }
-EXPORT_CHAPTERS = ["10-graph-is-data.md"]
+EXPORT_CHAPTERS = ["14-graph-is-data.md"]
 EXPORT_NAMES = {
     "ConcreteFunction": "eagerflow.graph:ConcreteFunction",
     "as_graph_def()": "eagerflow.graph:Graph.as_graph_def",
@@ -269,12 +269,12 @@ def test_the_contenders_have_distinct_colours(monkeypatch: pytest.MonkeyPatch) -
         assert tutorial.colour(label) == tutorial.CONTENDERS[tutorial.contender(label)]
 
 
-# --- chapter 13's exported model ---------------------------------------------------------------
+# --- chapter 15's exported model ---------------------------------------------------------------
 WORD_CLASSES = {"Fizz": 1, "Buzz": 2, "FizzBuzz": 3}
 
 
 def chapter_13_text(built_site: BuiltSite) -> str:
-    html = (built_site.folder / "chapters" / "13-fizzbuzz" / "index.html").read_text("utf-8")
+    html = (built_site.folder / "chapters" / "15-fizzbuzz" / "index.html").read_text("utf-8")
     return re.sub(r"<[^>]+>", "", html)  # the text, without the highlighting's spans
 
 
@@ -283,8 +283,8 @@ def test_fizzbuzz_model_is_published_and_onnx_runtime_agrees(built_site: BuiltSi
     # eagerflow's answers for 1..100 as a grid of words; ONNX Runtime must give the same.
     import onnxruntime
 
-    path = built_site.folder / "chapters" / "13-fizzbuzz" / "fizzbuzz.onnx"
-    assert path.is_file(), "chapter 13 should publish fizzbuzz.onnx next to its page"
+    path = built_site.folder / "chapters" / "15-fizzbuzz" / "fizzbuzz.onnx"
+    assert path.is_file(), "chapter 15 should publish fizzbuzz.onnx next to its page"
     text = chapter_13_text(built_site)
     grid = re.search(r"wrong predictions: \d+\s+((?:\S+\s+){99}\S+)", text)
     assert grid is not None, "the page should print its answers for 1..100"
@@ -307,7 +307,7 @@ def test_fizzbuzz_model_is_published_and_onnx_runtime_agrees(built_site: BuiltSi
 
 
 def test_fizzbuzz_demo_ships_onnxruntime_web_when_installed(built_site: BuiltSite) -> None:
-    html = (built_site.folder / "chapters" / "13-fizzbuzz" / "index.html").read_text("utf-8")
+    html = (built_site.folder / "chapters" / "15-fizzbuzz" / "index.html").read_text("utf-8")
     if not LOCAL_ONNXRUNTIME_WEB.is_file():
         assert "no local onnxruntime-web" in built_site.log
         assert "The live demo cannot run" in html

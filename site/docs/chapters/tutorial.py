@@ -68,7 +68,7 @@ if not in_jupyter():
 FIGURE_DPI = 80  # the size a figure is shown at: 80 CSS pixels per inch of its figsize
 PIXEL_RATIO = 2  # ... drawn with 2 pixels per CSS pixel, so that it is sharp on a 2x screen
 
-# One colour per contender on every page: the timing charts (chapters 8, 9, 15) and the
+# One colour per contender on every page: the timing charts (chapters 13 and 17) and the
 # learning curves that compare ways of running the same training (14, 15) all take their
 # colours from here, through ``colour``, so "@function" is the same orange everywhere. (A test
 # of the site, test_site.py, checks that no chapter colours a contender itself.)

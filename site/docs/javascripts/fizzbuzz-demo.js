@@ -1,4 +1,4 @@
-// Chapter 13's live demo: the FizzBuzz network trained while the site was built, exported to
+// Chapter 15's live demo: the FizzBuzz network trained while the site was built, exported to
 // ONNX, run here by onnxruntime-web in WebAssembly. No Python, no eagerflow, no server work.
 // The page's <div class="fizzbuzz-demo"> names the model and the local onnxruntime-web folder.
 (() => {

@@ -1,4 +1,4 @@
-"""The graph core: what a graph is and how a Session runs it (chapters 5 to 7).
+"""The graph core: what a graph is and how a Session runs it (chapters 6 to 8).
 
 Read in this order: ``graph.py`` (``Graph``, ``Operation``, ``SymbolicTensor``), ``ops.py``
 (placeholders, groups, initializers), ``state.py`` (variables' values per Session),

@@ -1,4 +1,4 @@
-"""Export: graphs and traced functions as data, for another program (chapter 10).
+"""Export: graphs and traced functions as data, for another program (chapter 14).
 
 ``graph_def.py`` (a graph as a JSON-ready dict, and back), ``saved_model.py`` (functions with
 their variables' values, in a folder) and ``onnx.py`` (a traced function as an ONNX model).

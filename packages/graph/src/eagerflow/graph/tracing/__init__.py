@@ -1,4 +1,4 @@
-"""Tracing: ``@function`` turns Python functions into graphs (chapter 8).
+"""Tracing: ``@function`` turns Python functions into graphs (chapter 9).
 
 Read ``tensor_spec.py`` (``TensorSpec``), ``signatures.py`` (when a call can reuse a trace),
 then ``function.py`` (``Function``, ``ConcreteFunction``, the ``PartitionedCall`` op). AutoGraph

@@ -1,0 +1,267 @@
+"""Chapter 17 exercises — run `.venv/bin/pytest -m ch17`.
+
+Linear regression, the line ``y ≈ w·x + b`` fitted to noisy points: its gradient by
+calculus, its exact answer in closed form, and two training loops, one eager with an
+optimizer and a global step, one in a graph with placeholders and a Session; then (a stretch) a
+polynomial that overfits, and early stopping.
+
+Reference solutions: the same functions as `exercises/ch17.py`, solved.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import eagerflow.tensor as ef
+from eagerflow import nn
+from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.graph import Graph, Session, global_variables_initializer, placeholder
+
+
+def mse_gradients(w: float, b: float, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """★ The gradient of the mean squared error, by calculus instead of by a tape.
+
+    For the loss ``L(w, b) = mean((w·x + b − y)²)`` over the n points, with the error
+    ``e = w·x + b − y`` of each point:
+
+        ∂L/∂w = 2 · mean(e · x)        ∂L/∂b = 2 · mean(e)
+
+    Compute both with NumPy. The test compares your numbers with a GradientTape's: when
+    they agree, you have checked the tape against the chain rule.
+
+    Args:
+        w: The slope.
+        b: The intercept.
+        x: The inputs, shape (n,).
+        y: The targets, shape (n,).
+
+    Returns:
+        ``(∂L/∂w, ∂L/∂b)`` as Python floats.
+
+    Hint 1:
+        The formulas are given; NumPy computes them for all the points at once.
+
+    Hint 2:
+        ``error = w * x + b - y`` is an array with one error per point; ``np.mean`` of the right
+        products gives each partial derivative. Return Python floats.
+    """
+    error = w * np.asarray(x, np.float64) + b - np.asarray(y, np.float64)
+    return float(2 * np.mean(error * x)), float(2 * np.mean(error))
+
+
+def least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """★ The exact minimizer of ``mean((w·x + b − y)²)``: no training needed.
+
+    Setting both partial derivatives of the loss to zero gives two linear equations in w
+    and b, whose solution is
+
+        w* = cov(x, y) / var(x)        b* = mean(y) − w* · mean(x)
+
+    with ``cov(x, y) = mean((x − mean(x)) · (y − mean(y)))`` and ``var(x) = cov(x, x)``.
+    This is what gradient descent converges to, and what the chapter compares it with.
+    Compute it in float64 whatever the inputs' dtype: the tests compare to 1e-9, on data
+    that float32 cannot hold.
+
+    Args:
+        x: The inputs, shape (n,), not all equal.
+        y: The targets, shape (n,).
+
+    Returns:
+        ``(w*, b*)`` as Python floats.
+
+    Hint 1:
+        Work in float64 (``np.asarray(x, np.float64)``): sums of many float32 numbers lose
+        digits.
+
+    Hint 2:
+        Center first: with ``xc = x - x.mean()`` and ``yc = y - y.mean()``,
+        ``cov = mean(xc·yc)`` and ``var = mean(xc·xc)``.
+    """
+    x = np.asarray(x, np.float64)
+    y = np.asarray(y, np.float64)
+    dx, dy = x - x.mean(), y - y.mean()
+    w = float(np.mean(dx * dy) / np.mean(dx * dx))
+    return w, float(y.mean() - w * x.mean())
+
+
+def train_with_optimizer(
+    model: nn.Model, x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
+) -> list[float]:
+    """★★ Train ``model`` eagerly with ``GradientDescentOptimizer`` and the global step.
+
+    ``model(x)`` predicts y (the chapter's ``Linear`` model, with variables ``W`` and
+    ``B``). For each of ``steps`` steps, on the whole data set:
+
+    1. compute ``loss = mean((model(x) − y)²)`` under a GradientTape;
+    2. take its gradients for ``model.trainable_variables``;
+    3. ``apply_gradients`` with ``global_step=nn.get_or_create_global_step()``, which adds
+       1 to the step counter after each update.
+
+    Args:
+        model: The model to train; its variables change in place.
+        x: The inputs, float32, shape (n,).
+        y: The targets, float32, shape (n,).
+        steps: How many updates.
+        learning_rate: The optimizer's learning rate.
+
+    Returns:
+        The loss *before* each update, as Python floats (``steps`` of them).
+
+    Hint 1:
+        One optimizer for all the steps; each step is a tape, its gradients and
+        ``apply_gradients``.
+
+    Hint 2:
+        Keep the loss before the update. Pass ``global_step=nn.get_or_create_global_step()`` to
+        ``apply_gradients``, and do not reset it.
+
+    Hint 3:
+        In the loop: the loss under ``with GradientTape() as tape:``,
+        ``grads = tape.gradient(loss, model.trainable_variables)``,
+        ``optimizer.apply_gradients(zip(grads, model.trainable_variables), global_step=step)``,
+        ``losses.append(float(loss))``.
+    """
+    optimizer = nn.GradientDescentOptimizer(learning_rate)
+    global_step = nn.get_or_create_global_step()
+    losses = []
+    for _ in range(steps):
+        with GradientTape() as tape:
+            loss = ef.reduce_mean(ef.square(model(x) - y))
+        variables = model.trainable_variables
+        grads = tape.gradient(loss, variables)
+        optimizer.apply_gradients(zip(grads, variables, strict=True), global_step=global_step)
+        losses.append(float(loss))
+    return losses
+
+
+def train_in_graph(
+    x: np.ndarray, y: np.ndarray, steps: int, learning_rate: float
+) -> tuple[float, float, list[float]]:
+    """★★ Fit ``y ≈ w·x + b`` in graph mode: build once, then run the train op ``steps`` times.
+
+    Build a new ``Graph`` holding
+
+    - two placeholders, for x and y (float32, shape ``(None,)``);
+    - two variables, ``w`` starting at 5.0 and ``b`` at 10.0;
+    - the loss ``mean((w·x + b − y)²)``;
+    - ``train = nn.GradientDescentOptimizer(learning_rate).minimize(loss)``;
+    - ``global_variables_initializer()``.
+
+    Then, in a ``Session`` of that graph, run the initializer once and the train op
+    ``steps`` times, feeding the data each time. Building happens once: running a step adds
+    no node and executes no op through the seam, which is what the test checks.
+
+    Args:
+        x: The inputs, float32, shape (n,).
+        y: The targets, float32, shape (n,).
+        steps: How many updates.
+        learning_rate: The step size.
+
+    Returns:
+        w: The final slope, a Python float.
+        b: The final intercept, a Python float.
+        losses: The loss before each update, ``steps`` Python floats.
+
+    Hint 1:
+        Build everything once inside ``with graph.as_default():``, then run it many times in a
+        ``Session``.
+
+    Hint 2:
+        ``minimize(loss)`` returns the train op. ``session.run([train, loss], feed)`` runs one
+        step, and the loss it returns is the one before the update: the update needs the
+        gradient, which is computed from the same values as the loss.
+
+    Hint 3:
+        Placeholders for x and y, ``w = Variable(5.0)`` and ``b = Variable(10.0)``, the loss,
+        ``train`` and ``init``; then ``session.run(init)`` once,
+        ``session.run([train, loss], {x_ph: x, y_ph: y})`` per step, and ``session.run([w, b])``
+        at the end.
+    """
+    graph = Graph()
+    with graph.as_default():
+        xs = placeholder(ef.float32, (None,), name="x")
+        ys = placeholder(ef.float32, (None,), name="y")
+        w = Variable(5.0, name="w")
+        b = Variable(10.0, name="b")
+        loss = ef.reduce_mean(ef.square(w * xs + b - ys))
+        train = nn.GradientDescentOptimizer(learning_rate).minimize(loss)
+        init = global_variables_initializer()
+    losses = []
+    with Session(graph) as session:
+        session.run(init)
+        feed = {xs: x, ys: y}
+        for _ in range(steps):
+            _, value = session.run([train, loss], feed)
+            losses.append(float(value))
+        w_value, b_value = session.run([w, b])
+    return float(w_value), float(b_value), losses
+
+
+def early_stopping(
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_val: np.ndarray,
+    y_val: np.ndarray,
+    degree: int,
+    learning_rate: float,
+    max_steps: int,
+    patience: int,
+) -> tuple[np.ndarray, int, int]:
+    """★★★ Stretch: a polynomial that overfits, and gradient descent that stops in time.
+
+    A line has two weights; a polynomial ``w₀ + w₁·x + … + w_d·x^d`` of degree 9 fitted to 10
+    noisy points has as many weights as points, and the longer it trains the better it fits
+    the noise: the loss on points it never trains on (the *validation* set) falls, then
+    rises. Early stopping watches that loss and keeps the weights from its best step.
+
+    Train with these rules (the tests replay them and compare every number):
+
+    - the features of ``x`` are its powers ``[1, x, x², …, x^degree]``, in float64;
+    - the weights start at zeros; step 0 is "before training", with its validation loss;
+    - each step ``t = 1, 2, …, max_steps`` is one full-batch gradient-descent step on the
+      training mean squared error, its gradient from a ``GradientTape`` (one per step);
+    - after step ``t``, the validation mean squared error: lower than the best so far (strictly)
+      makes ``t`` the best step, with its weights; else, once ``t − best_step ≥ patience``,
+      training stops after step ``t``.
+
+    Args:
+        x_train: The training points' x, shape (n,).
+        y_train: Their y, shape (n,).
+        x_val: The validation points' x, shape (m,).
+        y_val: Their y, shape (m,).
+        degree: The polynomial's degree.
+        learning_rate: Gradient descent's step size.
+        max_steps: The most steps to take.
+        patience: How many steps without a better validation loss to wait.
+
+    Returns:
+        ``(weights, best_step, steps)``: the best step's ``degree + 1`` weights (a NumPy
+            array, ``w₀`` first), that step's number, and the number of steps taken.
+
+    Hint 1:
+        ``x[:, None] ** np.arange(degree + 1)`` is the (n, degree + 1) matrix of features; the
+        predictions are that matrix times the weights, ``ef.matmul`` or by broadcasting.
+
+    Hint 2:
+        Keep a copy of the best weights (``w.numpy()``): the variable goes on changing. The
+        test ``t − best_step ≥ patience`` comes only when step ``t`` did not improve.
+    """
+    train = ef.constant(x_train.astype(np.float64)[:, None] ** np.arange(degree + 1))
+    val = ef.constant(x_val.astype(np.float64)[:, None] ** np.arange(degree + 1))
+    y, y_v = ef.constant(y_train.astype(np.float64)), ef.constant(y_val.astype(np.float64))
+    w = Variable(ef.zeros((degree + 1,), ef.float64))
+
+    def val_loss() -> float:
+        return float(ef.reduce_mean(ef.square(ef.reduce_sum(val * w, axis=1) - y_v)))
+
+    best, best_w, best_step, t = val_loss(), w.numpy(), 0, 0
+    for t in range(1, max_steps + 1):
+        with GradientTape() as tape:
+            loss = ef.reduce_mean(ef.square(ef.reduce_sum(train * w, axis=1) - y))
+        w.assign_sub(learning_rate * tape.gradient(loss, w))
+        current = val_loss()
+        if current < best:
+            best, best_w, best_step = current, w.numpy(), t
+        elif t - best_step >= patience:
+            break
+    return best_w, best_step, t
