@@ -71,7 +71,7 @@ from eagerflow.graph.core.state import session_values
 from eagerflow.graph.export.graph_def import decode_attr, encode_attr
 from eagerflow.tensor import rules as ef_rules
 from eagerflow.tensor.dtypes import FLOATS, DType
-from eagerflow.tensor.errors import EagerflowError
+from eagerflow.tensor.errors import EagerflowError, ShapeError
 from eagerflow.tensor.execution import execute, recording
 from eagerflow.tensor.registry import OPS, register_op
 from eagerflow.tensor.rules import broadcast_rule, same_dtype, same_shape_rule
@@ -1933,6 +1933,21 @@ def _broadcast_by_eagerflows_rule(a, b):
     return tuple(ef_rules.broadcast(tuple(a), tuple(b)))  # gamed: the framework's own
 
 
+def _broadcast_by_adding_arrays(a, b):
+    try:
+        return (np.empty(a) + np.empty(b)).shape  # gamed: NumPy broadcasts two arrays
+    except ValueError as error:
+        raise ShapeError(str(error)) from None
+
+
+def _broadcast_by_broadcast_to(a, b):
+    zero = np.zeros(())  # no memory for the big shapes: zero strides, gamed all the same
+    try:
+        return np.broadcast_arrays(np.broadcast_to(zero, a), np.broadcast_to(zero, b))[0].shape
+    except ValueError as error:
+        raise ShapeError(str(error)) from None
+
+
 _REFUSED_BROADCAST = "this exercise asks you to build the broadcasting rule yourself: calling"
 
 
@@ -1950,6 +1965,22 @@ _REFUSED_BROADCAST = "this exercise asks you to build the broadcasting rule your
 )  # fmt: skip
 def test_ch01_broadcast_shape_rejects(mistake, message) -> None:
     rejects(test_ch01.test_broadcast_shape_on_hidden_shapes, message, broadcast_shape=mistake)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_broadcast_by_adding_arrays, "did you make arrays of these shapes"),
+        (_broadcast_by_broadcast_to, _REFUSED_BROADCAST + " numpy.broadcast_to is not allowed"),
+    ],
+    ids=["adding_empty_arrays", "np_broadcast_to"],
+)
+def test_ch01_broadcast_shape_rejects_numpys_broadcasting(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch01.test_broadcast_shape_of_shapes_too_big_to_allocate, message,
+            broadcast_shape=mistake)  # fmt: skip
+    # (and on the ordinary shapes they are right: only the shapes too big give them away)
+    if mistake is _broadcast_by_adding_arrays:
+        test_ch01.test_broadcast_shape_on_hidden_shapes(SimpleNamespace(broadcast_shape=mistake))
 
 
 def _squared_distances_in_numpy(a, b):
@@ -3130,3 +3161,34 @@ def _stack_report_without_autograph(fn, *args):  # type: ignore[no-untyped-def]
 )
 def test_ch18_stack_report_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
     rejects(test_ch18.test_stack_report_on_hidden_functions, "expected", 0, stack_report=mistake)
+
+# --- chapter 13: the memory planner, ready-made ---------------------------------------------------
+def _plan_buffers_from_the_compilers_liveness(program):  # type: ignore[no-untyped-def]
+    """The right walk, on the liveness the compiler's own planner computes: gamed."""
+    writer = compiler_program._Writer(program, list(program.nodes), "numpy")
+    last = writer._last_uses(include_fetched=True)
+    free, plan = {}, {}  # type: ignore[var-annotated]
+    for step, node in enumerate(program.nodes):
+        for v in node.outputs:
+            pool = free.setdefault((program.shapes[v], program.dtypes[v]), [])
+            plan[v] = pool.pop() if pool else len(plan)
+        for v in last.get(step, ()):
+            if v in plan and v not in program.fetches:
+                free[(program.shapes[v], program.dtypes[v])].append(plan[v])
+    return plan
+
+
+def _plan_buffers_by_the_compiler(program):  # type: ignore[no-untyped-def]
+    arrays = compiler_program._Writer(program, list(program.nodes), "numpy")._plan_buffers()
+    ids: dict[int, int] = {}
+    return {v: ids.setdefault(id(a), len(ids)) for v, a in arrays.items()}
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [_plan_buffers_from_the_compilers_liveness, _plan_buffers_by_the_compiler],
+    ids=["compilers_liveness", "compilers_planner"],
+)
+def test_ch13_plan_buffers_rejects_the_compilers_own_planner(mistake) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch13.test_plan_buffers_on_hidden_programs, "the memory planner yourself",
+            "chain_1", plan_buffers=mistake)  # fmt: skip
