@@ -62,8 +62,8 @@ HUGE = [((2**61, 1), (1, 3)), ((5, 1, 2**62), (2**62,)), ((1, 2**40), (2**40, 1)
 def test_broadcast_shape_of_shapes_too_big_to_allocate(chapter):
     with refusing_ready_made_broadcasting():
         for a, b in HUGE:
-            expected = tuple(max(x, y) for x, y in zip((1,) * (len(b) - len(a)) + a,
-                                                        (1,) * (len(a) - len(b)) + b))  # fmt: skip
+            padded = zip((1,) * (len(b) - len(a)) + a, (1,) * (len(a) - len(b)) + b, strict=True)
+            expected = tuple(max(x, y) for x, y in padded)
             try:
                 got = chapter.broadcast_shape(a, b)
             except (ShapeError, ValueError, MemoryError) as error:

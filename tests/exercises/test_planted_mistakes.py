@@ -3162,6 +3162,7 @@ def _stack_report_without_autograph(fn, *args):  # type: ignore[no-untyped-def]
 def test_ch18_stack_report_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
     rejects(test_ch18.test_stack_report_on_hidden_functions, "expected", 0, stack_report=mistake)
 
+
 # --- chapter 13: the memory planner, ready-made ---------------------------------------------------
 def _plan_buffers_from_the_compilers_liveness(program):  # type: ignore[no-untyped-def]
     """The right walk, on the liveness the compiler's own planner computes: gamed."""
