@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ast
 import base64
+import importlib.util
 import math
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import numpy as np
@@ -3193,3 +3195,132 @@ def _plan_buffers_by_the_compiler(program):  # type: ignore[no-untyped-def]
 def test_ch13_plan_buffers_rejects_the_compilers_own_planner(mistake) -> None:  # type: ignore[no-untyped-def]
     rejects(test_ch13.test_plan_buffers_on_hidden_programs, "the memory planner yourself",
             "chain_1", plan_buffers=mistake)  # fmt: skip
+
+
+# --- chapter 18: the capstone, trained with the reader's own pieces -------------------------------
+def _reference(chapter: str) -> ModuleType:
+    """A chapter's reference solutions: the pieces of a reader who has solved them."""
+    name = f"reference_solutions_{chapter}"
+    if name not in sys.modules:
+        path = Path(__file__).resolve().parents[2] / "exercises" / "solutions" / f"{chapter}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def _reference_piece(chapter: str, name: str) -> object:
+    return getattr(_reference(chapter), name)
+
+
+def _train(pieces, x, y, params, steps, learning_rate, gradients_by="mini", feed_first=False,
+           trained=("w1", "b1", "w2", "b2"), optimizer=None):  # type: ignore[no-untyped-def]  # fmt: skip
+    """The reference ``train``, with a knob for each mistake."""
+    ref = _reference("ch18")
+    graph = pieces.MiniGraph()
+    xs, ys = graph.placeholder(x.shape, ef.float32), graph.placeholder(y.shape, ef.float32)
+    symbols = {n: graph.placeholder(params[n].shape, ef.float32) for n in ref.PARAMETERS}
+    with ef.execution.context(graph):
+        loss = ref.mean_squared_error(ref.predict(xs, symbols), ys)
+    grads = [pieces.mini_gradients(graph, loss, symbols[n]) for n in trained]
+    variables = {n: Variable(ef.constant(params[n])) for n in ref.PARAMETERS}
+    adam = optimizer(learning_rate) if optimizer else pieces.Adam(learning_rate)
+    losses = []
+    for _ in range(steps):
+        feeds = {xs: x, ys: y}
+        feeds.update({symbols[n]: (params[n] if feed_first else variables[n].numpy())
+                      for n in ref.PARAMETERS})  # fmt: skip
+        losses.append(float(pieces.run_mini(loss, feeds)))
+        if gradients_by == "tape":
+            with GradientTape() as tape:
+                value = ref.mean_squared_error(ref.predict(ef.constant(x), variables), y)
+            values = tape.gradient(value, [variables[n] for n in trained])
+        else:
+            values = [ef.constant(pieces.run_mini(g, feeds)) for g in grads]
+        if optimizer:
+            adam.apply_gradients(list(zip(values, [variables[n] for n in trained], strict=True)))
+        else:
+            adam.apply([variables[n] for n in trained], values)
+    return {n: v.numpy() for n, v in variables.items()}, losses
+
+
+def _train_in_numpy(pieces, x, y, params, steps, learning_rate):  # type: ignore[no-untyped-def]
+    """Right numbers, by hand: backpropagation and Adam in NumPy, no piece used: gamed."""
+    p = {n: v.astype(np.float64) for n, v in params.items()}
+    m = {n: np.zeros_like(v) for n, v in p.items()}
+    v2 = {n: np.zeros_like(v) for n, v in p.items()}
+    losses = []
+    for t in range(1, steps + 1):
+        h = np.tanh(x @ p["w1"] + p["b1"])
+        err = h @ p["w2"] + p["b2"] - y
+        losses.append(float(np.mean(err**2)))
+        d = 2 * err / err.size
+        dh = d @ p["w2"].T * (1 - h**2)
+        g = {"w1": x.T @ dh, "b1": dh.sum(0), "w2": h.T @ d, "b2": d.sum(0)}
+        for n in p:
+            m[n] = 0.9 * m[n] + 0.1 * g[n]
+            v2[n] = 0.999 * v2[n] + 0.001 * g[n] ** 2
+            p[n] -= learning_rate * m[n] / (1 - 0.9**t) / (np.sqrt(v2[n] / (1 - 0.999**t)) + 1e-7)
+    return {n: v.astype(np.float32) for n, v in p.items()}, losses
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (lambda *a: _train(*a, gradients_by="tape"), "GradientTape is not allowed"),
+        (lambda *a: _train(*a, optimizer=nn.optimizers.AdamOptimizer),
+         "Optimizer.apply_gradients is not allowed"),
+        (lambda *a: _train(*a, trained=("w1", "w2")), "after training|loss before each step"),
+        (lambda *a: _train(*a, feed_first=True), "loss before each step"),
+        (_train_in_numpy, "called MiniGraph.run_op 0 times"),
+    ],
+    ids=["tape", "frameworks_adam", "biases_never_trained", "first_values_fed", "numpy_by_hand"],
+)  # fmt: skip
+def test_ch18_train_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(Pieces=_reference("ch18").Pieces, train=mistake)
+    with pytest.raises(FAILED, match=message):
+        test_ch18.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
+
+
+def _export_through_a_real_graph(pieces, params):  # type: ignore[no-untyped-def]
+    graph = Graph()  # gamed: the framework's graph and its GraphDef, not the reader's
+    with graph.as_default():
+        x = placeholder(ef.float32, (None, params["w1"].shape[0]), name="x")
+        prediction = _reference("ch18").predict(x, {n: ef.constant(v) for n, v in params.items()})
+    return pieces.numpy_source(graph.as_graph_def(), [prediction.name])
+
+
+def _export_in_float64(pieces, params):  # type: ignore[no-untyped-def]
+    source = _reference("ch18").export(pieces, params)
+    return source.replace("'float32'", "'float64'")  # the constants' dtype written wrong
+
+
+def _export_the_hidden_layer(pieces, params):  # type: ignore[no-untyped-def]
+    source = _reference("ch18").export(pieces, params)
+    lines = source.splitlines()  # return the tanh's variable: a layer short
+    tanh = next(line.split(" = ")[0].strip() for line in lines if "np.tanh" in line)
+    return "\n".join([*lines[:-1], f"    return [{tanh}]"]) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_export_through_a_real_graph, "Graph is not allowed"),
+        (_export_in_float64, "float32"),
+        (_export_the_hidden_layer, "expected float32 predictions of shape"),
+    ],
+    ids=["real_graph", "float64_constants", "hidden_layer_only"],
+)
+def test_ch18_export_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(Pieces=_reference("ch18").Pieces, export=mistake)
+    with pytest.raises(FAILED, match=message):
+        test_ch18.test_export_gives_the_models_predictions(chapter, _reference_piece)
+
+
+def test_ch18_the_reference_pieces_pass_as_they_are() -> None:
+    # the mistakes above fail on their mistake alone: the same pieces, right, pass
+    ref = _reference("ch18")
+    chapter = SimpleNamespace(Pieces=ref.Pieces, train=_train, export=ref.export)
+    test_ch18.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
+    test_ch18.test_export_gives_the_models_predictions(chapter, _reference_piece)
