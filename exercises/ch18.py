@@ -86,17 +86,6 @@ class Pieces:
     numpy_source: Callable[..., str]  # chapter 14: numpy_source(graph_def, fetches)
 
 
-def initial_parameters(inputs: int, hidden: int, outputs: int, seed: int) -> dict[str, np.ndarray]:
-    """Given: small random float32 weights and zero biases for ``predict``'s two layers."""
-    rng = np.random.default_rng(seed)
-    return {
-        "w1": (rng.standard_normal((inputs, hidden)) / np.sqrt(inputs)).astype(np.float32),
-        "b1": np.zeros(hidden, np.float32),
-        "w2": (rng.standard_normal((hidden, outputs)) / np.sqrt(hidden)).astype(np.float32),
-        "b2": np.zeros(outputs, np.float32),
-    }
-
-
 def predict(x: Tensor, params: dict[str, Tensor]) -> Tensor:
     """Given: the model, a two-layer perceptron ``tanh(x·w1 + b1)·w2 + b2``, written with
     eagerflow ops: in a ``MiniGraph``'s context it builds nodes."""
