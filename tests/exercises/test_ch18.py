@@ -146,15 +146,24 @@ def spied_pieces(chapter: Any, exercise: Any, earlier_piece: Any, calls: Counter
             calls["MiniGraph.run_op"] += 1
             return super().run_op(*args, **kwargs)
 
+    ran: list[np.ndarray] = []  # what run_mini returned since the last Adam step
+
     class Adam(got["Adam"]):  # type: ignore[misc,valid-type]
-        def apply(self, *args: Any, **kwargs: Any) -> Any:
+        def apply(self, variables: Any, grads: Any) -> Any:
             calls["Adam.apply"] += 1
-            return super().apply(*args, **kwargs)
+            for g in grads:  # each gradient must be a value your graph computed
+                if not any(np.array_equal(np.asarray(g), r) for r in ran):
+                    calls["gradients not from run_mini"] += 1
+            ran.clear()
+            return super().apply(variables, grads)
 
     def counted(name: str) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
             calls[name] += 1
-            return got[name](*args, **kwargs)
+            result = got[name](*args, **kwargs)
+            if name == "run_mini":
+                ran.append(np.asarray(result))
+            return result
 
         return call
 
@@ -219,6 +228,10 @@ def test_train_learns_with_your_pieces_only(chapter, earlier_piece, task):
             f"{task}: train called {piece} {calls[piece]} times; the model must be built, "
             "differentiated and run with your pieces"
         )
+    assert calls["gradients not from run_mini"] == 0, (
+        f"{task}: {calls['gradients not from run_mini']} gradients handed to your Adam were "
+        "not values run_mini computed: run the gradient symbols of mini_gradients"
+    )
     assert calls["Adam.apply"] == steps, (
         f"{task}: your Adam's apply ran {calls['Adam.apply']} times for {steps} steps"
     )
