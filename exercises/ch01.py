@@ -40,7 +40,8 @@ def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
     Write the rule yourself: NumPy's ``np.broadcast_shapes`` and ``np.broadcast``, and
     eagerflow's own ``broadcast`` (``eagerflow.tensor.rules``), are the answer ready-made, and
-    the tests refuse them.
+    the tests refuse them. Making arrays of the two shapes and broadcasting those fails too:
+    the tests ask about shapes of more elements than any array can hold.
 
     Args:
         a: A shape, such as ``(2, 1, 5)``.

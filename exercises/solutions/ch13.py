@@ -321,7 +321,8 @@ def plan_buffers(program: Specialized) -> dict[int, int]:
         ``free: dict[tuple[shape, dtype], list[int]]``; a value takes ``free[key].pop()``
         if that list is not empty, else the next new number. ``_plan_buffers`` in
         ``packages/graph/src/eagerflow/graph/compiler/program.py`` plans the same way, for
-        the values the compiler can write into a buffer.
+        the values the compiler can write into a buffer: read it, but do not call it (nor
+        its liveness, ``last_uses``): the tests refuse them.
     """
     nodes = program.nodes
     last: dict[int, int] = {}  # value -> the last step it is alive

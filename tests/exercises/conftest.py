@@ -31,12 +31,12 @@ from types import FrameType, ModuleType, TracebackType
 from typing import Any
 
 import pytest
+from track import STUB_LINE, is_stub
 
 ROOT = Path(__file__).resolve().parents[2]
 NOT_ATTEMPTED = "not attempted yet"
 # seconds per exercise test (the slowest takes well under one); the variable is for the tests
 TIMEOUT = float(os.environ.get("EAGERFLOW_EXERCISE_TIMEOUT", "10"))
-STUB_LINE = re.compile(r"raise NotImplementedError(\(\))?\s*(#.*)?")
 CHAPTER_FILE = re.compile(r"ch\d\d")
 DIFFICULTY = "★"  # an exercise's docstring starts with its difficulty: ★, ★★ or ★★★
 
@@ -257,6 +257,31 @@ def chapter(request: pytest.FixtureRequest) -> Chapter:
         BROKEN[name] = why_it_does_not_import(name, error)
         pytest.fail(BROKEN[name], pytrace=False)
     return Chapter(module, outcome)
+
+
+# --- a track: exercises that build on earlier ones ------------------------------------------------
+@pytest.fixture
+def earlier_piece() -> Any:
+    """``earlier_piece("ch07", "MiniGraph")``: the reader's own piece from an earlier chapter,
+    for an exercise that builds on it. While that piece is a stub, or its file does not
+    import, the test is skipped saying so ("needs ch07.MiniGraph first"): the exercise under
+    test is not wrong, it is waiting. (Loaded as the chapter's own tests load it, but not
+    counted as an exercise of the chapter under test.)"""
+
+    def get(chapter: str, name: str) -> Any:
+        needs = f"needs {chapter}.{name} first"
+        try:
+            module = load_chapter(chapter)
+        except Exception as error:
+            pytest.skip(f"{needs}: {why_it_does_not_import(chapter, error)}")
+        piece = getattr(module, name, None)
+        if piece is None:
+            pytest.skip(f"{needs}: {module.__file__} has no {name}")
+        if is_stub(piece):
+            pytest.skip(f"{needs} (this exercise builds on it; it is not attempted yet)")
+        return piece
+
+    return get
 
 
 # --- time limits ----------------------------------------------------------------------------------

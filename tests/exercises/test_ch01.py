@@ -47,8 +47,34 @@ def random_shape_pairs(seed, count, fitting):  # type: ignore[no-untyped-def]
 
 def refusing_ready_made_broadcasting():  # type: ignore[no-untyped-def]
     """NumPy's and eagerflow's own broadcasting of shapes: the answer, ready-made."""
-    ready_made = [(np, "broadcast_shapes"), (np, "broadcast"), (rules, "broadcast")]
+    ready_made = [(np, "broadcast_shapes"), (np, "broadcast"), (np, "broadcast_to"),
+                  (np, "broadcast_arrays"), (rules, "broadcast")]  # fmt: skip
     return refusing("broadcast_shape", "the broadcasting rule", *ready_made)
+
+
+# Shapes of more elements than any array can have (2**61 float64s is 2**64 bytes): NumPy
+# refuses to make one before it allocates anything, so broadcasting arrays to get the shape
+# (`(np.empty(a) + np.empty(b)).shape`) fails here, while the rule, on tuples, does not care.
+HUGE = [((2**61, 1), (1, 3)), ((5, 1, 2**62), (2**62,)), ((1, 2**40), (2**40, 1)),
+        ((2**63 - 1,), (1,))]  # fmt: skip
+
+
+def test_broadcast_shape_of_shapes_too_big_to_allocate(chapter):
+    with refusing_ready_made_broadcasting():
+        for a, b in HUGE:
+            padded = zip((1,) * (len(b) - len(a)) + a, (1,) * (len(a) - len(b)) + b, strict=True)
+            expected = tuple(max(x, y) for x, y in padded)
+            try:
+                got = chapter.broadcast_shape(a, b)
+            except (ShapeError, ValueError, MemoryError) as error:
+                pytest.fail(
+                    f"broadcast_shape({a}, {b}) raised {type(error).__name__}: {error}; expected "
+                    f"{expected}. The rule is about tuples of ints: did you make arrays of these "
+                    "shapes? No array can have that many elements."
+                )
+            assert got is not None and tuple(got) == expected, (
+                f"broadcast_shape({a}, {b}): expected {expected}, got {got}"
+            )
 
 
 @pytest.mark.parametrize(("a", "b"), FITTING)

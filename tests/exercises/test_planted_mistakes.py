@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ast
 import base64
+import importlib.util
 import math
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
 import numpy as np
@@ -71,7 +73,7 @@ from eagerflow.graph.core.state import session_values
 from eagerflow.graph.export.graph_def import decode_attr, encode_attr
 from eagerflow.tensor import rules as ef_rules
 from eagerflow.tensor.dtypes import FLOATS, DType
-from eagerflow.tensor.errors import EagerflowError
+from eagerflow.tensor.errors import EagerflowError, ShapeError
 from eagerflow.tensor.execution import execute, recording
 from eagerflow.tensor.registry import OPS, register_op
 from eagerflow.tensor.rules import broadcast_rule, same_dtype, same_shape_rule
@@ -1933,6 +1935,21 @@ def _broadcast_by_eagerflows_rule(a, b):
     return tuple(ef_rules.broadcast(tuple(a), tuple(b)))  # gamed: the framework's own
 
 
+def _broadcast_by_adding_arrays(a, b):
+    try:
+        return (np.empty(a) + np.empty(b)).shape  # gamed: NumPy broadcasts two arrays
+    except ValueError as error:
+        raise ShapeError(str(error)) from None
+
+
+def _broadcast_by_broadcast_to(a, b):
+    zero = np.zeros(())  # no memory for the big shapes: zero strides, gamed all the same
+    try:
+        return np.broadcast_arrays(np.broadcast_to(zero, a), np.broadcast_to(zero, b))[0].shape
+    except ValueError as error:
+        raise ShapeError(str(error)) from None
+
+
 _REFUSED_BROADCAST = "this exercise asks you to build the broadcasting rule yourself: calling"
 
 
@@ -1950,6 +1967,22 @@ _REFUSED_BROADCAST = "this exercise asks you to build the broadcasting rule your
 )  # fmt: skip
 def test_ch01_broadcast_shape_rejects(mistake, message) -> None:
     rejects(test_ch01.test_broadcast_shape_on_hidden_shapes, message, broadcast_shape=mistake)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_broadcast_by_adding_arrays, "did you make arrays of these shapes"),
+        (_broadcast_by_broadcast_to, _REFUSED_BROADCAST + " numpy.broadcast_to is not allowed"),
+    ],
+    ids=["adding_empty_arrays", "np_broadcast_to"],
+)
+def test_ch01_broadcast_shape_rejects_numpys_broadcasting(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch01.test_broadcast_shape_of_shapes_too_big_to_allocate, message,
+            broadcast_shape=mistake)  # fmt: skip
+    # (and on the ordinary shapes they are right: only the shapes too big give them away)
+    if mistake is _broadcast_by_adding_arrays:
+        test_ch01.test_broadcast_shape_on_hidden_shapes(SimpleNamespace(broadcast_shape=mistake))
 
 
 def _squared_distances_in_numpy(a, b):
@@ -3130,3 +3163,180 @@ def _stack_report_without_autograph(fn, *args):  # type: ignore[no-untyped-def]
 )
 def test_ch18_stack_report_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
     rejects(test_ch18.test_stack_report_on_hidden_functions, "expected", 0, stack_report=mistake)
+
+
+# --- chapter 13: the memory planner, ready-made ---------------------------------------------------
+def _plan_buffers_from_the_compilers_liveness(program):  # type: ignore[no-untyped-def]
+    """The right walk, on the liveness the compiler's own planner computes: gamed."""
+    writer = compiler_program._Writer(program, list(program.nodes), "numpy")
+    last = writer._last_uses(include_fetched=True)
+    free, plan = {}, {}  # type: ignore[var-annotated]
+    for step, node in enumerate(program.nodes):
+        for v in node.outputs:
+            pool = free.setdefault((program.shapes[v], program.dtypes[v]), [])
+            plan[v] = pool.pop() if pool else len(plan)
+        for v in last.get(step, ()):
+            if v in plan and v not in program.fetches:
+                free[(program.shapes[v], program.dtypes[v])].append(plan[v])
+    return plan
+
+
+def _plan_buffers_by_the_compiler(program):  # type: ignore[no-untyped-def]
+    arrays = compiler_program._Writer(program, list(program.nodes), "numpy")._plan_buffers()
+    ids: dict[int, int] = {}
+    return {v: ids.setdefault(id(a), len(ids)) for v, a in arrays.items()}
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [_plan_buffers_from_the_compilers_liveness, _plan_buffers_by_the_compiler],
+    ids=["compilers_liveness", "compilers_planner"],
+)
+def test_ch13_plan_buffers_rejects_the_compilers_own_planner(mistake) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch13.test_plan_buffers_on_hidden_programs, "the memory planner yourself",
+            "chain_1", plan_buffers=mistake)  # fmt: skip
+
+
+# --- chapter 18: the capstone, trained with the reader's own pieces -------------------------------
+def _reference(chapter: str) -> ModuleType:
+    """A chapter's reference solutions: the pieces of a reader who has solved them."""
+    name = f"reference_solutions_{chapter}"
+    if name not in sys.modules:
+        path = Path(__file__).resolve().parents[2] / "exercises" / "solutions" / f"{chapter}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+def _reference_piece(chapter: str, name: str) -> object:
+    return getattr(_reference(chapter), name)
+
+
+def _train(pieces, x, y, params, steps, learning_rate, gradients_by="mini", feed_first=False,
+           trained=("w1", "b1", "w2", "b2"), optimizer=None):  # type: ignore[no-untyped-def]  # fmt: skip
+    """The reference ``train``, with a knob for each mistake."""
+    ref = _reference("ch18")
+    graph = pieces.MiniGraph()
+    xs, ys = graph.placeholder(x.shape, ef.float32), graph.placeholder(y.shape, ef.float32)
+    symbols = {n: graph.placeholder(params[n].shape, ef.float32) for n in ref.PARAMETERS}
+    with ef.execution.context(graph):
+        loss = ref.mean_squared_error(ref.predict(xs, symbols), ys)
+    grads = [pieces.mini_gradients(graph, loss, symbols[n]) for n in trained]
+    variables = {n: Variable(ef.constant(params[n])) for n in ref.PARAMETERS}
+    adam = optimizer(learning_rate) if optimizer else pieces.Adam(learning_rate)
+    losses = []
+    for _ in range(steps):
+        feeds = {xs: x, ys: y}
+        feeds.update({symbols[n]: (params[n] if feed_first else variables[n].numpy())
+                      for n in ref.PARAMETERS})  # fmt: skip
+        losses.append(float(pieces.run_mini(loss, feeds)))
+        if gradients_by == "differences":  # run_mini on the loss only, nudging each entry
+            values = [ef.constant(_differences(pieces, loss, feeds, symbols[n])) for n in trained]
+        elif gradients_by == "tape":
+            with GradientTape() as tape:
+                value = ref.mean_squared_error(ref.predict(ef.constant(x), variables), y)
+            values = tape.gradient(value, [variables[n] for n in trained])
+        else:
+            values = [ef.constant(pieces.run_mini(g, feeds)) for g in grads]
+        if optimizer:
+            adam.apply_gradients(list(zip(values, [variables[n] for n in trained], strict=True)))
+        else:
+            adam.apply([variables[n] for n in trained], values)
+    return {n: v.numpy() for n, v in variables.items()}, losses
+
+
+def _differences(pieces, loss, feeds, symbol, h=1e-3):  # type: ignore[no-untyped-def]
+    value = feeds[symbol]
+    grad = np.zeros_like(value)
+    for i in np.ndindex(value.shape):
+        e = np.zeros_like(value)
+        e[i] = h
+        up = pieces.run_mini(loss, {**feeds, symbol: value + e})
+        down = pieces.run_mini(loss, {**feeds, symbol: value - e})
+        grad[i] = (up - down) / (2 * h)
+    return grad
+
+
+def _train_in_numpy(pieces, x, y, params, steps, learning_rate):  # type: ignore[no-untyped-def]
+    """Right numbers, by hand: backpropagation and Adam in NumPy, no piece used: gamed."""
+    p = {n: v.astype(np.float64) for n, v in params.items()}
+    m = {n: np.zeros_like(v) for n, v in p.items()}
+    v2 = {n: np.zeros_like(v) for n, v in p.items()}
+    losses = []
+    for t in range(1, steps + 1):
+        h = np.tanh(x @ p["w1"] + p["b1"])
+        err = h @ p["w2"] + p["b2"] - y
+        losses.append(float(np.mean(err**2)))
+        d = 2 * err / err.size
+        dh = d @ p["w2"].T * (1 - h**2)
+        g = {"w1": x.T @ dh, "b1": dh.sum(0), "w2": h.T @ d, "b2": d.sum(0)}
+        for n in p:
+            m[n] = 0.9 * m[n] + 0.1 * g[n]
+            v2[n] = 0.999 * v2[n] + 0.001 * g[n] ** 2
+            p[n] -= learning_rate * m[n] / (1 - 0.9**t) / (np.sqrt(v2[n] / (1 - 0.999**t)) + 1e-7)
+    return {n: v.astype(np.float32) for n, v in p.items()}, losses
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (lambda *a: _train(*a, gradients_by="tape"), "GradientTape is not allowed"),
+        (lambda *a: _train(*a, optimizer=nn.optimizers.AdamOptimizer),
+         "Optimizer.apply_gradients is not allowed"),
+        (lambda *a: _train(*a, trained=("w1", "w2")), "after training|loss before each step"),
+        (lambda *a: _train(*a, feed_first=True), "loss before each step"),
+        (_train_in_numpy, "called MiniGraph.run_op 0 times"),
+        (lambda *a: _train(*a, gradients_by="differences"), "not values run_mini computed"),
+    ],
+    ids=["tape", "frameworks_adam", "biases_never_trained", "first_values_fed", "numpy_by_hand",
+         "finite_differences"],
+)  # fmt: skip
+def test_ch18_train_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(Pieces=_reference("ch18").Pieces, train=mistake)
+    with pytest.raises(FAILED, match=message):
+        test_ch18.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
+
+
+def _export_through_a_real_graph(pieces, params):  # type: ignore[no-untyped-def]
+    graph = Graph()  # gamed: the framework's graph and its GraphDef, not the reader's
+    with graph.as_default():
+        x = placeholder(ef.float32, (None, params["w1"].shape[0]), name="x")
+        prediction = _reference("ch18").predict(x, {n: ef.constant(v) for n, v in params.items()})
+    return pieces.numpy_source(graph.as_graph_def(), [prediction.name])
+
+
+def _export_in_float64(pieces, params):  # type: ignore[no-untyped-def]
+    source = _reference("ch18").export(pieces, params)
+    return source.replace("'float32'", "'float64'")  # the constants' dtype written wrong
+
+
+def _export_the_hidden_layer(pieces, params):  # type: ignore[no-untyped-def]
+    source = _reference("ch18").export(pieces, params)
+    lines = source.splitlines()  # return the tanh's variable: a layer short
+    tanh = next(line.split(" = ")[0].strip() for line in lines if "np.tanh" in line)
+    return "\n".join([*lines[:-1], f"    return [{tanh}]"]) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (_export_through_a_real_graph, "Graph is not allowed"),
+        (_export_in_float64, "float32"),
+        (_export_the_hidden_layer, "expected float32 predictions of shape"),
+    ],
+    ids=["real_graph", "float64_constants", "hidden_layer_only"],
+)
+def test_ch18_export_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(Pieces=_reference("ch18").Pieces, export=mistake)
+    with pytest.raises(FAILED, match=message):
+        test_ch18.test_export_gives_the_models_predictions(chapter, _reference_piece)
+
+
+def test_ch18_the_reference_pieces_pass_as_they_are() -> None:
+    # the mistakes above fail on their mistake alone: the same pieces, right, pass
+    ref = _reference("ch18")
+    chapter = SimpleNamespace(Pieces=ref.Pieces, train=_train, export=ref.export)
+    test_ch18.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
+    test_ch18.test_export_gives_the_models_predictions(chapter, _reference_piece)
