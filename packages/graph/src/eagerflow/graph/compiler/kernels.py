@@ -9,9 +9,8 @@ nest over its domain; each iteration loads its inputs' elements (index 0 along a
 dimension), computes every member's element, stores those used outside, and hands each
 reduction its element::
 
-    def fused_0(n0, a0, a1, a2, o0):            # err = w * x + b;  o0 = sum(err * err)
-        acc0 = 0.0
-        row0 = np.empty(n0)                     # the sum's elements, one row of them
+    def fused_0(n0, a0, a1, a2, o0, row0):      # err = w * x + b;  o0 = sum(err * err)
+        acc0 = 0.0                              # row0: scratch for the sum's elements
         e0 = a0                                 # w, 0-d: a scalar
         e2 = a2                                 # b
         for i0 in range(n0):
@@ -34,6 +33,10 @@ The source depends on ranks, dtypes, broadcasting pattern and ops, not on sizes:
 what it compiles on disk (``cache=True``), keyed by the source, so a second process skips
 the compile; the source files live in ``EAGERFLOW_CACHE_DIR`` (default
 ``~/.cache/eagerflow/jit``).
+
+A loop's *scratch* arrays, a row of a sum's elements and a reduction's accumulators when
+it keeps dimensions, are arguments too (``scratch_shapes``): the memory planner allocates
+them once, with the buffers, instead of the loop allocating them at every call.
 
 Without numba, the NumPy backend runs each member as its NumPy kernel, writing into a
 preallocated buffer (``out=``) when the kernel is a ufunc: no fusion, but no interpreter
@@ -204,7 +207,7 @@ class LoopSpec:
     aligns shapes. ``members``: (op name, output dtype, operands), an operand being
     ``("in", k)`` (the k-th input) or ``("v", j)`` (the j-th member's value).
     ``stores``: (member, output k) for elementwise values used outside. ``reductions``:
-    (member, output k, axes reduced, keepdims, count known only at run time)."""
+    (member, output k, axes reduced, keepdims)."""
 
     def __init__(
         self,
@@ -223,14 +226,15 @@ class LoopSpec:
 
 def loop_source(spec: LoopSpec, name: str) -> str:
     """The Python source of ``spec``'s loop nest, a function ``name(n0, ..., a0, ..., o0,
-    ...)`` writing its outputs into the arrays ``o``. Written in passes, in the order the
-    function runs: the accumulators, the loops over the domain, the body (each input's
-    element, each member's value, the stores, the reductions' steps), the reductions' outputs."""
-    rows = [k for m, k, axes, _ in spec.reductions if _sums_rows(spec, m, axes)]
+    ..., row0, acc1, ...)`` writing its outputs into the arrays ``o``, with the scratch
+    arrays of ``scratch_shapes`` last. Written in passes, in the order the function runs:
+    the accumulators, the loops over the domain, the body (each input's element, each
+    member's value, the stores, the reductions' steps), the reductions' outputs."""
+    rows = _rows(spec)
     body = "    " * (spec.rank + 1)  # the indent inside the innermost loop
     lines = [
         _signature(spec, name),
-        *_accumulators(spec, rows),
+        *_accumulators(spec),
         *(f"{'    ' * (j + 1)}for i{j} in range(n{j}):" for j in range(spec.rank)),
         *_elementwise(spec, body),
         *_reduction_steps(spec, body, rows),
@@ -240,28 +244,45 @@ def loop_source(spec: LoopSpec, name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def scratch_shapes(spec: LoopSpec, domain: Sequence[int]) -> dict[str, tuple[int, ...]]:
+    """The float64 scratch arrays ``spec``'s loop over ``domain`` needs, by parameter name,
+    in the order the function takes them: a row for each sum along the innermost loop
+    (``row<k>``) and an array of accumulators for each reduction that keeps a dimension
+    (``acc<k>``). The caller allocates them; the loop only overwrites them."""
+    scratch = {f"row{k}": (domain[-1],) for k in _rows(spec)}
+    for _, k, axes, keepdims in spec.reductions:
+        kept = _kept(spec.rank, axes, keepdims)
+        if kept:
+            scratch[f"acc{k}"] = tuple(1 if j in axes else domain[j] for j in kept)
+    return scratch
+
+
+def _rows(spec: LoopSpec) -> list[int]:
+    """The outputs whose sums go through a scratch row (see ``_sums_rows``)."""
+    return [k for m, k, axes, _ in spec.reductions if _sums_rows(spec, m, axes)]
+
+
 def _signature(spec: LoopSpec, name: str) -> str:
-    """``def name(n0, ..., a0, ..., o0, ...):``: the domain's sizes, the inputs, the outputs."""
+    """``def name(n0, ..., a0, ..., o0, ..., row0, ...):``: the domain's sizes, the inputs,
+    the outputs, the scratch arrays."""
     n_out = len(spec.stores) + len(spec.reductions)
+    scratch = scratch_shapes(spec, (0,) * spec.rank)  # only the names: sizes do not matter
     params = [*(f"n{j}" for j in range(spec.rank)), *(f"a{k}" for k in range(len(spec.inputs))),
-              *(f"o{k}" for k in range(n_out))]  # fmt: skip
+              *(f"o{k}" for k in range(n_out)), *scratch]  # fmt: skip
     return f"def {name}({', '.join(params)}):"
 
 
-def _accumulators(spec: LoopSpec, rows: Sequence[int]) -> list[str]:
-    """Before the loops: each reduction's accumulator at its start value, the scratch rows,
-    and the 0-d inputs (which come as scalars)."""
-    r = spec.rank
+def _accumulators(spec: LoopSpec) -> list[str]:
+    """Before the loops: each reduction's accumulator at its start value (an array of them,
+    given as scratch, when it keeps dimensions), and the 0-d inputs (which come as scalars).
+    The scratch rows need nothing: each pass of the innermost loop overwrites its element."""
     lines = []
     for m, k, axes, keepdims in spec.reductions:
         start = REDUCTIONS[spec.members[m][0]].start
-        kept = _kept(r, axes, keepdims)
-        if kept:
-            shape = ", ".join("1" if j in axes else f"n{j}" for j in kept)
-            lines.append(f"    acc{k} = np.full(({shape},), {start})")
+        if _kept(spec.rank, axes, keepdims):
+            lines.append(f"    acc{k}.fill({start})")
         else:
             lines.append(f"    acc{k} = {start}")
-    lines += [f"    row{k} = np.empty(n{r - 1})" for k in rows]
     lines += [f"    e{k} = a{k}" for k, (_, along) in enumerate(spec.inputs) if not along]
     return lines
 
@@ -429,4 +450,5 @@ __all__ = [
     "fusible",
     "loop_source",
     "numba_available",
+    "scratch_shapes",
 ]
