@@ -249,7 +249,7 @@ def scratch_shapes(spec: LoopSpec, domain: Sequence[int]) -> dict[str, tuple[int
     in the order the function takes them: a row for each sum along the innermost loop
     (``row<k>``) and an array of accumulators for each reduction that keeps a dimension
     (``acc<k>``). The caller allocates them; the loop only overwrites them."""
-    scratch = {f"row{k}": (domain[-1],) for k in _rows(spec)}
+    scratch: dict[str, tuple[int, ...]] = {f"row{k}": (domain[-1],) for k in _rows(spec)}
     for _, k, axes, keepdims in spec.reductions:
         kept = _kept(spec.rank, axes, keepdims)
         if kept:

@@ -84,7 +84,8 @@ class Program:
 
     specialized: Specialized | None = None
     buffer_of: dict[int, str] = field(default_factory=dict)  # value -> its buffer's name
-    scratch_of: dict[str, list[str]] = field(default_factory=dict)  # loop -> its scratch's
+    # each fused loop's scratch arrays, by its name and theirs: {"fused_2": {"row0": "b3"}}
+    scratch_of: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def clusters(self) -> list[Cluster]:
@@ -231,8 +232,8 @@ class _Writer:
         self.buffer_names: dict[int, str] = {}
         self.loops = {step: _loop_spec(step, program) for step in self.steps
                       if isinstance(step, Cluster)}  # fmt: skip
-        self.scratch: dict[Cluster, list[np.ndarray]] = {}  # each loop's, from the plan
-        self.scratch_of: dict[str, list[str]] = {}
+        self.scratch: dict[Cluster, dict[str, np.ndarray]] = {}  # each loop's, from the plan
+        self.scratch_of: dict[str, dict[str, str]] = {}
 
     def write(self) -> Program:
         program = self.program
@@ -261,7 +262,7 @@ class _Writer:
         self.names["NODES"] = self.nodes
         namespace = dict(self.names)
         exec(compile(source, "<compiled plan>", "exec"), namespace)
-        scratch = [a for arrays in self.scratch.values() for a in arrays]
+        scratch = [a for arrays in self.scratch.values() for a in arrays.values()]
         allocated = {id(b): b for b in [*buffers.values(), *scratch]}.values()
         stats = {
             "nodes": len(program.nodes),
@@ -303,9 +304,9 @@ class _Writer:
                     assert shape is not None
                     buffers[v] = _take(free, shape, program.dtypes[v].np)
             if isinstance(step, Cluster):
-                shapes = scratch_shapes(self.loops[step][0], step.domain).values()
-                self.scratch[step] = [_take(free, shape, np.float64) for shape in shapes]
-                for array in self.scratch[step]:
+                shapes = scratch_shapes(self.loops[step][0], step.domain)
+                self.scratch[step] = {k: _take(free, s, np.float64) for k, s in shapes.items()}
+                for array in self.scratch[step].values():
                     free[array.shape, array.dtype].append(array)
             for v in last.get(index, ()):
                 if v in buffers and v not in fetched:
@@ -412,16 +413,17 @@ class _Writer:
                 args.append(f"t{v}")
                 continue
             assigned.append(v)
-        self.scratch_of[name] = [self._name_of(a) for a in self.scratch[cluster]]
-        args.extend(self.scratch_of[name])
+        self.scratch_of[name] = {k: self._name_of(a) for k, a in self.scratch[cluster].items()}
+        args.extend(self.scratch_of[name].values())
         types = ", ".join(n.type for n in cluster.nodes)
         lines.append(f"{name}({', '.join(args)})  # {types}")
         lines.extend(f"t{v} = {self._buffer_name(v, buffers)}" for v in assigned)
         return lines
 
 
-def _take(free: dict[tuple[Any, ...], list[np.ndarray]], shape: tuple[int, ...],
-          dtype: Any) -> np.ndarray:
+def _take(
+    free: dict[tuple[Any, ...], list[np.ndarray]], shape: tuple[int, ...], dtype: Any
+) -> np.ndarray:
     """A free buffer of this shape and dtype, else a new one (``free`` keeps a list for it)."""
     pool = free.setdefault((shape, np.dtype(dtype)), [])
     return pool.pop() if pool else np.empty(shape, dtype)
