@@ -31,12 +31,13 @@ next call, so their inputs get a new array each time, as before. A fetched value
 on its way out, as ``Plan.run`` copies it. A name is deleted after its last use, so that a
 variable's ``assign_sub`` finds its array unshared and updates it in place.
 
-A compiled plan keeps one program per *input signature* (the fed values' shapes), compiled
+A compiled plan keeps a program per *input signature* (the fed values' shapes), compiled
 on the first call with that signature: ``compile_seconds`` says how long that took. Since a
 program writes into its buffers, one program must not run twice at once: a call *checks
 out* an idle program, and checks it in when it returns. A call that finds none idle (another
-thread runs it, or the program called itself, through a ``py_function`` say) compiles another,
-with buffers of its own, which then stays in the pool.
+thread runs it, or the call was made from inside a running one) compiles another, with
+buffers of its own, which then stays in the pool: a signature has as many programs as it
+ever had calls running at once.
 """
 
 from __future__ import annotations
