@@ -271,7 +271,9 @@ class _Writer:
             "fused_ops": sum(len(u.nodes) for u in self.units if isinstance(u, Cluster)),
             "buffers": len(allocated),
             "buffer_bytes": sum(b.nbytes for b in allocated),
-            "planned_bytes": sum(b.nbytes for b in buffers.values()),
+            # what the plan places, one array per value and per loop's scratch: without
+            # sharing, as many bytes would be allocated (with no plan: at every call)
+            "planned_bytes": sum(b.nbytes for b in [*buffers.values(), *scratch]),
             "scratch_bytes": sum(a.nbytes for a in scratch),
         }
         buffer_of = {v: self.buffer_names[id(b)] for v, b in buffers.items()
