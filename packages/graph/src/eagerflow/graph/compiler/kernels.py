@@ -9,8 +9,11 @@ nest over its domain; each iteration loads its inputs' elements (index 0 along a
 dimension), computes every member's element, stores those used outside, and hands each
 reduction its element::
 
-    def fused_0(n0, a0, a1, a2, o0, row0):      # err = w * x + b;  o0 = sum(err * err)
-        acc0 = 0.0                              # row0: scratch for the sum's elements
+    def fused_0(n0, a0, a1, a2, o0, scratch):   # err = w * x + b;  o0 = sum(err * err)
+        at = 0
+        row0 = scratch[at:at + n0]              # the sum's elements, one row of them
+        at += n0
+        acc0 = 0.0
         e0 = a0                                 # w, 0-d: a scalar
         e2 = a2                                 # b
         for i0 in range(n0):
@@ -35,8 +38,10 @@ the compile; the source files live in ``EAGERFLOW_CACHE_DIR`` (default
 ``~/.cache/eagerflow/jit``).
 
 A loop's *scratch* arrays, a row of a sum's elements and a reduction's accumulators when
-it keeps dimensions, are arguments too (``scratch_shapes``): the memory planner allocates
-them once, with the buffers, instead of the loop allocating them at every call.
+it keeps dimensions (``scratch_shapes``), are views of one float64 array, its last argument:
+the memory planner allocates it once, with the buffers, instead of the loop allocating its
+arrays at every call. (One array, not one per view: numba's dispatcher takes ~80 ns to
+check each array argument, more than allocating a small array inside the loop costs.)
 
 Without numba, the NumPy backend runs each member as its NumPy kernel, writing into a
 preallocated buffer (``out=``) when the kernel is a ufunc: no fusion, but no interpreter
@@ -226,10 +231,11 @@ class LoopSpec:
 
 def loop_source(spec: LoopSpec, name: str) -> str:
     """The Python source of ``spec``'s loop nest, a function ``name(n0, ..., a0, ..., o0,
-    ..., row0, acc1, ...)`` writing its outputs into the arrays ``o``, with the scratch
-    arrays of ``scratch_shapes`` last. Written in passes, in the order the function runs:
-    the accumulators, the loops over the domain, the body (each input's element, each
-    member's value, the stores, the reductions' steps), the reductions' outputs."""
+    ..., scratch)`` writing its outputs into the arrays ``o``, with the float64 array that
+    holds ``scratch_shapes`` last (if it has any). Written in passes, in the order the
+    function runs: the scratch views and accumulators, the loops over the domain, the body
+    (each input's element, each member's value, the stores, the reductions' steps), the
+    reductions' outputs."""
     rows = _rows(spec)
     body = "    " * (spec.rank + 1)  # the indent inside the innermost loop
     lines = [
@@ -245,16 +251,32 @@ def loop_source(spec: LoopSpec, name: str) -> str:
 
 
 def scratch_shapes(spec: LoopSpec, domain: Sequence[int]) -> dict[str, tuple[int, ...]]:
-    """The float64 scratch arrays ``spec``'s loop over ``domain`` needs, by parameter name,
-    in the order the function takes them: a row for each sum along the innermost loop
+    """The float64 scratch arrays ``spec``'s loop over ``domain`` needs, by name, in the
+    order they lie in its scratch argument: a row for each sum along the innermost loop
     (``row<k>``) and an array of accumulators for each reduction that keeps a dimension
-    (``acc<k>``). The caller allocates them; the loop only overwrites them."""
-    scratch: dict[str, tuple[int, ...]] = {f"row{k}": (domain[-1],) for k in _rows(spec)}
+    (``acc<k>``). The caller allocates the argument; the loop only overwrites it."""
+    return {name: tuple(1 if d == "1" else domain[int(d[1:])] for d in sizes)
+            for name, sizes in _scratch_sizes(spec).items()}  # fmt: skip
+
+
+def _scratch_sizes(spec: LoopSpec) -> dict[str, list[str]]:
+    """Each scratch array's shape, as the loop's sizes ``n<j>`` (or ``1``)."""
+    sizes = {f"row{k}": [f"n{spec.rank - 1}"] for k in _rows(spec)}
     for _, k, axes, keepdims in spec.reductions:
         kept = _kept(spec.rank, axes, keepdims)
         if kept:
-            scratch[f"acc{k}"] = tuple(1 if j in axes else domain[j] for j in kept)
-    return scratch
+            sizes[f"acc{k}"] = ["1" if j in axes else f"n{j}" for j in kept]
+    return sizes
+
+
+def _scratch_views(spec: LoopSpec) -> list[str]:
+    """The scratch arrays, as views one after the other of the ``scratch`` argument."""
+    lines = []
+    for name, sizes in _scratch_sizes(spec).items():
+        size = " * ".join(sizes)
+        shape = f".reshape(({', '.join(sizes)}))" if len(sizes) > 1 else ""
+        lines += [f"    {name} = scratch[at:at + {size}]{shape}", f"    at += {size}"]
+    return ["    at = 0", *lines] if lines else []
 
 
 def _rows(spec: LoopSpec) -> list[int]:
@@ -263,10 +285,10 @@ def _rows(spec: LoopSpec) -> list[int]:
 
 
 def _signature(spec: LoopSpec, name: str) -> str:
-    """``def name(n0, ..., a0, ..., o0, ..., row0, ...):``: the domain's sizes, the inputs,
-    the outputs, the scratch arrays."""
+    """``def name(n0, ..., a0, ..., o0, ..., scratch):``: the domain's sizes, the inputs,
+    the outputs, the scratch array (if the loop needs one)."""
     n_out = len(spec.stores) + len(spec.reductions)
-    scratch = scratch_shapes(spec, (0,) * spec.rank)  # only the names: sizes do not matter
+    scratch = ["scratch"] if _scratch_sizes(spec) else []
     params = [*(f"n{j}" for j in range(spec.rank)), *(f"a{k}" for k in range(len(spec.inputs))),
               *(f"o{k}" for k in range(n_out)), *scratch]  # fmt: skip
     return f"def {name}({', '.join(params)}):"
@@ -276,7 +298,7 @@ def _accumulators(spec: LoopSpec) -> list[str]:
     """Before the loops: each reduction's accumulator at its start value (an array of them,
     given as scratch, when it keeps dimensions), and the 0-d inputs (which come as scalars).
     The scratch rows need nothing: each pass of the innermost loop overwrites its element."""
-    lines = []
+    lines = _scratch_views(spec)
     for m, k, axes, keepdims in spec.reductions:
         start = REDUCTIONS[spec.members[m][0]].start
         if _kept(spec.rank, axes, keepdims):

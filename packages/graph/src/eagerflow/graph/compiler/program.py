@@ -42,6 +42,7 @@ ever had calls running at once.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -85,8 +86,7 @@ class Program:
 
     specialized: Specialized | None = None
     buffer_of: dict[int, str] = field(default_factory=dict)  # value -> its buffer's name
-    # each fused loop's scratch arrays, by its name and theirs: {"fused_2": {"row0": "b3"}}
-    scratch_of: dict[str, dict[str, str]] = field(default_factory=dict)
+    scratch_of: dict[str, str] = field(default_factory=dict)  # loop -> its scratch's buffer
 
     @property
     def clusters(self) -> list[Cluster]:
@@ -233,8 +233,8 @@ class _Writer:
         self.buffer_names: dict[int, str] = {}
         self.loops = {step: _loop_spec(step, program) for step in self.steps
                       if isinstance(step, Cluster)}  # fmt: skip
-        self.scratch: dict[Cluster, dict[str, np.ndarray]] = {}  # each loop's, from the plan
-        self.scratch_of: dict[str, dict[str, str]] = {}
+        self.scratch: dict[Cluster, np.ndarray] = {}  # each loop's, from the plan
+        self.scratch_of: dict[str, str] = {}
 
     def write(self) -> Program:
         program = self.program
@@ -263,7 +263,7 @@ class _Writer:
         self.names["NODES"] = self.nodes
         namespace = dict(self.names)
         exec(compile(source, "<compiled plan>", "exec"), namespace)
-        scratch = [a for arrays in self.scratch.values() for a in arrays.values()]
+        scratch = list(self.scratch.values())
         allocated = {id(b): b for b in [*buffers.values(), *scratch]}.values()
         stats = {
             "nodes": len(program.nodes),
@@ -306,11 +306,12 @@ class _Writer:
                     shape = program.shapes[v]
                     assert shape is not None
                     buffers[v] = _take(free, shape, program.dtypes[v].np)
-            if isinstance(step, Cluster):
-                shapes = scratch_shapes(self.loops[step][0], step.domain)
-                self.scratch[step] = {k: _take(free, s, np.float64) for k, s in shapes.items()}
-                for array in self.scratch[step].values():
-                    free[array.shape, array.dtype].append(array)
+            shapes = scratch_shapes(self.loops[step][0], step.domain).values() if isinstance(
+                step, Cluster) else ()  # fmt: skip
+            if shapes:
+                array = _take(free, (sum(map(math.prod, shapes)),), np.float64)
+                free[array.shape, array.dtype].append(array)  # free again once the loop ran
+                self.scratch[step] = array
             for v in last.get(index, ()):
                 if v in buffers and v not in fetched:
                     free[buffers[v].shape, buffers[v].dtype].append(buffers[v])
@@ -416,8 +417,9 @@ class _Writer:
                 args.append(f"t{v}")
                 continue
             assigned.append(v)
-        self.scratch_of[name] = {k: self._name_of(a) for k, a in self.scratch[cluster].items()}
-        args.extend(self.scratch_of[name].values())
+        if cluster in self.scratch:
+            self.scratch_of[name] = self._name_of(self.scratch[cluster])
+            args.append(self.scratch_of[name])
         types = ", ".join(n.type for n in cluster.nodes)
         lines.append(f"{name}({', '.join(args)})  # {types}")
         lines.extend(f"t{v} = {self._buffer_name(v, buffers)}" for v in assigned)
