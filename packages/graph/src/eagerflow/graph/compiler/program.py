@@ -306,16 +306,18 @@ class _Writer:
                     shape = program.shapes[v]
                     assert shape is not None
                     buffers[v] = _take(free, shape, program.dtypes[v].np)
-            shapes = scratch_shapes(self.loops[step][0], step.domain).values() if isinstance(
-                step, Cluster) else ()  # fmt: skip
-            if shapes:
-                array = _take(free, (sum(map(math.prod, shapes)),), np.float64)
+            if isinstance(step, Cluster) and (size := self._scratch_size(step)):
+                array = _take(free, (size,), np.float64)
                 free[array.shape, array.dtype].append(array)  # free again once the loop ran
                 self.scratch[step] = array
             for v in last.get(index, ()):
                 if v in buffers and v not in fetched:
                     free[buffers[v].shape, buffers[v].dtype].append(buffers[v])
         return buffers
+
+    def _scratch_size(self, loop: Cluster) -> int:
+        """How many float64 the loop's scratch arrays take, one after the other."""
+        return sum(map(math.prod, scratch_shapes(self.loops[loop][0], loop.domain).values()))
 
     def _plannable(self) -> set[int]:
         """The values that can live in a planned buffer: written into one (``out=``), of a
