@@ -15,10 +15,10 @@ it takes four passes, each a small module, read in this order:
    element; a cluster becomes the source of one function, a loop that ``numba`` compiles
    (``pip install eagerflow-graph[jit]``), or, without numba, NumPy calls writing into
    preallocated ``out=`` buffers.
-4. ``program.py`` (memory planning and the program): each intermediate array gets a buffer,
-   allocated once per input signature and shared by values whose lifetimes do not overlap;
-   the whole plan becomes one Python function with no interpreter loop, cached per input
-   signature.
+4. ``program.py`` (memory planning and the program): each intermediate array, and each fused
+   loop's scratch, gets a buffer, allocated once per input signature and shared by values
+   whose lifetimes do not overlap; the whole plan becomes one Python function with no
+   interpreter loop, cached per input signature.
 
 Control flow (``cond``, ``while_loop``, a called function) stays an op: its kernel decides
 what runs, and what runs inside it is a compiled program of its own, but no loop is fused

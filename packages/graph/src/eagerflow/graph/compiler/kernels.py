@@ -9,9 +9,11 @@ nest over its domain; each iteration loads its inputs' elements (index 0 along a
 dimension), computes every member's element, stores those used outside, and hands each
 reduction its element::
 
-    def fused_0(n0, a0, a1, a2, o0):            # err = w * x + b;  o0 = sum(err * err)
+    def fused_0(n0, a0, a1, a2, o0, scratch):   # err = w * x + b;  o0 = sum(err * err)
+        at = 0
+        row0 = scratch[at:at + n0]              # the sum's elements, one row of them
+        at += n0
         acc0 = 0.0
-        row0 = np.empty(n0)                     # the sum's elements, one row of them
         e0 = a0                                 # w, 0-d: a scalar
         e2 = a2                                 # b
         for i0 in range(n0):
@@ -34,6 +36,12 @@ The source depends on ranks, dtypes, broadcasting pattern and ops, not on sizes:
 what it compiles on disk (``cache=True``), keyed by the source, so a second process skips
 the compile; the source files live in ``EAGERFLOW_CACHE_DIR`` (default
 ``~/.cache/eagerflow/jit``).
+
+A loop's *scratch* arrays, a row of a sum's elements and a reduction's accumulators when
+it keeps dimensions (``scratch_shapes``), are views of one float64 array, its last argument:
+the memory planner allocates it once, with the buffers, instead of the loop allocating its
+arrays at every call. (One array, not one per view: numba's dispatcher takes ~80 ns to
+check each array argument, more than allocating a small array inside the loop costs.)
 
 Without numba, the NumPy backend runs each member as its NumPy kernel, writing into a
 preallocated buffer (``out=``) when the kernel is a ufunc: no fusion, but no interpreter
@@ -204,7 +212,7 @@ class LoopSpec:
     aligns shapes. ``members``: (op name, output dtype, operands), an operand being
     ``("in", k)`` (the k-th input) or ``("v", j)`` (the j-th member's value).
     ``stores``: (member, output k) for elementwise values used outside. ``reductions``:
-    (member, output k, axes reduced, keepdims, count known only at run time)."""
+    (member, output k, axes reduced, keepdims)."""
 
     def __init__(
         self,
@@ -223,14 +231,16 @@ class LoopSpec:
 
 def loop_source(spec: LoopSpec, name: str) -> str:
     """The Python source of ``spec``'s loop nest, a function ``name(n0, ..., a0, ..., o0,
-    ...)`` writing its outputs into the arrays ``o``. Written in passes, in the order the
-    function runs: the accumulators, the loops over the domain, the body (each input's
-    element, each member's value, the stores, the reductions' steps), the reductions' outputs."""
-    rows = [k for m, k, axes, _ in spec.reductions if _sums_rows(spec, m, axes)]
+    ..., scratch)`` writing its outputs into the arrays ``o``, with the float64 array that
+    holds ``scratch_shapes`` last (if it has any). Written in passes, in the order the
+    function runs: the scratch views and accumulators, the loops over the domain, the body
+    (each input's element, each member's value, the stores, the reductions' steps), the
+    reductions' outputs."""
+    rows = _rows(spec)
     body = "    " * (spec.rank + 1)  # the indent inside the innermost loop
     lines = [
         _signature(spec, name),
-        *_accumulators(spec, rows),
+        *_accumulators(spec),
         *(f"{'    ' * (j + 1)}for i{j} in range(n{j}):" for j in range(spec.rank)),
         *_elementwise(spec, body),
         *_reduction_steps(spec, body, rows),
@@ -240,28 +250,61 @@ def loop_source(spec: LoopSpec, name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def scratch_shapes(spec: LoopSpec, domain: Sequence[int]) -> dict[str, tuple[int, ...]]:
+    """The float64 scratch arrays ``spec``'s loop over ``domain`` needs, by name, in the
+    order they lie in its scratch argument: a row for each sum along the innermost loop
+    (``row<k>``) and an array of accumulators for each reduction that keeps a dimension
+    (``acc<k>``). The caller allocates the argument; the loop only overwrites it."""
+    return {name: tuple(1 if d == "1" else domain[int(d[1:])] for d in sizes)
+            for name, sizes in _scratch_sizes(spec).items()}  # fmt: skip
+
+
+def _scratch_sizes(spec: LoopSpec) -> dict[str, list[str]]:
+    """Each scratch array's shape, as the loop's sizes ``n<j>`` (or ``1``)."""
+    sizes = {f"row{k}": [f"n{spec.rank - 1}"] for k in _rows(spec)}
+    for _, k, axes, keepdims in spec.reductions:
+        kept = _kept(spec.rank, axes, keepdims)
+        if kept:
+            sizes[f"acc{k}"] = ["1" if j in axes else f"n{j}" for j in kept]
+    return sizes
+
+
+def _scratch_views(spec: LoopSpec) -> list[str]:
+    """The scratch arrays, as views one after the other of the ``scratch`` argument."""
+    lines = []
+    for name, sizes in _scratch_sizes(spec).items():
+        size = " * ".join(sizes)
+        shape = f".reshape(({', '.join(sizes)}))" if len(sizes) > 1 else ""
+        lines += [f"    {name} = scratch[at:at + {size}]{shape}", f"    at += {size}"]
+    return ["    at = 0", *lines] if lines else []
+
+
+def _rows(spec: LoopSpec) -> list[int]:
+    """The outputs whose sums go through a scratch row (see ``_sums_rows``)."""
+    return [k for m, k, axes, _ in spec.reductions if _sums_rows(spec, m, axes)]
+
+
 def _signature(spec: LoopSpec, name: str) -> str:
-    """``def name(n0, ..., a0, ..., o0, ...):``: the domain's sizes, the inputs, the outputs."""
+    """``def name(n0, ..., a0, ..., o0, ..., scratch):``: the domain's sizes, the inputs,
+    the outputs, the scratch array (if the loop needs one)."""
     n_out = len(spec.stores) + len(spec.reductions)
+    scratch = ["scratch"] if _scratch_sizes(spec) else []
     params = [*(f"n{j}" for j in range(spec.rank)), *(f"a{k}" for k in range(len(spec.inputs))),
-              *(f"o{k}" for k in range(n_out))]  # fmt: skip
+              *(f"o{k}" for k in range(n_out)), *scratch]  # fmt: skip
     return f"def {name}({', '.join(params)}):"
 
 
-def _accumulators(spec: LoopSpec, rows: Sequence[int]) -> list[str]:
-    """Before the loops: each reduction's accumulator at its start value, the scratch rows,
-    and the 0-d inputs (which come as scalars)."""
-    r = spec.rank
-    lines = []
+def _accumulators(spec: LoopSpec) -> list[str]:
+    """Before the loops: each reduction's accumulator at its start value (an array of them,
+    given as scratch, when it keeps dimensions), and the 0-d inputs (which come as scalars).
+    The scratch rows need nothing: each pass of the innermost loop overwrites its element."""
+    lines = _scratch_views(spec)
     for m, k, axes, keepdims in spec.reductions:
         start = REDUCTIONS[spec.members[m][0]].start
-        kept = _kept(r, axes, keepdims)
-        if kept:
-            shape = ", ".join("1" if j in axes else f"n{j}" for j in kept)
-            lines.append(f"    acc{k} = np.full(({shape},), {start})")
+        if _kept(spec.rank, axes, keepdims):
+            lines.append(f"    acc{k}.fill({start})")
         else:
             lines.append(f"    acc{k} = {start}")
-    lines += [f"    row{k} = np.empty(n{r - 1})" for k in rows]
     lines += [f"    e{k} = a{k}" for k, (_, along) in enumerate(spec.inputs) if not along]
     return lines
 
@@ -429,4 +472,5 @@ __all__ = [
     "fusible",
     "loop_source",
     "numba_available",
+    "scratch_shapes",
 ]

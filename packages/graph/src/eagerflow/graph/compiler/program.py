@@ -12,7 +12,7 @@ any interpreting of ours::
             t2 = run_kernel(op_0, (), attrs_0, inputs_0)   # ReadVariableOp: as interpreted
             ...
             node = 4
-            fused_4(1000, t2[()], t0, t3[()], t1, b0, b1)  # one loop for a whole cluster
+            fused_4(1000, t2[()], t0, t3[()], t1, b0, b1, b2)  # one loop: a whole cluster
             t9 = b0
             ...
         except EagerflowError as error:
@@ -23,18 +23,26 @@ any interpreting of ours::
 Memory planning: a value that a cluster, a ufunc or a matrix product writes gets a
 *buffer*, allocated when the program is compiled and written again at every call (``out=``),
 instead of a new array per call. Values whose lifetimes do not overlap share one buffer.
+A fused loop's scratch arrays (``kernels.scratch_shapes``) are planned the same way, as
+values that live only while their loop runs.
 Only values that no reader keeps are planned: a reader that stores its input (an
 ``assign``) or returns a view of it (``Reshape``) would see the buffer overwritten at the
 next call, so their inputs get a new array each time, as before. A fetched value is copied
 on its way out, as ``Plan.run`` copies it. A name is deleted after its last use, so that a
 variable's ``assign_sub`` finds its array unshared and updates it in place.
 
-A compiled plan keeps one program per *input signature* (the fed values' shapes), compiled
-on the first call with that signature: ``compile_seconds`` says how long that took.
+A compiled plan keeps a program per *input signature* (the fed values' shapes), compiled
+on the first call with that signature: ``compile_seconds`` says how long that took. Since a
+program writes into its buffers, one program must not run twice at once: a call *checks
+out* an idle program, and checks it in when it returns. A call that finds none idle (another
+thread runs it, or the call was made from inside a running one) compiles another, with
+buffers of its own, which then stays in the pool: a signature has as many programs as it
+ever had calls running at once.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -53,6 +61,7 @@ from eagerflow.graph.compiler.kernels import (
     compile_loop,
     default_backend,
     loop_source,
+    scratch_shapes,
 )
 from eagerflow.graph.compiler.specialize import Node, Specialized, specialize
 from eagerflow.graph.core.graph import Operation, SymbolicTensor
@@ -77,6 +86,7 @@ class Program:
 
     specialized: Specialized | None = None
     buffer_of: dict[int, str] = field(default_factory=dict)  # value -> its buffer's name
+    scratch_of: dict[str, str] = field(default_factory=dict)  # loop -> its scratch's buffer
 
     @property
     def clusters(self) -> list[Cluster]:
@@ -141,30 +151,44 @@ class CompiledPlan:
         self.plan = plan
         self.backend = backend or default_backend()
         self.fed: list[SymbolicTensor] = list(plan.fed)
-        self._threads = threading.local()
-
-    @property
-    def programs(self) -> dict[tuple[Any, ...], Program]:
-        """This thread's programs, by input signature. A program writes into its buffers
-        at every call, so two threads running one program at once would write into each
-        other's values: each thread gets its own (compiling again is quick, since numba's
-        loops are compiled once per process)."""
-        programs: dict[tuple[Any, ...], Program] | None = getattr(self._threads, "programs", None)
-        if programs is None:
-            programs = self._threads.programs = {}
-        return programs
+        # The first program of each input signature, to look at; the pool may hold more.
+        self.programs: dict[tuple[Any, ...], Program] = {}
+        self._idle: dict[tuple[Any, ...], list[Program]] = {}  # checked in, by signature
+        self._pooled: set[int] = set()  # the programs that belong to a pool (by id)
+        self._compiling = threading.Lock()
 
     def run(self, feeds: dict[SymbolicTensor, Any]) -> list[Any]:
         return self.run_arrays([feeds[t] for t in self.fed])
 
     def run_arrays(self, arrays: Sequence[Any]) -> list[Any]:
-        """``run`` with the fed values as a list, in ``fed``'s order."""
+        """``run`` with the fed values as a list, in ``fed``'s order: an idle program of
+        their signature runs them (``list.pop`` and ``append`` are atomic: no lock)."""
         key = tuple([a.shape for a in arrays])
-        programs = self.programs
-        program = programs.get(key)
+        idle = self._idle.get(key)
+        try:
+            program: Program | None = idle.pop()  # type: ignore[union-attr]
+        except (AttributeError, IndexError):  # no pool yet, or every program busy
+            program = None
         if program is None:
-            program = programs[key] = self.compile(key)
-        return program.function(*arrays)
+            program = self._another(key)
+            idle = self._idle[key]
+        try:
+            return program.function(*arrays)
+        finally:
+            idle.append(program)  # type: ignore[union-attr]
+
+    def _another(self, key: tuple[Any, ...]) -> Program:
+        """A program for signature ``key`` that nobody runs: the one ``programs`` holds if
+        it has not joined the pool yet (``compiled_source`` may have compiled it), else a
+        new one (quick: numba's loops are compiled once per process)."""
+        with self._compiling:
+            self._idle.setdefault(key, [])
+            program = self.programs.get(key)
+            if program is None or id(program) in self._pooled:
+                program = self.compile(key)
+                self.programs.setdefault(key, program)
+            self._pooled.add(id(program))
+            return program
 
     def compile(self, shapes: Sequence[tuple[int, ...]]) -> Program:
         """The program for fed values of these shapes (in ``fed``'s order)."""
@@ -207,6 +231,10 @@ class _Writer:
         self.nodes: list[Operation] = []
         self.kernels: dict[str, str] = {}
         self.buffer_names: dict[int, str] = {}
+        self.loops = {step: _loop_spec(step, program) for step in self.steps
+                      if isinstance(step, Cluster)}  # fmt: skip
+        self.scratch: dict[Cluster, np.ndarray] = {}  # each loop's, from the plan
+        self.scratch_of: dict[str, str] = {}
 
     def write(self) -> Program:
         program = self.program
@@ -235,18 +263,23 @@ class _Writer:
         self.names["NODES"] = self.nodes
         namespace = dict(self.names)
         exec(compile(source, "<compiled plan>", "exec"), namespace)
+        scratch = list(self.scratch.values())
+        allocated = {id(b): b for b in [*buffers.values(), *scratch]}.values()
         stats = {
             "nodes": len(program.nodes),
             "clusters": sum(isinstance(u, Cluster) for u in self.units),
             "fused_ops": sum(len(u.nodes) for u in self.units if isinstance(u, Cluster)),
-            "buffers": len({id(b) for b in buffers.values()}),
-            "buffer_bytes": sum(b.nbytes for b in {id(b): b for b in buffers.values()}.values()),
-            "planned_bytes": sum(b.nbytes for b in buffers.values()),
+            "buffers": len(allocated),
+            "buffer_bytes": sum(b.nbytes for b in allocated),
+            # what the plan places, one array per value and per loop's scratch: without
+            # sharing, as many bytes would be allocated (with no plan: at every call)
+            "planned_bytes": sum(b.nbytes for b in [*buffers.values(), *scratch]),
+            "scratch_bytes": sum(a.nbytes for a in scratch),
         }
         buffer_of = {v: self.buffer_names[id(b)] for v, b in buffers.items()
                      if id(b) in self.buffer_names}  # fmt: skip
         return Program(namespace["program"], source, self.kernels, self.units, self.backend,
-                       0.0, stats, buffer_of=buffer_of)  # fmt: skip
+                       0.0, stats, buffer_of=buffer_of, scratch_of=self.scratch_of)  # fmt: skip
 
     # --- memory planning -----------------------------------------------------------------------
     def _writes_into_buffer(self, step: Unit) -> list[int]:
@@ -258,7 +291,9 @@ class _Writer:
         return []
 
     def _plan_buffers(self) -> dict[int, np.ndarray]:
-        """A buffer for each plannable value; values alive at different times share one."""
+        """A buffer for each plannable value; values alive at different times share one.
+        A loop's scratch arrays (in ``self.scratch``) live only while it runs: taken from
+        the free buffers after its outputs', and freed as soon as it is done."""
         program = self.program
         fetched = {v for v in program.fetches if v is not None}
         plannable = self._plannable()
@@ -268,15 +303,21 @@ class _Writer:
         for index, step in enumerate(self.steps):
             for v in self._writes_into_buffer(step):
                 if v in plannable:
-                    shape, dtype = program.shapes[v], program.dtypes[v].np
+                    shape = program.shapes[v]
                     assert shape is not None
-                    pool = free.get((shape, dtype))
-                    buffers[v] = pool.pop() if pool else np.empty(shape, dtype)
+                    buffers[v] = _take(free, shape, program.dtypes[v].np)
+            if isinstance(step, Cluster) and (size := self._scratch_size(step)):
+                array = _take(free, (size,), np.float64)
+                free[array.shape, array.dtype].append(array)  # free again once the loop ran
+                self.scratch[step] = array
             for v in last.get(index, ()):
                 if v in buffers and v not in fetched:
-                    key = (program.shapes[v], program.dtypes[v].np)
-                    free.setdefault(key, []).append(buffers[v])
+                    free[buffers[v].shape, buffers[v].dtype].append(buffers[v])
         return buffers
+
+    def _scratch_size(self, loop: Cluster) -> int:
+        """How many float64 the loop's scratch arrays take, one after the other."""
+        return sum(map(math.prod, scratch_shapes(self.loops[loop][0], loop.domain).values()))
 
     def _plannable(self) -> set[int]:
         """The values that can live in a planned buffer: written into one (``out=``), of a
@@ -341,7 +382,9 @@ class _Writer:
 
     def _buffer_name(self, value: int, buffers: dict[int, np.ndarray]) -> str:
         """``b0``, ``b1``, ...: one name per buffer, however many values share it."""
-        buffer = buffers[value]
+        return self._name_of(buffers[value])
+
+    def _name_of(self, buffer: np.ndarray) -> str:
         if id(buffer) not in self.buffer_names:
             self.buffer_names[id(buffer)] = f"b{len(self.buffer_names)}"
             self.names[self.buffer_names[id(buffer)]] = buffer
@@ -352,7 +395,7 @@ class _Writer:
         k = len(self.nodes)
         self.nodes.append(cluster.nodes[0].operation)  # an error names the first op
         name = f"fused_{k}"
-        spec, inputs, outputs = _loop_spec(cluster, program)
+        spec, inputs, outputs = self.loops[cluster]
         source = loop_source(spec, name)
         self.kernels[name] = source
         self.names[name] = compile_loop(source, name)
@@ -376,10 +419,21 @@ class _Writer:
                 args.append(f"t{v}")
                 continue
             assigned.append(v)
+        if cluster in self.scratch:
+            self.scratch_of[name] = self._name_of(self.scratch[cluster])
+            args.append(self.scratch_of[name])
         types = ", ".join(n.type for n in cluster.nodes)
         lines.append(f"{name}({', '.join(args)})  # {types}")
         lines.extend(f"t{v} = {self._buffer_name(v, buffers)}" for v in assigned)
         return lines
+
+
+def _take(
+    free: dict[tuple[Any, ...], list[np.ndarray]], shape: tuple[int, ...], dtype: Any
+) -> np.ndarray:
+    """A free buffer of this shape and dtype, else a new one (``free`` keeps a list for it)."""
+    pool = free.setdefault((shape, np.dtype(dtype)), [])
+    return pool.pop() if pool else np.empty(shape, dtype)
 
 
 def _loop_spec(cluster: Cluster, program: Specialized) -> tuple[LoopSpec, list[int], list[int]]:
