@@ -90,7 +90,7 @@ def write(function: Function | ConcreteFunction, path: str | os.PathLike[str]) -
             f.write(text_format.MessageToString(proto))
     else:
         with atomic_write(target, "wb") as f:
-            f.write(proto.SerializeToString())
+            f.write(proto.SerializeToString(deterministic=True))  # the same bytes every time
     return target
 
 

@@ -469,6 +469,55 @@ def _one_hot(op: Operation) -> TfNode:
     return TfNode("OneHot", attrs, consts)
 
 
+# --- indexing ------------------------------------------------------------------------------------
+_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
+def _key_entry(k: Any) -> tuple[tuple[int, int, int], dict[str, bool]]:
+    """One entry of a Python index as TensorFlow's (begin, end, stride) and its mask bits."""
+    if k is Ellipsis or k is None:
+        return (0, 0, 1), {"ellipsis_mask" if k is Ellipsis else "new_axis_mask": True}
+    if isinstance(k, slice):
+        begin, end = k.start, k.stop
+        bits = {"begin_mask": begin is None, "end_mask": end is None}
+        return (begin or 0, end or 0, 1 if k.step is None else k.step), bits
+    return (k, k + 1, 1), {"shrink_axis_mask": True}  # (TensorFlow ignores end and stride here)
+
+
+def _read_strided_slice(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, Any]:
+    begin, end, strides = (_ints_of(attrs, c) for c in consts)
+    if not len(begin) == len(end) == len(strides):
+        raise attrs.error("<begin, end, strides>", "must have the same length")
+    masks = {m: attrs.get(m, int, 0) for m in _MASKS}
+    key: list[Any] = []
+    for j, (b, e, s) in enumerate(zip(begin, end, strides, strict=True)):
+        bit = {m: bool(v >> j & 1) for m, v in masks.items()}
+        if bit["ellipsis_mask"] or bit["new_axis_mask"]:
+            key.append(Ellipsis if bit["ellipsis_mask"] else None)
+        elif bit["shrink_axis_mask"]:
+            key.append(b)
+        else:
+            key.append(slice(None if bit["begin_mask"] else b, None if bit["end_mask"] else e, s))
+    return {"key": tuple(key)}
+
+
+@tf_rule("StridedSlice", "StridedSlice", read=_read_strided_slice, consts=3)
+def _strided_slice(op: Operation) -> TfNode:
+    """``x[key]``: TensorFlow's begin, end and strides inputs, and one bit per entry of the
+    key in each mask (``x[1:, None, 0]``: begin_mask 0b000, new_axis_mask 0b010,
+    shrink_axis_mask 0b100)."""
+    rows, masks = [], dict.fromkeys(_MASKS, 0)
+    for j, k in enumerate(op.attrs["key"]):
+        row, bits = _key_entry(k)
+        rows.append(row)
+        for mask, bit in bits.items():
+            masks[mask] |= int(bit) << j
+    values = np.asarray(rows, np.int64).reshape(-1, 3).T
+    index = INT32 if np.abs(values).max(initial=0) < 2**31 - 1 else dtypes.int64
+    consts = tuple(np.asarray(v, index.np) for v in values)
+    return TfNode("StridedSlice", {"T": dtype_of_input(op), "Index": index, **masks}, consts)
+
+
 # --- what has no TensorFlow counterpart here -----------------------------------------------------
 _STATE = "changes a variable: a frozen inference GraphDef has no state"
 _RANDOM = "draws from eagerflow's generator: TensorFlow's random streams give other numbers"
@@ -483,8 +532,6 @@ NO_TF_COUNTERPART = {
     "If": _FUNCTIONS, "While": _FUNCTIONS, "PartitionedCall": _FUNCTIONS,
     "CustomGradient": "holds a Python function, which no GraphDef can carry",
     "PrintV2": "prints when it runs: an inference GraphDef has no effects",
-    "StridedSlice": "eagerflow keeps a Python indexing key; TensorFlow's begin/end/strides "
-                    "and masks are not written yet",
     "Where": "TensorFlow's Where of one input returns int64 coordinates in another layout",
     "SplitV": "several outputs of TensorFlow's SplitV: not written yet",
     "Size": "not written yet (TensorFlow's Size takes out_type)",
