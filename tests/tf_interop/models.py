@@ -141,7 +141,8 @@ def export_all(folder: Path) -> dict[str, tuple[Function, list[np.ndarray], str]
     for name, build in cases.items():
         model, inputs = build()
         pb = Path(tf_graph_def.write(model, folder / f"{name}.pb"))
-        placeholders = [n["name"] for n in tf_graph_def.read(pb)["node"] if n["op"] == "Placeholder"]
+        nodes = tf_graph_def.read(pb)["node"]
+        placeholders = [n["name"] for n in nodes if n["op"] == "Placeholder"]
         for placeholder, value in zip(placeholders, inputs, strict=True):
             np.save(folder / f"{name}_{placeholder}.npy", value)
         built[name] = (model, inputs, hashlib.sha256(pb.read_bytes()).hexdigest())

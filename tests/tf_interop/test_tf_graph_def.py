@@ -53,7 +53,8 @@ def _run_imported(source, name: str, inputs: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("name", ["mlp", "cnn"])
 @pytest.mark.parametrize("suffix", [".pb", ".pbtxt"])
 def test_a_tensorflow_frozen_model_runs_in_a_session(name: str, suffix: str) -> None:
-    ours = _run_imported(FIXTURES / f"{name}{suffix}", name, np.load(FIXTURES / f"{name}_input.npy"))
+    inputs = np.load(FIXTURES / f"{name}_input.npy")
+    ours = _run_imported(FIXTURES / f"{name}{suffix}", name, inputs)
     theirs = np.load(FIXTURES / f"{name}_output.npy")
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=TOLERANCE)
     assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
@@ -95,9 +96,7 @@ def test_an_attribute_of_the_wrong_type_names_the_node_and_the_attribute() -> No
     assert caught.value.attr == "padding" and repr(conv.name) in str(caught.value)
 
 
-@pytest.mark.parametrize(
-    ("attr", "value"), [("data_format", b"NCHW"), ("padding", b"EXPLICIT")]
-)
+@pytest.mark.parametrize(("attr", "value"), [("data_format", b"NCHW"), ("padding", b"EXPLICIT")])
 def test_what_eagerflow_does_not_have_is_refused_by_name(attr: str, value: bytes) -> None:
     proto = _frozen("cnn")
     _node(proto, "Conv2D").attr[attr].s = value

@@ -1,8 +1,8 @@
 """Run TensorFlow GraphDefs in TensorFlow: ``python tf_run.py DIR`` reads ``DIR/NAME.pb`` and
-``DIR/NAME_P.npy`` for each placeholder ``P`` of each name in ``DIR/names.json``, runs each graph with
-``tf.compat.v1.import_graph_def`` and a ``Session``, and prints a JSON object: the TensorFlow
-version and, per name, every output (``output_0``, ``output_1``...) as a nested list with its
-dtype. Run by a Python that has TensorFlow (``record.py``, ``test_tf_graph_def.py``)."""
+``DIR/NAME_P.npy`` for each placeholder ``P``, for each name in ``DIR/names.json``, runs each
+graph with ``tf.compat.v1.import_graph_def`` and a ``Session``, and prints a JSON object: the
+TensorFlow version and, per name, every output (``output_0``, ``output_1``...) as a nested
+list with its dtype. Run by a Python that has TensorFlow (``record.py``, the tests)."""
 
 from __future__ import annotations
 

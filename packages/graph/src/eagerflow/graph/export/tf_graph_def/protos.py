@@ -131,10 +131,11 @@ def tensor_from_proto(proto: Any) -> np.ndarray:
     """The array a ``TensorProto`` holds: its packed ``tensor_content``, or its typed values
     (one value fills the whole tensor, as TensorFlow's splat constants do)."""
     dtype = np.dtype(dtype_of(proto.dtype).np)
-    shape = shape_of(proto.tensor_shape)
-    if shape is None or any(d is None for d in shape):
+    dims = shape_of(proto.tensor_shape)
+    if dims is None or any(d is None for d in dims):
         raise ValueError("a tensor's shape must be fully known")
-    size = math.prod(shape)  # type: ignore[arg-type]
+    shape = tuple(int(d or 0) for d in dims)
+    size = math.prod(shape)
     if size > MAX_ELEMENTS:
         raise ValueError(f"a tensor of {size} elements is more than the {MAX_ELEMENTS} allowed")
     if proto.tensor_content:

@@ -65,7 +65,8 @@ def to_proto(concrete: ConcreteFunction, input_names: list[str]) -> Any:
         names(name)
     renamed = {t.op: name for t, name in zip(concrete.arguments, input_names, strict=True)}
     # (every argument is a Placeholder, used or not: TensorFlow feeds them by name)
-    targets = [*concrete.outputs, *(t.op for t in concrete.arguments)]
+    targets: list[SymbolicTensor | Operation] = [*concrete.outputs]
+    targets += [t.op for t in concrete.arguments]
     operations = needed_in_order(concrete.graph, targets, control=False)
     for operation, node in translated(operations):
         name = renamed.get(operation) or names(operation.name)
