@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -249,3 +250,17 @@ def test_without_tensorboard_the_error_names_the_extra(monkeypatch) -> None:
         tf_graph_def.read(FIXTURES / "mlp.pb")
     with pytest.raises(ImportError, match=r"eagerflow-graph\[tf-proto\]"):
         tensor_proto(np.zeros(2))
+
+
+# --- the site's page says what the tables hold ---------------------------------------------------
+def test_the_names_page_lists_what_has_no_counterpart_and_the_renamed_ops() -> None:
+    page = (HERE.parents[1] / "site" / "docs" / "tensorflow-names.md").read_text("utf8")
+    section = page.split("### Ops in TensorFlow's GraphDefs")[1].split("\n## ")[0]
+    named = set(re.findall(r"`(\w+)`", section))
+    assert set(tf_graph_def.NO_TF_COUNTERPART) <= named
+    renamed = {ours for ours, rule in tf_graph_def.TF_RULES.items() if rule.ops != (ours,)}
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", section, re.MULTILINE))
+    assert set(rows) == renamed
+    for ours, cell in rows.items():
+        assert set(tf_graph_def.TF_RULES[ours].ops) == set(re.findall(r"`(\w+)`", cell)) - {
+            "adj_x", "adj_y"}, ours  # fmt: skip
