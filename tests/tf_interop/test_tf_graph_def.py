@@ -264,3 +264,22 @@ def test_the_names_page_lists_what_has_no_counterpart_and_the_renamed_ops() -> N
     for ours, cell in rows.items():
         assert set(tf_graph_def.TF_RULES[ours].ops) == set(re.findall(r"`(\w+)`", cell)) - {
             "adj_x", "adj_y"}, ours  # fmt: skip
+
+
+def test_a_graph_built_with_placeholders_is_written_and_read_back(tmp_path) -> None:
+    graph = g.Graph()
+    with graph.as_default():
+        x = g.placeholder(ef.float32, (None, 2), name="points")
+        y = ef.nn.relu(ef.matmul(x, ef.constant([[1.0, -2.0], [3.0, 0.5]]))) + 1.0
+    path = tf_graph_def.write(graph, tmp_path / "g.pbtxt", outputs=[y])
+    assert 'name: "points"' in Path(path).read_text()
+    points = np.array([[1.0, 2.0], [-1.0, 0.5]], np.float32)
+    with g.Session(graph=graph) as session:
+        expected = session.run(y, {x: points})
+    again = g.Graph()
+    with again.as_default():
+        x2, y2 = tf_graph_def.import_graph_def(path, return_elements=["points:0", "output_0:0"])
+        with g.Session() as session:
+            np.testing.assert_array_equal(session.run(y2, {x2: points}), expected)
+    with pytest.raises(ValueError, match="outputs"):
+        tf_graph_def.to_proto(graph)

@@ -23,7 +23,9 @@ per op, as the ONNX exporter has one rule per op. An op with no TensorFlow count
 reason, and writing a graph that uses one is one ``NoTfCounterpartError`` listing every such
 node.
 
-**Writing** freezes the function: each variable it reads becomes a ``Const`` of its value
+**Writing** takes a traced function, or a ``Graph`` and the tensors to write
+(``write(graph, "g.pb", outputs=[y])``: the nodes of ``graph.as_graph_def()`` that ``y``
+needs). It freezes the function: each variable it reads becomes a ``Const`` of its value
 now (as TensorFlow's ``convert_variables_to_constants`` does), its arguments ``Placeholder``
 nodes named after its parameters, its outputs ``Identity`` nodes ``output_0``,
 ``output_1``... So in TensorFlow::
@@ -50,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from eagerflow.graph.core.files import atomic_write
+from eagerflow.graph.core.graph import Graph, SymbolicTensor
 from eagerflow.graph.export import graph_def_import
 from eagerflow.graph.export.graph_def import GraphDef
 from eagerflow.graph.export.onnx import _concrete, _input_names
@@ -68,20 +71,32 @@ from eagerflow.graph.tracing.function import ConcreteFunction, Function
 TEXT_SUFFIX = ".pbtxt"
 
 
-def to_proto(function: Function | ConcreteFunction) -> Any:
-    """TensorFlow's ``GraphDef`` protocol buffer of a traced function (see the module docs):
-    a ``Function`` with an ``input_signature`` or a ``ConcreteFunction``."""
+Source = Function | ConcreteFunction | Graph
+
+
+def to_proto(source: Source, outputs: Sequence[SymbolicTensor] = ()) -> Any:
+    """TensorFlow's ``GraphDef`` protocol buffer (see the module docs) of a traced function
+    (a ``Function`` with an ``input_signature``, or a ``ConcreteFunction``), or of the nodes
+    of a ``Graph`` that ``outputs`` need (its placeholders keep their names)."""
     pb.protos()
-    concrete = _concrete(function)
-    return _to_proto(concrete, _input_names(function, concrete))
+    if isinstance(source, Graph):
+        if not outputs:
+            raise ValueError("writing a Graph needs the outputs to write: to_proto(g, [y])")
+        return _to_proto(source, [], list(outputs), [])
+    concrete = _concrete(source)
+    names = _input_names(source, concrete)
+    return _to_proto(concrete.graph, concrete.arguments, concrete.outputs, names)
 
 
-def write(function: Function | ConcreteFunction, path: str | os.PathLike[str]) -> str:
-    """Write ``function`` as a TensorFlow GraphDef to ``path``: text if it ends in
-    ``.pbtxt``, else binary (``.pb``); returns the path. The file is written whole or not at
-    all. Errors: ``ImportError`` without the ``tf-proto`` extra, ``NoTfCounterpartError``
-    listing every node TensorFlow has no op for."""
-    proto = to_proto(function)
+def write(
+    source: Source, path: str | os.PathLike[str], outputs: Sequence[SymbolicTensor] = ()
+) -> str:
+    """Write a traced function, or the nodes of a Graph that ``outputs`` need, as a
+    TensorFlow GraphDef to ``path`` (see ``to_proto``): text if it ends in ``.pbtxt``, else
+    binary (``.pb``); returns the path. The file is written whole or not at all. Errors:
+    ``ImportError`` without the ``tf-proto`` extra, ``NoTfCounterpartError`` listing every
+    node TensorFlow has no op for."""
+    proto = to_proto(source, outputs)
     target = os.fspath(path)
     if target.endswith(TEXT_SUFFIX):
         from google.protobuf import text_format

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from eagerflow.graph.core.graph import Operation, SymbolicTensor
+from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
 from eagerflow.graph.core.walks import needed_in_order
 from eagerflow.graph.export.tf_graph_def import protos as pb
 from eagerflow.graph.export.tf_graph_def.rules import (
@@ -16,7 +17,6 @@ from eagerflow.graph.export.tf_graph_def.rules import (
     const_node,
     output_node,
 )
-from eagerflow.graph.tracing.function import ConcreteFunction
 
 # the GraphDef version TensorFlow 2.x writes for graphs like these (TensorFlow reads older ones)
 PRODUCER = 1287
@@ -54,20 +54,25 @@ class _Names:
         return candidate
 
 
-def to_proto(concrete: ConcreteFunction, input_names: list[str]) -> Any:
-    """The ``GraphDef`` of ``concrete``: its arguments are ``Placeholder`` nodes named
-    ``input_names``, the variables it reads ``Const`` nodes of their values now, and its
-    outputs ``Identity`` nodes ``output_0``, ``output_1``..."""
+def to_proto(
+    graph: Graph,
+    arguments: Sequence[SymbolicTensor],
+    outputs: Sequence[SymbolicTensor],
+    input_names: Sequence[str],
+) -> Any:
+    """The ``GraphDef`` of what ``outputs`` need in ``graph``: the ``arguments`` (a traced
+    function's placeholders) are ``Placeholder`` nodes named ``input_names``, other
+    placeholders keep their names, the variables read are ``Const`` nodes of their values
+    now, and the outputs are ``Identity`` nodes ``output_0``, ``output_1``..."""
     graph_def = pb.protos().GraphDef()
     graph_def.versions.producer = PRODUCER
     names = _Names()
     for name in input_names:
         names(name)
-    renamed = {t.op: name for t, name in zip(concrete.arguments, input_names, strict=True)}
+    renamed = {t.op: name for t, name in zip(arguments, input_names, strict=True)}
     # (every argument is a Placeholder, used or not: TensorFlow feeds them by name)
-    targets: list[SymbolicTensor | Operation] = [*concrete.outputs]
-    targets += [t.op for t in concrete.arguments]
-    operations = needed_in_order(concrete.graph, targets, control=False)
+    targets: list[SymbolicTensor | Operation] = [*outputs, *(t.op for t in arguments)]
+    operations = needed_in_order(graph, targets, control=False)
     for operation, node in translated(operations):
         name = renamed.get(operation) or names(operation.name)
         renamed[operation] = name
@@ -76,7 +81,7 @@ def to_proto(concrete: ConcreteFunction, input_names: list[str]) -> Any:
             const = const_node(value)
             inputs.append(_add(graph_def, names(f"{name}/const_{i}"), const, []))
         _add(graph_def, name, node, inputs)
-    for i, t in enumerate(concrete.outputs):
+    for i, t in enumerate(outputs):
         _add(graph_def, names(f"output_{i}"), output_node(t), [_ref(t, renamed)])
     return graph_def
 
