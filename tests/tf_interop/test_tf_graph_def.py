@@ -283,3 +283,22 @@ def test_a_graph_built_with_placeholders_is_written_and_read_back(tmp_path) -> N
             np.testing.assert_array_equal(session.run(y2, {x2: points}), expected)
     with pytest.raises(ValueError, match="outputs"):
         tf_graph_def.to_proto(graph)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("first_input", "missing"), [("Softmax", "Relu"), ("nowhere:3", "nowhere")]
+)
+def test_a_cycle_or_a_missing_input_is_an_error_naming_the_node(first_input, missing) -> None:
+    proto = _frozen("mlp")
+    _node(proto, "Relu").input[0] = first_input  # (Softmax needs Relu: a cycle)
+    with g.Graph().as_default(), pytest.raises(ef.InvalidArgumentError, match=repr(missing)):
+        tf_graph_def.import_graph_def(proto)
+
+
+def test_a_dtype_eagerflow_does_not_have_is_named() -> None:
+    proto = _frozen("mlp")
+    _node(proto, "Const").attr["dtype"].type = 7  # DT_STRING
+    with pytest.raises(tf_graph_def.TfGraphDefError, match="DT_STRING") as caught:
+        tf_graph_def.read(proto)
+    assert caught.value.attr == "dtype"

@@ -92,23 +92,23 @@ def _node(node: Any, ours: str, rule: TfRule, consts: dict[str, Any]) -> dict[st
 
 def _in_order(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The nodes with each one's inputs before it (TensorFlow's may come in any order); a
-    cycle or an input naming no node is left for the importer to report."""
+    node is visited once, so a cycle or an input naming no node ends up with an input built
+    after it, which the importer reports."""
     by_name = {n["name"]: n for n in nodes}
-    done: set[str] = set()
+    seen: set[str] = set()
     order: list[dict[str, Any]] = []
     for root in nodes:
         stack = [(root["name"], False)]
         while stack:
-            name, expanded = stack.pop()
-            if name in done or name not in by_name:
-                continue
-            if expanded:
-                done.add(name)
+            name, inputs_done = stack.pop()
+            if inputs_done:
                 order.append(by_name[name])
-                continue
-            stack.append((name, True))
-            for ref in by_name[name]["input"]:
-                stack.append((ref.lstrip("^").partition(":")[0], False))
+            elif name in by_name and name not in seen:
+                seen.add(name)
+                stack.append((name, True))
+                stack += [
+                    (ref.lstrip("^").partition(":")[0], False) for ref in by_name[name]["input"]
+                ]
     return order
 
 
