@@ -16,7 +16,7 @@ MERMAID_VERSION := 11.17.2
 ONNXRUNTIME_WEB_VERSION := 1.30.0
 NPM_DIR := build/npm
 
-.PHONY: setup serve test lint coverage bench clean conformance-record
+.PHONY: setup serve test lint coverage bench clean conformance-record tf-interop-record
 
 # Also redone when the Makefile changes, so a new set-up step (or MERMAID_VERSION) takes effect,
 # and when VERSION changes, since editable installs record their version when installed.
@@ -72,6 +72,14 @@ conformance-record:
 	test -x $(TF_VENV)/bin/python || $(PYTHON) -m venv $(TF_VENV)
 	$(TF_VENV)/bin/python -m pip install --quiet "tensorflow-cpu==2.21.*"
 	$(TF_VENV)/bin/python tests/conformance/record.py
+
+# The same for tests/tf_interop: the TensorFlow-frozen models eagerflow imports
+# (make_fixtures.py), and what TensorFlow computes with the GraphDefs eagerflow writes (record.py)
+tf-interop-record: $(STAMP)
+	test -x $(TF_VENV)/bin/python || $(PYTHON) -m venv $(TF_VENV)
+	$(TF_VENV)/bin/python -m pip install --quiet "tensorflow-cpu==2.21.*"
+	$(TF_VENV)/bin/python tests/tf_interop/make_fixtures.py
+	EAGERFLOW_TF_PYTHON=$(TF_VENV)/bin/python $(BIN)/python tests/tf_interop/record.py
 
 clean:
 	rm -rf $(VENV) build

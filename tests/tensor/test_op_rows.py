@@ -25,7 +25,7 @@ import dataclasses, json
 import eagerflow.graph, eagerflow.nn
 from eagerflow.autodiff.forward import JVPS
 from eagerflow.autodiff.registry import GRADIENTS
-from eagerflow.graph import onnx
+from eagerflow.graph import onnx, tf_graph_def
 from eagerflow.graph.autograph.operators import COUNTED
 from eagerflow.graph.compiler.kernels import ELEMENTWISE, INTO_BUFFER, REDUCTIONS
 from eagerflow.tensor.registry import OPS, Facts
@@ -37,6 +37,8 @@ print(json.dumps({
     "jvps": sorted(JVPS),
     "onnx": sorted(onnx.RULES),
     "not_exportable": onnx.NOT_EXPORTABLE,
+    "tf_rules": sorted(tf_graph_def.TF_RULES),
+    "no_tf_counterpart": tf_graph_def.NO_TF_COUNTERPART,
     "elementwise": sorted(ELEMENTWISE),
     "reductions": sorted(REDUCTIONS),
     "into_buffer": sorted(INTO_BUFFER),
@@ -167,6 +169,19 @@ def test_every_op_is_exported_to_onnx_or_says_why_not() -> None:
     assert not rules & set(refused), f"both a rule and a refusal: {sorted(rules & set(refused))}"
     missing = ops - rules - set(refused)
     assert not missing, f"ops with neither an ONNX rule nor a reason in NOT_EXPORTABLE: {missing}"
+    assert all(len(why) > 10 for why in refused.values())
+
+
+def test_every_op_has_a_tensorflow_rule_or_says_why_not() -> None:
+    """The TensorFlow GraphDef lowering (``eagerflow.graph.tf_graph_def``): every op has a
+    rule in ``TF_RULES`` or is named in ``NO_TF_COUNTERPART`` with its reason, never both."""
+    ops, rules = set(_tables()["ops"]), set(_tables()["tf_rules"])
+    refused: dict[str, str] = _tables()["no_tf_counterpart"]
+    assert rules <= ops, f"TensorFlow rules of no registered op: {sorted(rules - ops)}"
+    assert set(refused) <= ops, f"reasons for no registered op: {sorted(set(refused) - ops)}"
+    assert not rules & set(refused), f"both a rule and a reason: {sorted(rules & set(refused))}"
+    missing = ops - rules - set(refused)
+    assert not missing, f"ops with neither a TensorFlow rule nor a reason: {sorted(missing)}"
     assert all(len(why) > 10 for why in refused.values())
 
 
