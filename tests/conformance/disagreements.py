@@ -38,9 +38,6 @@ _ROOT_CAUSES: dict[str, list[str]] = {
     ("a persistent tape does not record its own gradient() call"): [
         "gradient/persistent_second_derivative",
     ],
-    ("where's gradient multiplies the masked branch's nan by 0 (TensorFlow: 0)"): [
-        "gradient/sqrt_masked_by_where",
-    ],
     ("t == x with a Python value of another kind is a Python bool (TensorFlow raises)"): [
         "operator/eq_bool_int",
         "operator/eq_int_float",
