@@ -18,11 +18,6 @@ _ROOT_CAUSES: dict[str, list[str]] = {
         "binary/floordiv/float32/edges",
         "binary/floordiv/float64/edges",
     ],
-    ("a list of tensors goes through NumPy: float64 and int64 narrowed, mixed dtypes promoted"): [
-        "convert_to_tensor/list_of_float64_tensors",
-        "convert_to_tensor/list_of_int64_tensors",
-        "convert_to_tensor/mixed_tensors",
-    ],
     ("a function that creates a Variable on every call reuses it silently (TensorFlow raises)"): [
         "function/creates_variable_each_call",
     ],
@@ -72,9 +67,6 @@ _ROOT_CAUSES: dict[str, list[str]] = {
     ],
     ("split with -1 in the sizes is refused"): [
         "split/[1, -1]",
-    ],
-    ("stack of Python numbers of two kinds refused instead of converted together"): [
-        "stack/python_numbers",
     ],
     ("leaky_relu on ints is refused (TensorFlow casts to float32)"): [
         "unary/leaky_relu/int32/regular",

@@ -39,6 +39,12 @@ def test_where_with_one_argument_in_a_graph() -> None:
     assert result.dtype == np.int64
 
 
+def test_a_list_of_symbolic_tensors_converts_to_a_pack_node() -> None:
+    f = function(lambda a, b: ef.convert_to_tensor([a, b]) * 2.0)
+    result = f(ef.constant(1.0, ef.float64), ef.constant(3.0, ef.float64))
+    assert result.dtype is ef.float64 and result.numpy().tolist() == [2.0, 6.0]
+
+
 def test_where_is_declared_not_differentiable() -> None:
     assert "Where" in GRADIENTS and GRADIENTS["Where"] is None
     x = ef.constant([1.0, -2.0, 3.0])

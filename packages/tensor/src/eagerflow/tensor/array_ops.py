@@ -42,7 +42,7 @@ from eagerflow.tensor.schema import (
     Omissible,
     Scalar,
 )
-from eagerflow.tensor.tensor import Tensor, convert_to_tensor, to_array
+from eagerflow.tensor.tensor import Tensor, convert_to_tensor, holds_tensors, to_array
 
 ShapeLike = Sequence[int] | int
 
@@ -99,6 +99,8 @@ def constant(
     """
     if isinstance(value, Tensor):
         value = value.numpy()
+    elif holds_tensors(value):  # packed as convert_to_tensor packs it: the tensors' dtype
+        value = convert_to_tensor(value, dtype).numpy()
     array = to_array(value, None if dtype is None else dtypes.as_dtype(dtype))
     if shape is not None:
         target = static_shape(shape, "constant")

@@ -36,7 +36,13 @@ from eagerflow.tensor.rules import (
     same_dtype,
 )
 from eagerflow.tensor.schema import DTypeAttr, IndexKey, Int, Ints, Scalar
-from eagerflow.tensor.tensor import Tensor, convert_operands, convert_to_tensor
+from eagerflow.tensor.tensor import (
+    Tensor,
+    convert_operands,
+    convert_to_tensor,
+    holds_tensors,
+    is_tensor_like,
+)
 
 
 # --- joining and splitting ---------------------------------------------------------------------
@@ -96,7 +102,41 @@ def stack(values: Sequence[Any], axis: int = 0, name: str | None = None) -> Tens
     """Stack tensors of one shape along a new ``axis``."""
     if not values:
         raise ValueError("stack: needs at least one tensor")
+    if not any(is_tensor_like(v) for v in values):  # [1, 2.5]: one dtype for all
+        common = natural_dtype(list(values))
+        values = [convert_to_tensor(v, common) for v in values]
     return execute("Pack", tuple(convert_operands(*values)), {"axis": int(axis)}, name)[0]
+
+
+def _first_dtype(value: Any) -> DType | None:
+    """The dtype of the first tensor-like value in a nested list, depth first."""
+    if is_tensor_like(value):
+        return cast(DType, value.dtype)
+    if isinstance(value, list | tuple):
+        for v in value:
+            if (found := _first_dtype(v)) is not None:
+                return found
+    return None
+
+
+def autopack(value: Sequence[Any], dtype: DType | None) -> Tensor:
+    """A nested list holding tensors as one tensor, as TensorFlow's auto-packing makes it:
+    every element converted to ``dtype`` (by default the first tensor's), then ``stack``ed,
+    so float64 tensors stay float64 and symbolic ones become a ``Pack`` node."""
+    target = dtype if dtype is not None else _first_dtype(value)
+    for v in value:
+        if is_tensor_like(v) and v.dtype is not target:
+            raise DTypeError(
+                f"convert_to_tensor: cannot pack a tensor of dtype {v.dtype.name} into a list "
+                f"of {target.name if target else 'no'} tensors; cast() them to one dtype first"
+            )
+    parts = [
+        autopack(v, target) if holds_tensors(v) else convert_to_tensor(v, target) for v in value
+    ]
+    return stack(parts)
+
+
+Tensor._autopack = staticmethod(autopack)  # type: ignore[assignment]
 
 
 def split_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
