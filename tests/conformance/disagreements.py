@@ -18,9 +18,6 @@ _ROOT_CAUSES: dict[str, list[str]] = {
         "binary/floordiv/float32/edges",
         "binary/floordiv/float64/edges",
     ],
-    ("a function that creates a Variable on every call reuses it silently (TensorFlow raises)"): [
-        "function/creates_variable_each_call",
-    ],
     ("AutoGraph does not convert `for i in range(n)` with a tensor n"): [
         "function/python_loop_over_range_of_tensor",
     ],
@@ -29,9 +26,6 @@ _ROOT_CAUSES: dict[str, list[str]] = {
     ],
     ("indexing with a bool mask tensor is refused"): [
         "getitem/bool_mask",
-    ],
-    ("a persistent tape does not record its own gradient() call"): [
-        "gradient/persistent_second_derivative",
     ],
     ("t == x with a Python value of another kind is a Python bool (TensorFlow raises)"): [
         "operator/eq_bool_int",

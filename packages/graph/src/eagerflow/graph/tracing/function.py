@@ -463,10 +463,12 @@ class Function:
                        for r in returned]  # fmt: skip
         if graph.created and self.trace_count:
             raise ValueError(
-                f"{self._name()} created variables on a retrace: a function may create "
-                "variables only the first time it is traced"
+                f"{self._name()} created variables on a retrace: a function may create them "
+                "only the first time it is traced (create them outside, or once: `if v is None`)"
             )
         self.trace_count += 1
+        if graph.created:  # as TensorFlow: trace again, which must create none (else each
+            return self._trace(structure, leaves)  # call would silently reuse the first's)
         effects = add_automatic_control_dependencies(graph)
         return ConcreteFunction(graph, inputs, outputs, list(graph.variables), effects, result,
                                 self.jit_compile)  # fmt: skip
