@@ -14,10 +14,6 @@ KEPT: dict[str, str] = {
 }
 
 _ROOT_CAUSES: dict[str, list[str]] = {
-    ("float floordiv at ±inf: NumPy's floor_divide gives nan where TensorFlow gives inf and -0"): [
-        "binary/floordiv/float32/edges",
-        "binary/floordiv/float64/edges",
-    ],
     ("AutoGraph does not convert `for i in range(n)` with a tensor n"): [
         "function/python_loop_over_range_of_tensor",
     ],

@@ -135,6 +135,8 @@ def _check_int_divisor(x: np.ndarray, y: np.ndarray) -> None:
 @np.errstate(divide="ignore", invalid="ignore")
 def floordiv_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     _check_int_divisor(x, y)
+    if x.dtype.kind == "f":  # TensorFlow's floor(x / y): inf // 2 is inf, not floor_divide's nan
+        return np.floor(np.divide(x, y))
     return np.floor_divide(x, y)
 
 
@@ -147,7 +149,10 @@ def floordiv_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     default_name="floordiv",
 )
 def floordiv(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """floor(x / y), elementwise (Python's ``//``); integer division by zero is an error."""
+    """floor(x / y), elementwise (Python's ``//``); integer division by zero is an error.
+
+    For floats this is TensorFlow's floor of the rounded quotient, so ``inf // 2`` is inf and
+    ``1.0 // 0.1`` is 10.0, where Python's and NumPy's ``//`` give nan and 9.0."""
     return _binary("FloorDiv", x, y, name)
 
 

@@ -68,26 +68,21 @@ def _floor_div(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
 
 def _floor_div_mod(b: OnnxBuilder, node: Operation, x: list[str], remainder: bool) -> list[str]:
     """Python's ``%`` (``remainder``) or ``//``. Integers: ``Mod(fmod=0)`` takes the
-    divisor's sign, as Python does, and (x - x % y) / y divides exactly. Floats: NumPy's
-    own recipe, from C's ``fmod`` (exact): the remainder moves by y when its sign differs
-    from y's, and the quotient (x - fmod) / y then rounds to the nearest integer below."""
+    divisor's sign, as Python does, and (x - x % y) / y divides exactly. Float ``//`` is
+    TensorFlow's floor(x / y); float ``%`` is NumPy's recipe, from C's ``fmod`` (exact): the
+    remainder moves by y when its sign differs from y's."""
     dtype = node.inputs[0].dtype
     a, y = x
     if not dtype.is_floating:
         mod = b.one("Mod", x, fmod=0)
         return [mod] if remainder else b.node("Div", [b.one("Sub", [a, mod]), y])
+    if not remainder:
+        return b.node("Floor", [b.one("Div", x)])
     zero = zero_like(b, dtype)
     fmod = b.one("Mod", x, fmod=1)
     signs_differ = b.one("Xor", [b.one("Less", [y, zero]), b.one("Less", [fmod, zero])])
     adjust = b.one("And", [b.one("Not", [b.one("Equal", [fmod, zero])]), signs_differ])
-    if remainder:
-        return b.node("Where", [adjust, b.one("Add", [fmod, y]), fmod])
-    one, half = zero_like(b, dtype, 1), zero_like(b, dtype, 0.5)
-    div = b.one("Div", [b.one("Sub", [a, fmod]), y])
-    div = b.one("Where", [adjust, b.one("Sub", [div, one]), div])
-    floor = b.one("Floor", [div])
-    up = b.one("Greater", [b.one("Sub", [div, floor]), half])
-    return b.node("Where", [up, b.one("Add", [floor, one]), floor])
+    return b.node("Where", [adjust, b.one("Add", [fmod, y]), fmod])
 
 
 @rule("Cast")
