@@ -40,14 +40,6 @@ _ROOT_CAUSES: dict[str, list[str]] = {
         "range/tensor_bounds/float64",
         "range/tensor_bounds/int64",
     ],
-    ("argmax and argmin on bool refused"): [
-        "reduce/argmax/bool",
-        "reduce/argmin/bool",
-    ],
-    ("argmax and argmin with NaN: NumPy picks the NaN, TensorFlow skips it"): [
-        "reduce/argmax/float32/nan",
-        "reduce/argmin/float32/nan",
-    ],
     ("reshape accepts -2 eagerly (TensorFlow and eagerflow's graph mode refuse it)"): [
         "reshape/(-2, 3)",
     ],

@@ -17,6 +17,7 @@ from eagerflow.graph.export.onnx.builder import (
     rule,
     zero_like,
 )
+from eagerflow.tensor.dtypes import int32
 
 
 @rule("NotEqual")
@@ -217,7 +218,9 @@ def _reduce_node(
 @rule("ArgMax", "ArgMin")
 def _arg(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``ArgMax``/``ArgMin`` (the first index on ties), int64, then cast to
-    ``output_type``."""
+    ``output_type``. ONNX has no bool ArgMax: bools are cast to int32 first."""
+    if node.inputs[0].dtype.is_bool:
+        x = [b.one("Cast", x, to=b.elem_type(int32))]
     found = b.one(node.type, x, axis=int(node.attrs["axis"]), keepdims=0, select_last_index=0)
     return b.node("Cast", [found], to=b.elem_type(node.attrs["output_type"]))
 
