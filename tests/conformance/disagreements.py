@@ -30,16 +30,6 @@ _ROOT_CAUSES: dict[str, list[str]] = {
     ("* on bool tensors is refused"): [
         "operator/mul_bool",
     ],
-    ("range with a negative limit and the default delta is empty (TensorFlow raises)"): [
-        "range/(-3,)",
-    ],
-    ("range truncates float bounds to an int dtype (TensorFlow raises)"): [
-        "range/float_to_int_dtype",
-    ],
-    ("range with int64 or float64 tensor bounds is int32 or float32 eagerly"): [
-        "range/tensor_bounds/float64",
-        "range/tensor_bounds/int64",
-    ],
     ("reshape accepts -2 eagerly (TensorFlow and eagerflow's graph mode refuse it)"): [
         "reshape/(-2, 3)",
     ],
