@@ -31,13 +31,6 @@ _ROOT_CAUSES: dict[str, list[str]] = {
     ("* on bool tensors is refused"): [
         "operator/mul_bool",
     ],
-    ("reshape accepts -2 eagerly (TensorFlow and eagerflow's graph mode refuse it)"): [
-        "reshape/(-2, 3)",
-    ],
-    ("reshaping an empty tensor with -1 and 0 in the shape is refused"): [
-        "reshape/empty_to_-1,0",
-        "reshape/empty_to_0,-1",
-    ],
     ("split with -1 in the sizes is refused"): [
         "split/[1, -1]",
     ],

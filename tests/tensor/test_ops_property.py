@@ -530,7 +530,9 @@ def test_unary_op_matches_numpy(name: str, dtype: ef.DType, data: st.DataObject)
 def test_unary_op_rejects_unsupported_dtypes(name: str) -> None:
     spec = UNARY[name]
     for dtype in ALL:
-        if dtype not in spec.dtypes:
+        if spec.fn is ef.nn.leaky_relu and dtype in INTS:
+            assert spec.fn(ef.zeros((2, 1), dtype)).dtype is F32  # cast first, as TensorFlow
+        elif dtype not in spec.dtypes:
             with pytest.raises(ef.DTypeError, match=spec.op):
                 spec.fn(ef.zeros((2, 1), dtype))
 

@@ -48,11 +48,11 @@ def test_elu_and_leaky_relu_values() -> None:
     assert ef.nn.elu(ef.constant([-1e4, 1e4])).numpy().tolist() == [-1.0, 1e4]  # no overflow
 
 
-def test_elu_and_leaky_relu_take_floats_only() -> None:
+def test_elu_takes_floats_only_and_leaky_relu_casts_ints_to_float32() -> None:
     with pytest.raises(ef.DTypeError, match=r"Elu\(int32\[2\]\)"):
         ef.nn.elu([1, 2])
-    with pytest.raises(ef.DTypeError, match=r"LeakyRelu\(int32\[2\]\)"):
-        ef.nn.leaky_relu([1, 2])
+    result = ef.nn.leaky_relu([-5, 2])  # as TensorFlow's leaky_relu: a cast first
+    assert result.dtype is ef.float32 and result.numpy().tolist() == [-1.0, 2.0]
 
 
 def test_leaky_relus_alpha_must_be_a_number() -> None:

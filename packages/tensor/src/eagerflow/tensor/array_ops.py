@@ -408,12 +408,15 @@ def reshape_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     if any(d is None for d in old):
         return [tuple(None if d == -1 else d for d in new)]
     size = math.prod(old)  # type: ignore[arg-type]
-    if -1 in new:
-        if known_new == 0 or size % known_new:
+    if -1 in new:  # TensorFlow leaves 0s out on both sides: (0, 4) to [0, -1] is (0, 4)
+        zero = 0 in new
+        elements = math.prod(d for d in old if d or not zero)  # type: ignore[misc]
+        known = math.prod(d for d in new if d > 0)
+        if elements % known or (zero and size):
             raise ShapeError(
                 f"cannot reshape {format_shape(old)} ({size} elements) to {format_shape(new)}"
             )
-        return [tuple(size // known_new if d == -1 else d for d in new)]
+        return [tuple(elements // known if d == -1 else d for d in new)]
     if size != known_new:
         raise ShapeError(
             f"cannot reshape {format_shape(old)} ({size} elements) to {format_shape(new)} "
@@ -423,6 +426,8 @@ def reshape_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 
 
 def reshape_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    if any(d < 0 for d in shape):  # the rule's -1 (and its refusals), not NumPy's
+        shape = reshape_shape([x.shape], {"shape": shape})[0]  # type: ignore[assignment]
     return np.reshape(x, shape)
 
 
