@@ -31,9 +31,6 @@ _ROOT_CAUSES: dict[str, list[str]] = {
     ("* on bool tensors is refused"): [
         "operator/mul_bool",
     ],
-    ("split with -1 in the sizes is refused"): [
-        "split/[1, -1]",
-    ],
     ("negative segment ids raise (TensorFlow drops them)"): [
         "unsorted_segment_sum/negative_ids",
     ],

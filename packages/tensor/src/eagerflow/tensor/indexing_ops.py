@@ -139,16 +139,28 @@ def autopack(value: Sequence[Any], dtype: DType | None) -> Tensor:
 Tensor._autopack = staticmethod(autopack)  # type: ignore[assignment]
 
 
+def _resolved(sizes: Sequence[int], dim: int | None) -> tuple[int | None, ...]:
+    """``sizes`` with its -1 as what the others leave of ``dim`` (None while unknown)."""
+    rest = None if dim is None else dim - sum(s for s in sizes if s != -1)
+    return tuple(rest if s == -1 else s for s in sizes)
+
+
 def split_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """One output per size in ``sizes``, which must add up to the dimension along ``axis``."""
+    """One output per size in ``sizes``, which must add up to the dimension along ``axis``;
+    one size may be -1, for the rest, as in TensorFlow."""
     shape, sizes = shapes[0], attrs["sizes"]
     axis = normalize_axis(attrs["axis"], len(shape))
-    if any(s < 0 for s in sizes) or (shape[axis] is not None and sum(sizes) != shape[axis]):
+    resolved = _resolved(sizes, shape[axis])
+    if (
+        list(sizes).count(-1) > 1
+        or any(s is not None and s < 0 for s in resolved)
+        or (shape[axis] is not None and sum(resolved) != shape[axis])  # type: ignore[arg-type]
+    ):
         raise ShapeError(
-            f"split sizes {sizes} must be >= 0 and add up to {shape[axis]}, "
+            f"split sizes {sizes} must be >= 0 (one may be -1) and add up to {shape[axis]}, "
             f"the size of axis {axis} of shape {format_shape(shape)}"
         )
-    return [(*shape[:axis], s, *shape[axis + 1 :]) for s in sizes]
+    return [(*shape[:axis], s, *shape[axis + 1 :]) for s in resolved]
 
 
 def split_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
@@ -156,8 +168,9 @@ def split_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
 
 
 def split_kernel(x: np.ndarray, sizes: tuple[int, ...], axis: int) -> tuple[np.ndarray, ...]:
-    split_shape([x.shape], {"sizes": sizes, "axis": axis})  # NumPy would add a last piece
-    return tuple(np.split(x, np.cumsum(sizes[:-1]), axis=axis))
+    pieces = split_shape([x.shape], {"sizes": sizes, "axis": axis})  # NumPy adds a last one
+    known = [piece[axis] for piece in pieces]
+    return tuple(np.split(x, np.cumsum(known[:-1]), axis=axis))
 
 
 @op("SplitV", split_kernel, shape=split_shape, dtype=split_dtype,
@@ -165,7 +178,8 @@ def split_kernel(x: np.ndarray, sizes: tuple[int, ...], axis: int) -> tuple[np.n
 def split(
     value: Any, num_or_size_splits: int | Sequence[int], axis: int = 0, name: str | None = None
 ) -> list[Tensor]:
-    """Cut ``value`` along ``axis`` into N equal pieces (an int) or pieces of given sizes."""
+    """Cut ``value`` along ``axis`` into N equal pieces (an int) or pieces of given sizes
+    (one of them may be -1: what the others leave)."""
     value = convert_to_tensor(value)
     if isinstance(num_or_size_splits, int):
         n = num_or_size_splits

@@ -78,9 +78,12 @@ def _pack(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
 
 @rule("SplitV")
 def _split(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
-    """``Split`` into pieces of the given sizes (an input)."""
-    sizes = node.attrs["sizes"]
-    return b.node("Split", [x[0], b.ints(sizes, "split")], len(sizes), axis=node.attrs["axis"])
+    """``Split`` into pieces of the given sizes (an input); a -1 is the size its output has."""
+    axis = node.attrs["axis"]
+    sizes = [o.shape[axis] for o in node.outputs]
+    if None in sizes:
+        raise Refused("a split size of -1 along an axis whose size is not known")
+    return b.node("Split", [x[0], b.ints(sizes, "split")], len(sizes), axis=axis)
 
 
 @rule("GatherV2")
