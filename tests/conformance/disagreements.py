@@ -34,8 +34,5 @@ _ROOT_CAUSES: dict[str, list[str]] = {
     ("negative segment ids raise (TensorFlow drops them)"): [
         "unsorted_segment_sum/negative_ids",
     ],
-    ("where with a numeric condition is refused"): [
-        "where/numeric_condition",
-    ],
 }
 TO_FIX = {case: cause for cause, names in _ROOT_CAUSES.items() for case in names}

@@ -361,7 +361,8 @@ def where_kernel(condition: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndar
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
     """Elementwise choice: ``x`` where ``condition`` is True, else ``y`` (broadcasting).
 
-    With ``condition`` alone: the coordinates of its True elements (``Where``, below).
+    With ``condition`` alone: the coordinates of its True elements (``Where``, below); a
+    numeric condition is True where it is not 0, as in TensorFlow.
     """
     condition = convert_to_tensor(condition)
     if x is None and y is None:
@@ -382,14 +383,13 @@ def where_coordinates_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape
 
 
 def where_coordinates_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    if dts[0] is not dtypes.bool_:
-        raise DTypeError(f"condition must be bool, got {dts[0]}")
+    # any dtype: a number counts as True where it is not 0, as in TensorFlow
     return [dtypes.int64]
 
 
 @op("Where", shape=where_coordinates_shape, dtype=where_coordinates_dtype)
 def where_coordinates_kernel(condition: np.ndarray) -> np.ndarray:
-    """The coordinates of the True elements of ``condition``, one row each, in row-major
+    """The coordinates of the True (nonzero) elements of ``condition``, one row each, in row-major
     order: an int64 matrix of shape (number of True elements, rank)."""
     return np.argwhere(condition).astype(np.int64, copy=False)
 

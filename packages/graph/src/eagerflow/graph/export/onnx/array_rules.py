@@ -136,7 +136,7 @@ def _size(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
 
 @rule("Where")
 def _where_coordinates(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
-    """The coordinates of the True elements: ``NonZero`` gives them one row per axis,
+    """The coordinates of the True (nonzero) elements: ``NonZero`` gives them one row per axis,
     ``Transpose`` one row per element."""
     return b.node("Transpose", [b.one("NonZero", x)], perm=[1, 0])
 
@@ -144,7 +144,8 @@ def _where_coordinates(b: OnnxBuilder, node: Operation, x: list[str]) -> list[st
 @rule("Range")
 def _range(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """A range of numbers is computed now (see ``_computed``); of tensors: ``Range``, which
-    counts max(0, ceil((limit - start) / delta)) steps, as eagerflow does."""
+    counts max(0, ceil((limit - start) / delta)) steps (where eagerflow, as TensorFlow,
+    refuses a range that never reaches its limit, ONNX's is empty)."""
     if not x:
         return _computed(b, node, x)
     return b.node("Range", x)
