@@ -31,8 +31,5 @@ _ROOT_CAUSES: dict[str, list[str]] = {
     ("* on bool tensors is refused"): [
         "operator/mul_bool",
     ],
-    ("negative segment ids raise (TensorFlow drops them)"): [
-        "unsorted_segment_sum/negative_ids",
-    ],
 }
 TO_FIX = {case: cause for cause, names in _ROOT_CAUSES.items() for case in names}

@@ -248,10 +248,14 @@ def segment_sum_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
 
 def segment_sum_kernel(data: np.ndarray, segment_ids: np.ndarray, num_segments: int) -> np.ndarray:
     segment_sum_shape([data.shape, segment_ids.shape], {"num_segments": num_segments})
-    if segment_ids.size and (segment_ids.min() < 0 or segment_ids.max() >= num_segments):
-        raise OutOfRangeError(f"segment ids must be in [0, {num_segments})")
+    if segment_ids.size and segment_ids.max() >= num_segments:
+        raise OutOfRangeError(f"segment ids must be below num_segments={num_segments}")
     out = np.zeros((num_segments, *data.shape[segment_ids.ndim :]), dtype=data.dtype)
-    np.add.at(out, segment_ids, data)
+    kept = segment_ids >= 0  # a negative id drops its slice, as in TensorFlow
+    if kept.all():
+        np.add.at(out, segment_ids, data)
+    else:
+        np.add.at(out, segment_ids[kept], data[kept])
     return out
 
 
@@ -261,7 +265,8 @@ def unsorted_segment_sum(
     data: Any, segment_ids: Any, num_segments: int, name: str | None = None
 ) -> Tensor:
     """Add up the slices of ``data`` that share a segment id: out[s] = Σ data[i] over every i
-    with segment_ids[i] == s, for ids in [0, num_segments) (the adjoint of ``gather``)."""
+    with segment_ids[i] == s, for ids below num_segments (the adjoint of ``gather``); a slice
+    whose id is negative is dropped, as in TensorFlow."""
     inputs = (convert_to_tensor(data), convert_to_tensor(segment_ids))
     return execute("UnsortedSegmentSum", inputs, {"num_segments": int(num_segments)}, name)[0]
 
