@@ -24,12 +24,5 @@ _ROOT_CAUSES: dict[str, list[str]] = {
     ("indexing with a bool mask tensor is refused"): [
         "getitem/bool_mask",
     ],
-    ("t == x with a Python value of another kind is a Python bool (TensorFlow raises)"): [
-        "operator/eq_bool_int",
-        "operator/eq_int_float",
-    ],
-    ("* on bool tensors is refused"): [
-        "operator/mul_bool",
-    ],
 }
 TO_FIX = {case: cause for cause, names in _ROOT_CAUSES.items() for case in names}
