@@ -18,9 +18,6 @@ _ROOT_CAUSES: dict[str, list[str]] = {
     ("AutoGraph does not convert `for i in range(n)` with a tensor n"): [
         "function/python_loop_over_range_of_tensor",
     ],
-    ("a function returning (x, None) raises"): [
-        "function/returns_tuple_with_none",
-    ],
     ("indexing with a bool mask tensor is refused"): [
         "getitem/bool_mask",
     ],
