@@ -171,3 +171,11 @@ def test_a_shape_of_unknown_rank() -> None:
         shape.as_list()
     partial = ef.TensorShape([None, 3])
     assert partial.rank == 2 and not partial.is_fully_defined() and partial == (None, 3)
+
+
+def test_a_bool_mask_index_keeps_the_true_slices() -> None:
+    # t[mask] is TensorFlow's boolean_mask: a mask of the first axes, flattened with them
+    x = ef.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    assert x[ef.constant([True, False, True])].numpy().tolist() == [[1.0, 2.0], [5.0, 6.0]]
+    assert x[x > 2.5].numpy().tolist() == [3.0, 4.0, 5.0, 6.0]
+    assert x[[False, False, False]].shape == (0, 2)

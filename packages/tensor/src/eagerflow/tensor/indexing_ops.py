@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from eagerflow.tensor import dtypes
-from eagerflow.tensor.array_ops import natural_dtype
+from eagerflow.tensor.array_ops import natural_dtype, reshape
 from eagerflow.tensor.dtypes import ANY, INTEGERS, DType
 from eagerflow.tensor.errors import (
     DTypeError,
@@ -521,15 +521,24 @@ def strided_slice_grad(
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]``: a basic index (ints, slices, ``None`` and ``...``) is one ``StridedSlice``
     op, usually a view; an integer list, array or tensor picks along the first axis with
-    ``gather``."""
+    ``gather``; a bool one keeps the slices where it is True (TensorFlow's boolean_mask)."""
     if isinstance(key, list | np.ndarray) or (isinstance(key, Tensor) and key.ndim):
-        return gather(x, key)
+        key = convert_to_tensor(key)
+        return _masked(x, key) if key.dtype is dtypes.bool_ else gather(x, key)
     items = key if isinstance(key, tuple) else (key,)
     try:
         attrs = {"key": tuple(_index(k) for k in items)}
     except InvalidArgumentError as e:
         raise e.at_op("StridedSlice", (x,)) from None
     return execute("StridedSlice", (x,), attrs)[0]
+
+
+def _masked(x: Tensor, mask: Tensor) -> Tensor:
+    """The slices of ``x`` where ``mask`` (the shape of x's first axes) is True, in order."""
+    if mask.ndim > 1:  # its axes flattened into one, and x's with them
+        x = reshape(x, (-1, *x.shape[mask.ndim :]))
+        mask = reshape(mask, (-1,))
+    return gather(x, reshape(where(mask), (-1,)))
 
 
 def _index(k: Any) -> Index:
