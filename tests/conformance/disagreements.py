@@ -15,8 +15,5 @@ KEPT: dict[str, str] = {
 }
 
 _ROOT_CAUSES: dict[str, list[str]] = {
-    ("AutoGraph does not convert `for i in range(n)` with a tensor n"): [
-        "function/python_loop_over_range_of_tensor",
-    ],
 }
 TO_FIX = {case: cause for cause, names in _ROOT_CAUSES.items() for case in names}
