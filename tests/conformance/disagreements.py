@@ -14,6 +14,5 @@ KEPT: dict[str, str] = {
     "unary/softmax/float32/edges": "a NaN in softmax's input makes every output NaN",
 }
 
-_ROOT_CAUSES: dict[str, list[str]] = {
-}
+_ROOT_CAUSES: dict[str, list[str]] = {}
 TO_FIX = {case: cause for cause, names in _ROOT_CAUSES.items() for case in names}

@@ -136,7 +136,7 @@ def autopack(value: Sequence[Any], dtype: DType | None) -> Tensor:
     return stack(parts)
 
 
-Tensor._autopack = staticmethod(autopack)  # type: ignore[assignment]
+Tensor._autopack = staticmethod(autopack)
 
 
 def _resolved(sizes: Sequence[int], dim: int | None) -> tuple[int | None, ...]:
@@ -169,7 +169,7 @@ def split_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
 
 def split_kernel(x: np.ndarray, sizes: tuple[int, ...], axis: int) -> tuple[np.ndarray, ...]:
     pieces = split_shape([x.shape], {"sizes": sizes, "axis": axis})  # NumPy adds a last one
-    known = [piece[axis] for piece in pieces]
+    known = [cast(int, piece[axis]) for piece in pieces]  # (all known, for an array)
     return tuple(np.split(x, np.cumsum(known[:-1]), axis=axis))
 
 
@@ -536,7 +536,7 @@ def getitem(x: Tensor, key: Any) -> Tensor:
 def _masked(x: Tensor, mask: Tensor) -> Tensor:
     """The slices of ``x`` where ``mask`` (the shape of x's first axes) is True, in order."""
     if mask.ndim > 1:  # its axes flattened into one, and x's with them
-        x = reshape(x, (-1, *x.shape[mask.ndim :]))
+        x = reshape(x, (-1, *cast(tuple[int, ...], x.shape[mask.ndim :])))
         mask = reshape(mask, (-1,))
     return gather(x, reshape(where(mask), (-1,)))
 
