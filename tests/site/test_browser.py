@@ -177,9 +177,10 @@ def new_page(browser: Any, visit: Visit) -> tuple[Any, Any]:
     return context, page
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def visit(browser: Any, site_url: str, built_site: BuiltSite) -> Callable[[str], Visit]:
-    """``visit(path)``: load the page once per session (and screenshot it if a chapter)."""
+    """``visit(path)``: load the page once (and screenshot it if a chapter). With pytest-xdist,
+    make test's ``--dist loadfile`` runs this file's tests on one worker, so once per run."""
     visits: dict[str, Visit] = {}
 
     def load(path: str) -> Visit:
