@@ -7,7 +7,6 @@ looking at); screenshots, which a person may want to open, go to build/screensho
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import functools
 import http.server
@@ -41,16 +40,17 @@ def _shared_folder(config: pytest.Config) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-@contextlib.contextmanager
-def _locked(shared: Path, wait: bool = True) -> Iterator[IO[str] | None]:
-    """The build's lock file, held (None if ``wait`` is False and someone else holds it)."""
-    with open(shared / "site.lock", "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield None
-            return
-        yield lock  # (closing the file releases the lock)
+def _lock(shared: Path, wait: bool = True) -> IO[str] | None:
+    """The build's lock file, held until it is closed (None if ``wait`` is False and another
+    process holds it). A lock file is an open file, not a context manager: the one taken for
+    a background build is handed to its thread, which closes it when the build is done."""
+    lock = open(shared / "site.lock", "a")  # noqa: SIM115 (handed on, or closed below)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        lock.close()
+        return None
+    return lock
 
 
 def _build(shared: Path) -> None:
@@ -86,12 +86,12 @@ def _build_and_release(shared: Path, lock: IO[str]) -> None:
 
 def _start_build(shared: Path) -> None:
     """Start the build in a thread of this process, unless it was started already."""
-    stack = contextlib.ExitStack()
-    lock = stack.enter_context(_locked(shared, wait=False))
-    if lock is None or (shared / "site.json").exists():
-        stack.close()  # being built by another process, or built
+    lock = _lock(shared, wait=False)
+    if lock is None:  # being built by another process
         return
-    stack.pop_all()  # the lock now belongs to the thread, which releases it when done
+    if (shared / "site.json").exists():  # built
+        lock.close()
+        return
     threading.Thread(target=_build_and_release, args=(shared, lock), daemon=True).start()
 
 
@@ -113,7 +113,7 @@ def built_site(request: pytest.FixtureRequest) -> BuiltSite:
     """The site, built once per run with `mkdocs build --strict` (any warning fails it)."""
     shared = _shared_folder(request.config)
     _start_build(shared)  # (if collection did not)
-    with _locked(shared):  # held by the build until it is done
+    with _lock(shared):  # (a build holds it until it is done)
         if not (shared / "site.json").exists():  # the background build did not get to start
             _build(shared)
         record = json.loads((shared / "site.json").read_text())
