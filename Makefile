@@ -42,12 +42,16 @@ setup: $(STAMP)
 serve: $(STAMP)
 	EAGERFLOW_SITE_CACHE=1 $(BIN)/mkdocs serve -f site/mkdocs.yml -a 127.0.0.1:8000
 
-# The same checks as lint (so CI, which runs make test, catches unformatted code), then the tests.
+# The same checks as lint (so CI, which runs make test, catches unformatted code), then the tests,
+# in two processes (pytest-xdist; CI has two cores): `make test WORKERS=auto` uses every core.
+# loadfile runs a file's tests on one worker, so a module's fixtures are made once (the browser
+# tests load each page once); the site is built once for both (tests/site/conftest.py).
+WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -300,8 +300,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # --- the summary ----------------------------------------------------------------------------------
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
+    """Send what an exercise test touched along with its report: with pytest-xdist (make
+    test), tests run in worker processes, and the summary is written by the one that started
+    them (pytest serializes a report's attributes between them)."""
+    report = yield
+    outcome = OUTCOMES.get(item.nodeid)
+    if outcome is not None:
+        report.exercise = {
+            "chapter": outcome.chapter,
+            "touched": sorted(outcome.touched),
+            "not_attempted": outcome.not_attempted,
+            "broken": BROKEN.get(outcome.chapter),
+        }
+    return report
+
+
+def _outcome_from_a_worker(report: pytest.TestReport) -> Outcome | None:
+    sent = getattr(report, "exercise", None)
+    if sent is None:
+        return None
+    chapter = sent["chapter"]
+    if chapter not in CHAPTERS:
+        CHAPTERS[chapter] = reference_exercises(chapter)
+    if sent["broken"]:
+        BROKEN[chapter] = sent["broken"]
+    outcome = OUTCOMES.setdefault(report.nodeid, Outcome(chapter))
+    outcome.touched.update(sent["touched"])
+    outcome.not_attempted = sent["not_attempted"] or outcome.not_attempted
+    return outcome
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    outcome = OUTCOMES.get(report.nodeid)
+    # (in the process that ran the test, merging what it sent changes nothing)
+    outcome = _outcome_from_a_worker(report) or OUTCOMES.get(report.nodeid)
     if outcome is None:
         return
     if report.when == "call":

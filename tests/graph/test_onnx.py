@@ -382,7 +382,9 @@ def _fully_dynamic(op: Callable[..., Any]) -> tuple[ConcreteFunction, Any]:
     return exported(c)
 
 
-@pytest.mark.parametrize("op", [ef.add, ef.multiply, ef.maximum, ef.greater], ids=repr)
+@pytest.mark.parametrize(
+    "op", [ef.add, ef.multiply, ef.maximum, ef.greater], ids=lambda op: op.__name__
+)
 @settings(max_examples=5, deadline=None)
 @given(rows=st.integers(1, 4), cols=st.integers(1, 4), one=st.booleans(), seed=st.integers(0, 99))
 def test_fully_dynamic_shapes_broadcast(op, rows: int, cols: int, one: bool, seed: int) -> None:
