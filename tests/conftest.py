@@ -3,9 +3,12 @@ conftest's folder there), so tests can `import op_cases`."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import settings
@@ -61,9 +64,25 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 def pytest_configure(config: pytest.Config) -> None:
     """A reader's chapter run shows short tracebacks: a line per frame, not every frame's
-    whole function (an exercise's fifty-line docstring with it). ``--tb`` still decides."""
+    whole function (an exercise's fifty-line docstring with it). ``--tb`` still decides.
+
+    Under pytest-xdist, the process that starts the workers collects nothing, so it never
+    loads ``exercises/conftest.py``: it gets the exercises' summary (``exercises/summary.py``)
+    as a plugin here, and writes the chapters' lines from what the workers' reports carry."""
     if chapters_selected(config) is not None and config.option.tbstyle == "auto":
         config.option.tbstyle = "short"
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_exercise_summary(), "eagerflow-exercise-summary")
+
+
+def _exercise_summary() -> ModuleType:
+    path = Path(__file__).parent / "exercises" / "summary.py"
+    spec = importlib.util.spec_from_file_location("eagerflow_exercise_summary", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # (dataclasses look their module up there)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(autouse=True)

@@ -18,27 +18,28 @@ many remain.
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import linecache
 import os
 import re
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, ModuleType, TracebackType
 from typing import Any
 
 import pytest
+from summary import BROKEN, CHAPTERS, OUTCOMES, ROOT, Outcome, reference_exercises
+
+# The summary's hooks are this conftest's too, for a run without xdist (names re-exported).
+from summary import pytest_runtest_logreport as pytest_runtest_logreport
+from summary import pytest_terminal_summary as pytest_terminal_summary
 from track import STUB_LINE, is_stub
 
-ROOT = Path(__file__).resolve().parents[2]
 NOT_ATTEMPTED = "not attempted yet"
 # seconds per exercise test (the slowest takes well under one); the variable is for the tests
 TIMEOUT = float(os.environ.get("EAGERFLOW_EXERCISE_TIMEOUT", "10"))
 CHAPTER_FILE = re.compile(r"ch\d\d")
-DIFFICULTY = "★"  # an exercise's docstring starts with its difficulty: ★, ★★ or ★★★
 
 
 def exercise_folder() -> Path:
@@ -65,9 +66,6 @@ def load_chapter(chapter: str) -> ModuleType:
     return module
 
 
-BROKEN: dict[str, str] = {}  # chapter -> why its file does not import, said once per chapter
-
-
 def why_it_does_not_import(chapter: str, error: BaseException) -> str:
     """One line: "exercises/ch03.py does not import: SyntaxError at line 12: invalid syntax"."""
     path = exercise_folder() / f"{chapter}.py"
@@ -79,20 +77,6 @@ def why_it_does_not_import(chapter: str, error: BaseException) -> str:
         at = f" at line {where[2]}" if where is not None else ""
         what = f"{type(error).__name__}{at}: {error}"
     return f"{shown} does not import: {what}"
-
-
-def reference_exercises(chapter: str) -> set[str]:
-    """The exercises of ``chapter`` as shipped: the names the reference solutions define with
-    a difficulty mark, read without running them. A reader who deletes a docstring or a
-    whole exercise from their file still sees it counted as remaining."""
-    path = ROOT / "exercises" / "solutions" / f"{chapter}.py"
-    tree = ast.parse(path.read_text(encoding="utf8"))
-    return {
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef)
-        and (ast.get_docstring(node) or "").startswith(DIFFICULTY)
-    }
 
 
 # --- which exercise a frame belongs to ------------------------------------------------------------
@@ -145,21 +129,6 @@ def _not_a_stub(error: NotImplementedError) -> str:
 
 
 # --- running a test -------------------------------------------------------------------------------
-@dataclass
-class Outcome:
-    """What one exercise test touched and how it ended."""
-
-    chapter: str
-    touched: set[str] = field(default_factory=set)  # exercises it took from the chapter
-    not_attempted: str | None = None  # the stub it hit ("ch03.second_derivative")
-    passed: bool = False
-    ran: bool = False
-
-
-OUTCOMES: dict[str, Outcome] = {}  # test id -> outcome, for the chapters' summary lines
-CHAPTERS: dict[str, set[str]] = {}  # chapter -> its exercises, for the summary lines
-
-
 class Chapter:
     """A chapter's exercise module, as a test sees it: every exercise it takes is noted."""
 
@@ -315,76 +284,3 @@ def pytest_runtest_makereport(item: pytest.Item) -> Iterator[pytest.TestReport]:
             "broken": BROKEN.get(outcome.chapter),
         }
     return report
-
-
-def _outcome_from_a_worker(report: pytest.TestReport) -> Outcome | None:
-    sent = getattr(report, "exercise", None)
-    if sent is None:
-        return None
-    chapter = sent["chapter"]
-    if chapter not in CHAPTERS:
-        CHAPTERS[chapter] = reference_exercises(chapter)
-    if sent["broken"]:
-        BROKEN[chapter] = sent["broken"]
-    outcome = OUTCOMES.setdefault(report.nodeid, Outcome(chapter))
-    outcome.touched.update(sent["touched"])
-    outcome.not_attempted = sent["not_attempted"] or outcome.not_attempted
-    return outcome
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    # (in the process that ran the test, merging what it sent changes nothing)
-    outcome = _outcome_from_a_worker(report) or OUTCOMES.get(report.nodeid)
-    if outcome is None:
-        return
-    if report.when == "call":
-        outcome.ran = not report.skipped
-        outcome.passed = report.passed
-    elif report.failed:  # an error in setup or teardown
-        outcome.ran, outcome.passed = True, False
-
-
-def chapter_summaries(
-    outcomes: list[Outcome], chapters: dict[str, set[str]] | None = None
-) -> list[str]:
-    """One line per chapter: "ch03: 4 attempted, 3 passed, 2 remaining", counting exercises.
-
-    An exercise is attempted unless its stub was hit or none of its tests could run (they all
-    hit another exercise's stub, or none ran); it has passed when every test that took it
-    passed. ``chapters`` lists each chapter's exercises, so that one no test reached still
-    counts as remaining.
-    """
-    lines = []
-    for chapter in sorted({o.chapter for o in outcomes}):
-        mine = [o for o in outcomes if o.chapter == chapter]
-        stubs = {o.not_attempted.split(".", 1)[1].split(".")[0] for o in mine if o.not_attempted}
-        exercises = set().union(*(o.touched for o in mine)) | stubs
-        exercises |= (chapters or {}).get(chapter, set())
-        if not exercises:
-            continue
-        attempted = passed = 0
-        for name in exercises:
-            tests = [o for o in mine if name in o.touched]
-            if name in stubs or not any(o.ran for o in tests):
-                continue
-            attempted += 1
-            passed += all(o.passed for o in tests)
-        remaining = len(exercises) - passed
-        lines.append(f"{chapter}: {attempted} attempted, {passed} passed, {remaining} remaining")
-    return lines
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    lines = chapter_summaries(list(OUTCOMES.values()), CHAPTERS)
-    if not lines:
-        return
-    terminalreporter.section("exercises")
-    for chapter in sorted(BROKEN):
-        terminalreporter.write_line(f"{chapter}: {BROKEN[chapter]}")
-    for line in lines:
-        terminalreporter.write_line(line)
-    if not config.pluginmanager.hasplugin("timeout"):
-        terminalreporter.write_line(
-            "(pytest-timeout is not installed: an exercise whose loop never ends hangs the run; "
-            "`make setup` installs it)"
-        )
