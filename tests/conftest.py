@@ -66,21 +66,28 @@ def pytest_configure(config: pytest.Config) -> None:
     """A reader's chapter run shows short tracebacks: a line per frame, not every frame's
     whole function (an exercise's fifty-line docstring with it). ``--tb`` still decides.
 
-    Under pytest-xdist, the process that starts the workers collects nothing, so it never
-    loads ``exercises/conftest.py``: it gets the exercises' summary (``exercises/summary.py``)
-    as a plugin here, and writes the chapters' lines from what the workers' reports carry."""
+    The exercises' summary (``exercises/exercise_summary.py``) is a plugin registered here:
+    under pytest-xdist the process that starts the workers collects nothing, so it never loads
+    ``exercises/conftest.py``, and it writes the chapters' lines from what the workers'
+    reports carry."""
     if chapters_selected(config) is not None and config.option.tbstyle == "auto":
         config.option.tbstyle = "short"
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        config.pluginmanager.register(_exercise_summary(), "eagerflow-exercise-summary")
+    summary = _exercise_summary()
+    if not config.pluginmanager.is_registered(summary):
+        config.pluginmanager.register(summary, "eagerflow-exercise-summary")
 
 
 def _exercise_summary() -> ModuleType:
-    path = Path(__file__).parent / "exercises" / "summary.py"
-    spec = importlib.util.spec_from_file_location("eagerflow_exercise_summary", path)
+    """``exercises/exercise_summary.py``, imported once under its own name, so that the
+    exercises' conftest (which imports it too) and the plugin share its state."""
+    name = "exercise_summary"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).parent / "exercises" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # (dataclasses look their module up there)
+    sys.modules[name] = module  # (dataclasses look their module up there)
     spec.loader.exec_module(module)
     return module
 

@@ -29,11 +29,9 @@ from types import FrameType, ModuleType, TracebackType
 from typing import Any
 
 import pytest
-from summary import BROKEN, CHAPTERS, OUTCOMES, ROOT, Outcome, reference_exercises
 
-# The summary's hooks are this conftest's too, for a run without xdist (names re-exported).
-from summary import pytest_runtest_logreport as pytest_runtest_logreport
-from summary import pytest_terminal_summary as pytest_terminal_summary
+# (its hooks are a plugin that tests/conftest.py registers: they gather and write the summary)
+from exercise_summary import BROKEN, CHAPTERS, OUTCOMES, ROOT, Outcome, reference_exercises
 from track import STUB_LINE, is_stub
 
 NOT_ATTEMPTED = "not attempted yet"

@@ -1,10 +1,10 @@
 """The line per chapter that ends an exercises run: "ch03: 4 attempted, 3 passed, 2 remaining".
 
 What each exercise test touched is gathered here. Under pytest-xdist (``make test``) the tests
-run in worker processes, which send it along with each report (``conftest.py``); this module,
-registered as a plugin by ``tests/conftest.py`` in the process that started them, gathers it
-there and writes the summary: that process never collects this folder, so it never loads this
-folder's ``conftest.py``.
+run in worker processes, which send it along with each report (``conftest.py``). This module
+is a plugin that ``tests/conftest.py`` registers in every process, so the one that started the
+workers gathers it there and writes the summary: that process never collects this folder, so it
+never loads this folder's ``conftest.py``.
 """
 
 from __future__ import annotations
