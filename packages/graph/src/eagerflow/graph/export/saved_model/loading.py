@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from eagerflow.autodiff import Variable
+from eagerflow.graph.core.files import readable_path
 from eagerflow.graph.export.graph_def import (
     GraphDef,
     NewVariable,
@@ -203,7 +204,7 @@ def _check_document(document: Any, path: str) -> dict[str, Any]:
 def load(export_dir: str | os.PathLike[str]) -> LoadedModel:
     """The SavedModel in ``export_dir`` (as ``save`` wrote it), loaded: its functions over new
     eager variables holding the saved values (see the module docs for what is checked)."""
-    directory = os.fspath(export_dir)
+    directory = readable_path(export_dir)  # (the old model, if a save crashed midway)
     path = _document_path(directory)
     document = _check_document(_read_json(path), path)
     values_path = _values_path(directory, document["variables"], path)
