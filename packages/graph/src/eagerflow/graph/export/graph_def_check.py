@@ -6,7 +6,8 @@ node or makes a variable, ``check_nodes`` reads the whole def: every node of the
 the library's graphs must have exactly the attributes its op's row declares, each accepted by
 its schema (``OpDef.attrs``: a ``transpose_a`` is a bool, a ``Fill``'s value fits its dtype,
 a shape's sizes are integers >= 0), and every variable a shape of such sizes and a dtype of
-ours. A tampered file is then an ``InvalidAttrError`` naming the file (when known), the node
+ours, a key with no ``..`` part, and all of them together at most ``MAX_VARIABLE_BYTES``
+(``limits``). A tampered file is then an ``InvalidAttrError`` naming the file (when known), the node
 and the attribute, and nothing has been added to any graph or allocated.
 
 A reference to a library function or a variable is only checked to exist here (what it
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eagerflow.graph.export.graph_def import GraphDef, decode_attr
+from eagerflow.graph.export.limits import check_bytes, check_name
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import InvalidArgumentError, InvalidAttrError
@@ -44,9 +46,7 @@ def check_nodes(graph_def: GraphDef, source: str = "GraphDef") -> None:
     """Every variable entry and every node's attributes in ``graph_def`` (see the module
     docs); ``source`` names the file. Malformed nodes themselves (no name, an unknown op) are
     left to the importer, which says what is wrong with them."""
-    variables = graph_def.get("variables", {})
-    for key, entry in variables.items():
-        variable_entry(key, entry, source)
+    variables = check_variables(graph_def, source)
     library = graph_def.get("library", {})
     functions = library.get("functions", {})
     graphs = [(source, graph_def["node"])] + [
@@ -59,6 +59,17 @@ def check_nodes(graph_def: GraphDef, source: str = "GraphDef") -> None:
             op_def = _op_of(node)
             if op_def is not None and isinstance(node.get("attr", {}), dict):
                 _check_node(node, op_def, where, functions, variables)
+
+
+def check_variables(graph_def: GraphDef, source: str = "GraphDef") -> dict[str, Any]:
+    """The def's ``variables``, each entry checked (``variable_entry``), all of them together
+    within ``MAX_VARIABLE_BYTES``: before any value is read or allocated."""
+    variables = graph_def.get("variables", {})
+    total = 0
+    for key, entry in variables.items():
+        shape, dtype = variable_entry(key, entry, source)
+        total = check_bytes(f"{source}: variable {key!r}", shape, dtype.np, total)
+    return variables
 
 
 def _op_of(node: Any) -> OpDef | None:
@@ -121,6 +132,7 @@ def variable_entry(key: Any, entry: Any, source: str = "GraphDef") -> tuple[tupl
     """The shape and dtype of a variable entry of ``variables``, checked: sizes that are
     integers >= 0 (not 2.7, not -1), a dtype of ours."""
     where = f"{source}: variable {key!r}"
+    check_name(where, key)  # (a key becomes a member of the values archive)
     if not isinstance(entry, dict) or "shape" not in entry or "dtype" not in entry:
         raise InvalidAttrError(f"{where}: needs a shape and a dtype, got {entry!r:.80}")
     shape, name = entry["shape"], entry["dtype"]
@@ -135,4 +147,4 @@ def variable_entry(key: Any, entry: Any, source: str = "GraphDef") -> tuple[tupl
     return sizes, dtype
 
 
-__all__ = ["check_nodes", "checked_attrs", "variable_entry"]
+__all__ = ["check_nodes", "check_variables", "checked_attrs", "variable_entry"]

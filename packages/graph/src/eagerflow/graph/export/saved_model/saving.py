@@ -16,6 +16,7 @@ from eagerflow.graph.core.files import atomic_directory, make_folder, new_file, 
 from eagerflow.graph.export.graph_def import (
     functions_as_graph_def,
 )
+from eagerflow.graph.export.limits import check_name
 from eagerflow.graph.export.saved_model.format import (
     DEFAULT_SERVING_SIGNATURE,
     FORMAT,
@@ -237,6 +238,7 @@ def _variable_arrays(variables: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """The values of the variables the functions read, by their key in the document."""
     arrays = {}
     for key, variable in variables.items():
+        check_name(f"save(): variable {variable.name!r}", key)  # (a member of the archive)
         try:
             arrays[key] = np.asarray(variable.numpy())
         except FailedPreconditionError:
