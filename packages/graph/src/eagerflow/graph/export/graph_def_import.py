@@ -25,7 +25,12 @@ from eagerflow.graph.export.graph_def_check import check_nodes, checked_attrs, v
 from eagerflow.graph.export.limits import MAX_DEPTH, refuse
 from eagerflow.graph.tracing.function import ConcreteFunction, TraceGraph
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import InvalidArgumentError, InvalidAttrError, UnknownOpError
+from eagerflow.tensor.errors import (
+    EagerflowError,
+    InvalidArgumentError,
+    InvalidAttrError,
+    UnknownOpError,
+)
 from eagerflow.tensor.registry import OPS, OpDef
 
 
@@ -49,10 +54,13 @@ def _output_types(
     nothing stored in the def is trusted."""
     try:
         return output_types(op_def, inputs, attrs)
-    except (KeyError, TypeError, AttributeError) as e:  # an attribute missing or mistyped
+    except EagerflowError:  # the op's rules refusing what they got: said as they said it
+        raise
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:
+        # an attribute missing or mistyped, or fewer inputs than the op's rules read
         raise InvalidArgumentError(
-            f"{where}: node {node['name']!r} ({node['op']}) has attributes its op cannot use: "
-            f"{type(e).__name__}: {e}"
+            f"{where}: node {node['name']!r} ({node['op']}) has {len(inputs)} inputs or "
+            f"attributes its op cannot use: {type(e).__name__}: {e}"
         ) from None
 
 

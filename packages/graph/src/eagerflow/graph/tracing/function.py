@@ -309,6 +309,9 @@ class Function:
         input_signature: Sequence[Any] | None = None,
         jit_compile: bool = False,
     ) -> None:
+        if not callable(python_function):
+            got = f"{type(python_function).__name__} {python_function!r:.40}"
+            raise TypeError(f"function() takes a Python function to trace, got {got}")
         self.python_function = python_function
         self.autograph = autograph
         self.jit_compile = jit_compile
@@ -589,10 +592,5 @@ def function(
     return Function(python_function, autograph, input_signature, jit_compile)
 
 
-__all__ = [
-    "ConcreteFunction",
-    "Function",
-    "function",
-    "functions_run_eagerly",
-    "run_functions_eagerly",
-]
+__all__ = ["ConcreteFunction", "Function", "function", "functions_run_eagerly",
+           "run_functions_eagerly"]  # fmt: skip
