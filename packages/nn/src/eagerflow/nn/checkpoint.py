@@ -10,7 +10,13 @@ never runs code), one array per variable, keyed by the variable's *path* in the 
 
 Paths, not variable names, so a checkpoint restores into a freshly built model whose
 variables happen to be named ``dense_7/kernel``. Saving writes a temporary file and renames
-it over the old one, so an interrupted save never leaves a half-written checkpoint.
+it over the old one, so an interrupted save never leaves a half-written checkpoint. A path
+with a ``..`` part is refused (it would be a zip-slip for whoever unpacks the archive).
+
+A checkpoint file is untrusted: every member's name and ``.npy`` header is read before any
+array is, and a ``..`` name, an object array, or arrays declaring more than
+``eagerflow.graph.export.limits.MAX_VARIABLE_BYTES`` together are a ``CheckpointError``
+before anything is allocated.
 
 Restoring works as in TensorFlow 2. Each value in the file goes to the variable at its path;
 the shapes and dtypes of all of them are checked before any is assigned, so a file that does
