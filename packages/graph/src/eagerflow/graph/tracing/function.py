@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import threading
 import types
 import warnings
 from collections.abc import Callable, Sequence
@@ -327,6 +328,7 @@ class Function:
         self.trace_count = 0
         self._traced_signatures: list[dict[str, tuple[Signature, ...]]] = []  # for the warning
         self._warned_retracing = False
+        self._tracing = threading.RLock()  # held while tracing (a trace may call itself)
         self._owner: type | None = None  # the class, if this is a method
         self._attribute = getattr(python_function, "__name__", "function")
         functools.update_wrapper(self, python_function)
@@ -432,11 +434,12 @@ class Function:
         key = tuple(map(signature_of, trace_as))
         concrete = self._cache.get(key)
         if concrete is None:
-            concrete = self._general_trace(key)
-        if concrete is None:
-            concrete = self._trace(structure, trace_as)
-            self._note_trace(structure, trace_as)
-            self._cache[key] = concrete
+            with self._tracing:  # threads calling first at once: one traces, the others wait
+                concrete = self._cache.get(key) or self._general_trace(key)
+                if concrete is None:
+                    concrete = self._trace(structure, trace_as)
+                    self._note_trace(structure, trace_as)
+                    self._cache[key] = concrete
         if fast_key is not None and _NOT_FAST not in fast_key:
             if len(self._fast_cache) >= FAST_CACHE_SIZE:  # the oldest goes (dicts keep order)
                 del self._fast_cache[next(iter(self._fast_cache))]
