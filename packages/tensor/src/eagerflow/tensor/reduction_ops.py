@@ -41,7 +41,10 @@ def _reduction(op_name: str, x: Any, axis: Axis, keepdims: bool, name: str | Non
         x = convert_to_tensor(x)
     axes: Axes = None
     if type(axis) is tuple:  # (tested first: raising and catching TypeError costs more)
-        axes = axes_argument(axis, op_name)
+        try:
+            axes = tuple(map(operator.index, axis))
+        except TypeError:  # (1.5,): the helper's error names the op
+            axes = axes_argument(axis, op_name)
     elif axis is not None:
         try:
             axes = operator.index(axis)  # type: ignore[arg-type]
