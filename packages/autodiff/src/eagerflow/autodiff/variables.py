@@ -132,7 +132,8 @@ def variable_kernel(variable: Variable) -> np.ndarray:
     stateful=True, reads_state=True)  # fmt: skip
 def read_variable_kernel(variable: Variable) -> np.ndarray:
     """The variable's current value (the op tapes watch to see a variable used)."""
-    return _read(variable)
+    with variable._lock:  # (``_read``, inlined: this kernel runs for every use of a variable)
+        return _value(variable)
 
 
 def _assign_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
@@ -170,18 +171,14 @@ def _update(variable: Variable, delta: np.ndarray, ufunc: np.ufunc) -> np.ndarra
     if delta.shape != variable.shape:
         _assign_shape([delta.shape], {"variable": variable})
     with variable._lock:
-        return _update_locked(variable, delta, ufunc)
-
-
-def _update_locked(variable: Variable, delta: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
-    if (private := _private_value(variable)) is not None:
-        if private.ndim == 0 and private.dtype.kind == "f":
-            # a 0-d ufunc with out= costs ~0.9 us, the same IEEE arithmetic on scalars ~0.1
-            # (floats only: integer scalars warn on overflow, where arrays wrap silently)
-            private[()] = _SCALAR_UPDATES[ufunc](private[()], delta[()])
-            return private
-        return ufunc(private, delta, out=private)
-    return _set(variable, ufunc(_value(variable), delta))
+        if (private := _private_value(variable)) is not None:
+            if private.ndim == 0 and private.dtype.kind == "f":
+                # a 0-d ufunc with out= costs ~0.9 us, the same IEEE arithmetic on scalars
+                # ~0.1 (floats only: integer scalars warn on overflow, where arrays wrap)
+                private[()] = _SCALAR_UPDATES[ufunc](private[()], delta[()])
+                return private
+            return ufunc(private, delta, out=private)
+        return _set(variable, ufunc(_value(variable), delta))
 
 
 _SCALAR_UPDATES: dict[Any, Callable[[Any, Any], Any]] = {
