@@ -519,3 +519,20 @@ def test_a_file_in_the_first_format_restores(tmp_path: Path) -> None:
     Checkpoint(model=fresh, step=step).save(tmp_path / "again.npz")
     with np.load(tmp_path / "again.npz") as again:
         assert sorted(again.files) == sorted([*arrays, "__eagerflow_checkpoint__"])
+
+
+@pytest.mark.parametrize("built", [True, False], ids=["built", "unbuilt"])
+def test_an_optimizer_slot_of_the_wrong_shape_is_refused(tmp_path: Path, built: bool) -> None:
+    model, optimizer, _ = trained()
+    path = Checkpoint(model=model, optimizer=optimizer).save(tmp_path / "ckpt")
+    with np.load(path) as saved:
+        arrays = dict(saved)
+    arrays["optimizer/slots/model/layers/0/kernel/m"] = np.zeros((7, 7), np.float32)
+    with open(path, "wb") as file:
+        np.savez(file, **arrays)  # type: ignore[arg-type]
+    twin, twin_optimizer = unbuilt(), nn.AdamOptimizer(0.01)
+    if built:
+        twin(X)
+    with pytest.raises(CheckpointError, match=r"kernel/m' is float32 \(7, 7\) in the file"):
+        Checkpoint(model=twin, optimizer=twin_optimizer).restore(path).assert_consumed()
+    assert twin_optimizer.slots() == []

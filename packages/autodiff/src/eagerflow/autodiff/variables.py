@@ -10,11 +10,20 @@ A tensor read before an assignment keeps the value it had. An update (``assign_a
 when nothing else holds that array; otherwise it writes a new one. This is TensorFlow's
 copy-on-write rule for variable buffers, and it saves a training step the cost of a fresh
 array for every weight.
+
+Variables are safe to share between threads, as TensorFlow's resource variables are: each
+variable has a lock, and every kernel that reads or writes its value holds it. So an update
+is atomic (8 threads doing 2,000 ``assign_add(1)`` each leave exactly 16,000), a read is a
+consistent snapshot (never half of one assignment and half of the next), and a tensor never
+changes after it was read: a reader takes its reference to the array under the lock, and an
+in-place update decides that nobody holds the array under the same lock. A sequence of ops
+(``v.assign(v * 2)``) is not one atomic step, as in TensorFlow.
 """
 
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from sys import getrefcount
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -51,13 +60,22 @@ class Storage(Protocol):
 
 
 def _value(variable: Variable) -> np.ndarray:
+    """The variable's array; the caller holds ``variable._lock``."""
     array = variable._array
     if array is not None:  # an eager variable
         return array
     return variable._storage.read(variable)  # type: ignore[union-attr]
 
 
+def _read(variable: Variable) -> np.ndarray:
+    """The variable's array, taken under its lock: once a reader holds a reference, an update
+    sees it counted (``_private_value``) and writes a new array instead of this one."""
+    with variable._lock:
+        return _value(variable)
+
+
 def _set(variable: Variable, value: np.ndarray) -> np.ndarray:
+    """Store ``value`` as the variable's array; the caller holds ``variable._lock``."""
     if value.shape != variable.shape:  # NumPy would broadcast: a variable never changes shape
         _assign_shape([value.shape], {"variable": variable})
     if variable._array is not None:
@@ -74,7 +92,8 @@ def _private_value(variable: Variable) -> np.ndarray | None:
     count tells: 3 means only the variable (or the Session's store), ``array`` here and
     ``getrefcount``'s argument. (The argument is a call's result, always counted: a newer
     CPython may pass a local like ``array`` without counting it.) A view (``base`` set) may
-    share memory with anything, so it is never written.
+    share memory with anything, so it is never written. The caller holds ``variable._lock``,
+    so no reader can take a reference between this check and the write.
     """
     array = _value(variable)
     if getrefcount(_value(variable)) == 3 and array.base is None and array.flags.writeable:
@@ -106,14 +125,15 @@ VARIABLE_ATTRS = {"variable": _IsVariable()}
 )
 def variable_kernel(variable: Variable) -> np.ndarray:
     """A variable's node in a graph; its output is the variable's current value."""
-    return _value(variable)
+    return _read(variable)
 
 
 @op("ReadVariableOp", shape=_variable_shape, dtype=_variable_dtype, attrs=VARIABLE_ATTRS,
     stateful=True, reads_state=True)  # fmt: skip
 def read_variable_kernel(variable: Variable) -> np.ndarray:
     """The variable's current value (the op tapes watch to see a variable used)."""
-    return _value(variable)
+    with variable._lock:  # (``_read``, inlined: this kernel runs for every use of a variable)
+        return _value(variable)
 
 
 def _assign_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
@@ -141,22 +161,24 @@ def _assign_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
     stateful=True)  # fmt: skip
 def assign_kernel(value: np.ndarray, variable: Variable) -> np.ndarray:
     """Store ``value`` as the variable's new value; returns it."""
-    return _set(variable, value)
+    with variable._lock:
+        return _set(variable, value)
 
 
 def _update(variable: Variable, delta: np.ndarray, ufunc: np.ufunc) -> np.ndarray:
     """Store ``ufunc(value, delta)`` as the variable's new value, in place when nothing else
-    can see its array; returns it."""
+    can see its array; returns it. Atomic: the variable's lock is held throughout."""
     if delta.shape != variable.shape:
         _assign_shape([delta.shape], {"variable": variable})
-    if (private := _private_value(variable)) is not None:
-        if private.ndim == 0 and private.dtype.kind == "f":
-            # a 0-d ufunc with out= costs ~0.9 us, the same IEEE arithmetic on scalars ~0.1
-            # (floats only: integer scalars warn on overflow, where arrays wrap silently)
-            private[()] = _SCALAR_UPDATES[ufunc](private[()], delta[()])
-            return private
-        return ufunc(private, delta, out=private)
-    return _set(variable, ufunc(_value(variable), delta))
+    with variable._lock:
+        if (private := _private_value(variable)) is not None:
+            if private.ndim == 0 and private.dtype.kind == "f":
+                # a 0-d ufunc with out= costs ~0.9 us, the same IEEE arithmetic on scalars
+                # ~0.1 (floats only: integer scalars warn on overflow, where arrays wrap)
+                private[()] = _SCALAR_UPDATES[ufunc](private[()], delta[()])
+                return private
+            return ufunc(private, delta, out=private)
+        return _set(variable, ufunc(_value(variable), delta))
 
 
 _SCALAR_UPDATES: dict[Any, Callable[[Any, Any], Any]] = {
@@ -211,9 +233,10 @@ def apply_gradient_descent_kernel(alpha: Any, delta: np.ndarray, variable: Varia
     if alpha.ndim or delta.shape != variable.shape:  # NumPy would broadcast them
         _gradient_descent_shape([np.shape(alpha), delta.shape], {"variable": variable})
     step = np.multiply(alpha, delta, out=np.empty(variable.shape, delta.dtype))
-    if (private := _private_value(variable)) is not None:
-        return np.subtract(private, step, out=private)
-    return _set(variable, np.subtract(_value(variable), step, out=step))
+    with variable._lock:
+        if (private := _private_value(variable)) is not None:
+            return np.subtract(private, step, out=private)
+        return _set(variable, np.subtract(_value(variable), step, out=step))
 
 
 @op("ApplyGradientDescent", apply_gradient_descent_kernel, shape=_gradient_descent_shape,
@@ -280,6 +303,8 @@ class Variable:
         dtype: DType | str | None = None,
     ) -> None:
         self.trainable = bool(trainable)
+        # held by every kernel that reads or writes the value (see the module's docstring)
+        self._lock = threading.Lock()
         self.initializer: Any = None  # the op that initializes it in a graph
         self._storage: Storage | None = None  # None: the value is `_array`, here
         # the attributes of this variable's ops, made once rather than per read (~35 ns each)
@@ -338,7 +363,7 @@ class Variable:
 
     def numpy(self) -> Any:
         """A copy of the current value (a NumPy scalar for a 0-d variable)."""
-        array = _value(self)  # a variable of a graph: its Session's value (see Storage)
+        array = _read(self)  # a variable of a graph: its Session's value (see Storage)
         return array.copy() if array.ndim else array[()]
 
     @property
@@ -384,7 +409,7 @@ class Variable:
         head = f"<Variable '{self.name}' shape={format_shape(self.shape)} dtype={self._dtype.name}"
         if self._array is None:
             return head + ">"
-        value = np.array2string(self._array, separator=", ") if self.ndim else str(self.numpy())
+        value = np.array2string(_read(self), separator=", ") if self.ndim else str(self.numpy())
         return f"{head}, numpy={value}>"
 
     def __len__(self) -> int:

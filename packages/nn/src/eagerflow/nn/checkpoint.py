@@ -10,7 +10,13 @@ never runs code), one array per variable, keyed by the variable's *path* in the 
 
 Paths, not variable names, so a checkpoint restores into a freshly built model whose
 variables happen to be named ``dense_7/kernel``. Saving writes a temporary file and renames
-it over the old one, so an interrupted save never leaves a half-written checkpoint.
+it over the old one, so an interrupted save never leaves a half-written checkpoint. A path
+with a ``..`` part is refused (it would be a zip-slip for whoever unpacks the archive).
+
+A checkpoint file is untrusted: every member's name and ``.npy`` header is read before any
+array is, and a ``..`` name, an object array, or arrays declaring more than
+``eagerflow.graph.export.limits.MAX_VARIABLE_BYTES`` together are a ``CheckpointError``
+before anything is allocated.
 
 Restoring works as in TensorFlow 2. Each value in the file goes to the variable at its path;
 the shapes and dtypes of all of them are checked before any is assigned, so a file that does
@@ -34,9 +40,10 @@ import numpy as np
 
 from eagerflow.autodiff import Variable
 from eagerflow.graph.core.files import atomic_write
+from eagerflow.graph.export.limits import check_name, read_npz
 from eagerflow.nn.module import Layer
 from eagerflow.nn.optimizers import Optimizer
-from eagerflow.tensor.errors import EagerflowError, format_shape
+from eagerflow.tensor.errors import EagerflowError, InvalidAttrError, format_shape
 from eagerflow.tensor.execution import context
 
 MARKER = "__eagerflow_checkpoint__"  # an array every checkpoint has; its value is the format
@@ -90,7 +97,8 @@ class Checkpoint:
             raise CheckpointError(f"cannot save a checkpoint to {path}: it is a folder")
         variables = self.variables()
         values = _read(list(variables.values()), session)
-        arrays = {key: value for key, value in zip(variables, values, strict=True)}
+        arrays = {check_name(f"checkpoint {path}", key): value
+                  for key, value in zip(variables, values, strict=True)}  # fmt: skip
         arrays[MARKER] = np.array(FORMAT)
         path.parent.mkdir(parents=True, exist_ok=True)  # as TensorFlow's Checkpoint.save does
         with atomic_write(path, "wb") as file:  # readers see the old file or the new one
@@ -293,15 +301,13 @@ def _load(path: Path) -> dict[str, np.ndarray]:
         raise FileNotFoundError(f"no checkpoint at {path}")
     if path.is_file() and not zipfile.is_zipfile(path) and not _is_npy(path):
         raise CheckpointError(f"{path} is not an eagerflow checkpoint (not an .npz archive)")
-    try:
-        data = np.load(path, allow_pickle=False)
-        if not isinstance(data, np.lib.npyio.NpzFile):  # a lone .npy array
-            raise CheckpointError(f"{path} holds a single array, not an eagerflow checkpoint")
-        with data:
-            arrays = {name: data[name] for name in data.files}
+    if path.is_file() and _is_npy(path):  # a lone .npy array
+        raise CheckpointError(f"{path} holds a single array, not an eagerflow checkpoint")
+    try:  # every member's name and header checked before any array is made (limits)
+        arrays = read_npz(str(path))
+    except InvalidAttrError as error:
+        raise CheckpointError(f"checkpoint {error}") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
-        if isinstance(error, CheckpointError):
-            raise
         raise CheckpointError(f"cannot read checkpoint {path}: {error}") from error
     marker = arrays.pop(MARKER, None)
     if marker is None:

@@ -27,6 +27,8 @@ from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import (
     attr_dtype_rule,
+    axes_argument,
+    axis_argument,
     broadcast,
     normalize_axis,
     same_dtype,
@@ -55,14 +57,6 @@ def static_shape(shape: Any, what: str) -> tuple[int, ...]:
         return tuple(operator.index(d) for d in shape)
     except TypeError:
         raise TypeError(f"{what}: shape must be a sequence of ints, got {shape!r}") from None
-
-
-def axes_tuple(axis: Any) -> tuple[int, ...]:
-    """An axis argument (an int, NumPy int, or a sequence of them) as a tuple of ints."""
-    try:
-        return (operator.index(axis),)
-    except TypeError:
-        return tuple(operator.index(a) for a in axis)
 
 
 def _no_inputs_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
@@ -204,6 +198,9 @@ def range_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
                 raise ShapeError(f"range: {what} must be a scalar, got shape {format_shape(shape)}")
         return [(None,)]
     start, limit, delta = attrs["start"], attrs["limit"], attrs["delta"]
+    for what, bound in (("start", start), ("limit", limit), ("delta", delta)):
+        if not math.isfinite(bound):  # NaN or infinity: no number of steps
+            raise InvalidArgumentError(f"range: {what} must be a finite number, got {bound}")
     if delta == 0:
         raise InvalidArgumentError("range: delta must not be 0")
     if (limit - start) * delta < 0:  # range(-3): TensorFlow refuses it, where Python's is empty
@@ -479,7 +476,8 @@ def expand_dims_kernel(x: np.ndarray, axis: int) -> np.ndarray:
     attrs={"axis": Int()})  # fmt: skip
 def expand_dims(x: Any, axis: int, name: str | None = None) -> Tensor:
     """x with a new axis of size 1 inserted at ``axis``."""
-    return execute("ExpandDims", (convert_to_tensor(x),), {"axis": int(axis)}, name)[0]
+    attrs = {"axis": axis_argument(axis, "expand_dims")}
+    return execute("ExpandDims", (convert_to_tensor(x),), attrs, name)[0]
 
 
 def squeeze_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
@@ -509,7 +507,7 @@ def squeeze_kernel(x: np.ndarray, axis: tuple[int, ...] | None) -> np.ndarray:
 def squeeze(x: Any, axis: int | Sequence[int] | None = None, name: str | None = None) -> Tensor:
     """x without its size-1 axes (only those in ``axis``, when given)."""
     if axis is not None:
-        axis = axes_tuple(axis)
+        axis = axes_argument(axis, "squeeze")
     return execute("Squeeze", (convert_to_tensor(x),), {"axis": axis}, name)[0]
 
 

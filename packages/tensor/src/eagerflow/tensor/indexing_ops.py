@@ -30,6 +30,7 @@ from eagerflow.tensor.errors import (
 from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import (
+    axis_argument,
     broadcast_rule,
     compatible,
     normalize_axis,
@@ -78,7 +79,9 @@ def concat(values: Sequence[Any], axis: int, name: str | None = None) -> Tensor:
     """Join tensors along an existing ``axis``."""
     if not values:
         raise ValueError("concat: needs at least one tensor")
-    return execute("ConcatV2", tuple(convert_operands(*values)), {"axis": int(axis)}, name)[0]
+    return execute(
+        "ConcatV2", tuple(convert_operands(*values)), {"axis": axis_argument(axis, "concat")}, name
+    )[0]
 
 
 def stack_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
@@ -105,7 +108,9 @@ def stack(values: Sequence[Any], axis: int = 0, name: str | None = None) -> Tens
     if not any(is_tensor_like(v) for v in values):  # [1, 2.5]: one dtype for all
         common = natural_dtype(list(values))
         values = [convert_to_tensor(v, common) for v in values]
-    return execute("Pack", tuple(convert_operands(*values)), {"axis": int(axis)}, name)[0]
+    return execute(
+        "Pack", tuple(convert_operands(*values)), {"axis": axis_argument(axis, "stack")}, name
+    )[0]
 
 
 def _first_dtype(value: Any) -> DType | None:
@@ -180,7 +185,7 @@ def split(
 ) -> list[Tensor]:
     """Cut ``value`` along ``axis`` into N equal pieces (an int) or pieces of given sizes
     (one of them may be -1: what the others leave)."""
-    value = convert_to_tensor(value)
+    value, axis = convert_to_tensor(value), axis_argument(axis, "split")
     if isinstance(num_or_size_splits, int):
         n = num_or_size_splits
         dim = value.shape[normalize_axis(axis, value.ndim)] if value.ndim else None
@@ -192,7 +197,8 @@ def split(
         sizes = (dim // n,) * n
     else:
         sizes = tuple(int(s) for s in num_or_size_splits)
-    return list(execute("SplitV", (value,), {"sizes": sizes, "axis": int(axis)}, name))
+    attrs = {"sizes": sizes, "axis": axis}
+    return list(execute("SplitV", (value,), attrs, name))
 
 
 # --- indexing and selecting -----------------------------------------------------------------------
@@ -223,7 +229,7 @@ def gather(params: Any, indices: Any, axis: int = 0, name: str | None = None) ->
     out of range is an error."""
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
-    return execute("GatherV2", (params, indices), {"axis": int(axis)}, name)[0]
+    return execute("GatherV2", (params, indices), {"axis": axis_argument(axis, "gather")}, name)[0]
 
 
 def segment_sum_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
@@ -344,7 +350,7 @@ def one_hot(
         "depth": int(depth),
         "on_value": _scalar_attr(on_value, 1),
         "off_value": _scalar_attr(off_value, 0),
-        "axis": int(axis),
+        "axis": axis_argument(axis, "one_hot"),
         "dtype": dtypes.as_dtype(dtype),
     }
     return execute("OneHot", (indices,), attrs, name)[0]

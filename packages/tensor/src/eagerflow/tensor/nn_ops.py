@@ -17,7 +17,14 @@ from eagerflow.tensor.errors import (
 )
 from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
-from eagerflow.tensor.rules import compatible, names, normalize_axis, same_dtype, same_shape_rule
+from eagerflow.tensor.rules import (
+    axis_argument,
+    compatible,
+    names,
+    normalize_axis,
+    same_dtype,
+    same_shape_rule,
+)
 from eagerflow.tensor.schema import Float, Int
 from eagerflow.tensor.tensor import Tensor, convert_to_tensor
 
@@ -140,7 +147,8 @@ def softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
 )
 def softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
     """Turn ``logits`` into probabilities along ``axis``: eˣ / Σ eˣ (they sum to 1 there)."""
-    return execute("Softmax", (convert_to_tensor(logits),), {"axis": int(axis)}, name)[0]
+    attrs = {"axis": axis_argument(axis, "softmax")}
+    return execute("Softmax", (convert_to_tensor(logits),), attrs, name)[0]
 
 
 def log_softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
@@ -162,7 +170,12 @@ def log_softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
 )
 def log_softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
     """log(softmax(logits)) along ``axis``, computed without overflow or log(0)."""
-    return execute("LogSoftmax", (convert_to_tensor(logits),), {"axis": int(axis)}, name)[0]
+    return execute(
+        "LogSoftmax",
+        (convert_to_tensor(logits),),
+        {"axis": axis_argument(axis, "log_softmax")},
+        name,
+    )[0]
 
 
 # --- the fused loss ------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from eagerflow.tensor.errors import DTypeError
 from eagerflow.tensor.execution import execute
 from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import (
+    axes_argument,
+    axis_argument,
     normalize_axis,
     reduce_rule,
     same_dtype,
@@ -39,12 +41,15 @@ def _reduction(op_name: str, x: Any, axis: Axis, keepdims: bool, name: str | Non
         x = convert_to_tensor(x)
     axes: Axes = None
     if type(axis) is tuple:  # (tested first: raising and catching TypeError costs more)
-        axes = tuple(map(operator.index, axis))
+        try:
+            axes = tuple(map(operator.index, axis))
+        except TypeError:  # (1.5,): the helper's error names the op
+            axes = axes_argument(axis, op_name)
     elif axis is not None:
         try:
             axes = operator.index(axis)  # type: ignore[arg-type]
-        except TypeError:
-            axes = tuple(map(operator.index, axis))  # type: ignore[arg-type]
+        except TypeError:  # a list, or not an axis at all (1.5): the helper says which
+            axes = axes_argument(axis, op_name)
     return execute(op_name, (x,), {"axis": axes, "keepdims": bool(keepdims)}, name)[0]
 
 
@@ -188,7 +193,7 @@ def argmax(
     """The index of the largest element along ``axis``, the first one on ties, NaN passed over
     (TensorFlow's default axis is 0)."""
     x = convert_to_tensor(x)
-    attrs = {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
+    attrs = {"axis": axis_argument(axis, "argmax"), "output_type": dtypes.as_dtype(output_type)}
     return execute("ArgMax", (x,), attrs, name)[0]
 
 
@@ -204,7 +209,7 @@ def argmin(
     """The index of the smallest element along ``axis``, the first one on ties, NaN passed over
     (TensorFlow's default axis is 0)."""
     x = convert_to_tensor(x)
-    attrs = {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
+    attrs = {"axis": axis_argument(axis, "argmin"), "output_type": dtypes.as_dtype(output_type)}
     return execute("ArgMin", (x,), attrs, name)[0]
 
 

@@ -8,7 +8,11 @@ the op's name and its inputs (``EagerflowError.at_op``).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import AxisError, DTypeError, ShapeError, format_shape
@@ -56,6 +60,31 @@ def broadcast_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 def same_shape_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """Elementwise unary ops: the output has the input's shape."""
     return [shapes[0]]
+
+
+def axis_argument(axis: Any, op: str) -> int:
+    """An ``axis`` argument as an int: a Python or NumPy integer (or a 0-d integer tensor);
+    ``axis=1.5`` or ``"1"`` is a TypeError naming the op and the argument, not truncated."""
+    try:
+        return operator.index(axis)
+    except TypeError:
+        raise TypeError(
+            f"{op}: axis must be an integer, got {type(axis).__name__} {axis!r:.40}"
+        ) from None
+
+
+def axes_argument(axis: Any, op: str) -> tuple[int, ...]:
+    """An ``axis`` argument that may also be a sequence of integers, as a tuple."""
+    if isinstance(axis, tuple | list):  # (first: a failed operator.index costs ~1 us)
+        return tuple(axis_argument(a, op) for a in axis)
+    try:
+        return (operator.index(axis),)
+    except TypeError:
+        pass
+    if isinstance(axis, str) or not isinstance(axis, Sequence | np.ndarray):
+        raise TypeError(f"{op}: axis must be an integer or a sequence of integers, got "
+                        f"{type(axis).__name__} {axis!r:.40}")  # fmt: skip
+    return tuple(axis_argument(a, op) for a in axis)
 
 
 def normalize_axis(axis: int, rank: int, *, extra: int = 0) -> int:

@@ -228,6 +228,9 @@ class Session:
     """
 
     def __init__(self, graph: Graph | None = None, jit_compile: bool = False) -> None:
+        if graph is not None and not isinstance(graph, Graph):
+            raise TypeError(f"Session(graph=...) takes a Graph (or None: the default graph), "
+                            f"got {type(graph).__name__} {graph!r:.40}")  # fmt: skip
         self.graph = graph or get_default_graph()
         self.jit_compile = jit_compile  # run plans compiled (``eagerflow.graph.compiler``)
         self._values: dict[Variable, np.ndarray] = {}
@@ -295,6 +298,9 @@ class Session:
         return plan
 
     def _resolve_fed(self, key: Any) -> SymbolicTensor:
+        if not isinstance(key, str | SymbolicTensor | Operation | Variable | Tensor):
+            raise TypeError(f"feed_dict keys must be tensors of the graph or their names "
+                            f"('x:0'), got {type(key).__name__} {key!r:.40}")  # fmt: skip
         t = self._resolve(key)
         if not isinstance(t, SymbolicTensor):
             raise TypeError(f"feed_dict keys must be tensors, got the operation {t.name!r}")

@@ -75,10 +75,11 @@ from eagerflow.graph.core.files import atomic_write
 from eagerflow.graph.core.graph import Graph, Operation
 from eagerflow.graph.core.seams import SEAMS
 from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
+from eagerflow.graph.export.limits import MAX_DEPTH, depth, read_json, refuse
 from eagerflow.graph.tracing.function import ConcreteFunction, TraceGraph
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import InvalidArgumentError
+from eagerflow.tensor.errors import InvalidArgumentError, InvalidAttrError
 from eagerflow.tensor.logging_ops import TENSOR_SLOT
 
 FORMAT = "eagerflow.GraphDef"
@@ -461,6 +462,8 @@ def check_graph_def(graph_def: Any, source: str = "the GraphDef") -> GraphDef:
             f"{source}: a GraphDef has a 'node' list, a 'variables' dict and a 'library' of "
             "'functions' and 'graphs' dicts"
         )
+    if depth(graph_def) > MAX_DEPTH:  # (the decoders recurse)
+        raise refuse(source, "nesting", f"deeper than the limit MAX_DEPTH ({MAX_DEPTH})")
     return graph_def
 
 
@@ -488,13 +491,10 @@ def read_graph_def(path: str | os.PathLike[str]) -> GraphDef:
     that is not JSON (or is cut short) or not a GraphDef of this version is an
     ``InvalidArgumentError`` naming the file."""
     source = os.fspath(path)
-
-    def refuse_constant(word: str) -> Any:  # NaN / Infinity are not JSON; ours never has them
-        raise ValueError(f"{word} is not JSON")
-
     try:
-        with open(source, encoding="utf-8") as f:
-            data = json.load(f, parse_constant=refuse_constant)
+        data = read_json(source)  # within the size and nesting limits
+    except InvalidAttrError:
+        raise
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as e:
         raise InvalidArgumentError(
             f"{source}: not a GraphDef JSON file (truncated, or not JSON): {e}"

@@ -4,8 +4,8 @@ attributes and every variable are checked against the op registry before anythin
 (``graph_def_check.py``), and every node again as it is read, so a damaged file is an error
 naming the node, never a wrong graph. ``graph_def.py`` describes the format."""
 
-from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -22,9 +22,15 @@ from eagerflow.graph.core.graph import (
 from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
 from eagerflow.graph.export.graph_def import GraphDef, NewVariable, check_graph_def, decode_attr
 from eagerflow.graph.export.graph_def_check import check_nodes, checked_attrs, variable_entry
+from eagerflow.graph.export.limits import MAX_DEPTH, refuse
 from eagerflow.graph.tracing.function import ConcreteFunction, TraceGraph
 from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import InvalidArgumentError, UnknownOpError
+from eagerflow.tensor.errors import (
+    EagerflowError,
+    InvalidArgumentError,
+    InvalidAttrError,
+    UnknownOpError,
+)
 from eagerflow.tensor.registry import OPS, OpDef
 
 
@@ -48,10 +54,13 @@ def _output_types(
     nothing stored in the def is trusted."""
     try:
         return output_types(op_def, inputs, attrs)
-    except (KeyError, TypeError, AttributeError) as e:  # an attribute missing or mistyped
+    except EagerflowError:  # the op's rules refusing what they got: said as they said it
+        raise
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:
+        # an attribute missing or mistyped, or fewer inputs than the op's rules read
         raise InvalidArgumentError(
-            f"{where}: node {node['name']!r} ({node['op']}) has attributes its op cannot use: "
-            f"{type(e).__name__}: {e}"
+            f"{where}: node {node['name']!r} ({node['op']}) has {len(inputs)} inputs or "
+            f"attributes its op cannot use: {type(e).__name__}: {e}"
         ) from None
 
 
@@ -78,6 +87,7 @@ class _Importer:
         self.functions: dict[str, Subgraph] = {}
         self.graphs: dict[str, FunctionGraph] = {}  # made (maybe still filling)
         self.done: set[str] = set()  # graphs whose nodes are all built
+        self.building: list[tuple[str, str]] = []  # the functions and graphs being built
         # per graph: the def's names to what was built for them
         self.tensors: dict[Graph, dict[str, SymbolicTensor]] = {graph: {}}
         self.operations: dict[Graph, dict[str, Operation]] = {graph: {}}
@@ -139,9 +149,9 @@ class _Importer:
         for key, data in attr_defs.items():
             try:
                 attrs[key] = decode_attr(data, self.function, self.variable)
-            except InvalidArgumentError as e:
-                raise InvalidArgumentError(
-                    f"{where}: node {node['name']!r} ({node['op']}) attribute {key!r}: {e}"
+            except InvalidArgumentError as e:  # (what a function it names refused, too)
+                raise InvalidAttrError(
+                    f"{where}: node {node['name']!r} ({node['op']}) attribute {key!r}: {e}", key
                 ) from None
         return attrs
 
@@ -170,6 +180,24 @@ class _Importer:
         return found
 
     # --- the library ---
+    def cycle(self, kind: str, name: str) -> InvalidAttrError:
+        chain = " -> ".join([n for _, n in self.building] + [name])
+        too_deep = len(self.building) >= MAX_DEPTH
+        why = f"nests deeper than the limit MAX_DEPTH ({MAX_DEPTH})" if too_deep else "uses itself"
+        return refuse(f"GraphDef: {kind} {name!r}", "library", f"{why}: {chain}")
+
+    @contextmanager
+    def nesting(self, kind: str, name: str) -> Iterator[None]:
+        """Inside the block, the library's ``name`` is being built: using it again there is
+        a cycle, and the chain may be at most ``MAX_DEPTH`` long (no RecursionError)."""
+        if (kind, name) in self.building or len(self.building) >= MAX_DEPTH:
+            raise self.cycle(kind, name)
+        self.building.append((kind, name))
+        try:
+            yield
+        finally:
+            self.building.pop()
+
     def function(self, name: str) -> Subgraph:
         if name in self.functions:
             return self.functions[name]
@@ -177,6 +205,8 @@ class _Importer:
         if not isinstance(entry, dict):
             raise InvalidArgumentError(f"the library has no function {name!r}")
         where = f"function {name!r}"
+        if ("graph", entry.get("graph")) in self.building:  # called from its own graph
+            raise self.cycle("function", name)
         graph = self.graph(entry.get("graph"), complete=True)
         tensors = self.tensors[graph]
 
@@ -224,7 +254,8 @@ class _Importer:
             elif outer_name is None:
                 outer = None  # outside the def: a graph of its own
             else:
-                outer = self.graph(outer_name, complete=False)
+                with self.nesting("outer", name):
+                    outer = self.graph(outer_name, complete=False)
             if entry.get("type") == "TraceGraph":
                 graph = TraceGraph(outer)
             else:
@@ -232,7 +263,8 @@ class _Importer:
             self.graphs[name] = graph
             self.tensors[graph], self.operations[graph] = {}, {}
         if complete and name not in self.done:
-            self.fill(graph, name, entry)
+            with self.nesting("graph", name):
+                self.fill(graph, name, entry)
         return graph
 
     def fill(self, graph: FunctionGraph, name: str, entry: dict[str, Any]) -> None:

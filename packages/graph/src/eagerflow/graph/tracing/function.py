@@ -28,8 +28,7 @@ Python, for a debugger.
 from __future__ import annotations
 
 import functools
-import inspect
-import os
+import threading
 import types
 import warnings
 from collections.abc import Callable, Sequence
@@ -55,6 +54,7 @@ from eagerflow.graph.tracing.signatures import (
     retracing_message,
     signature_of,
     signature_parameters,
+    stacklevel_of_caller,
 )
 from eagerflow.graph.tracing.tensor_spec import TensorSpec
 from eagerflow.tensor import Tensor
@@ -309,6 +309,9 @@ class Function:
         input_signature: Sequence[Any] | None = None,
         jit_compile: bool = False,
     ) -> None:
+        if not callable(python_function):
+            got = f"{type(python_function).__name__} {python_function!r:.40}"
+            raise TypeError(f"function() takes a Python function to trace, got {got}")
         self.python_function = python_function
         self.autograph = autograph
         self.jit_compile = jit_compile
@@ -324,6 +327,7 @@ class Function:
         self.trace_count = 0
         self._traced_signatures: list[dict[str, tuple[Signature, ...]]] = []  # for the warning
         self._warned_retracing = False
+        self._tracing = threading.RLock()  # held while tracing (a trace may call itself)
         self._owner: type | None = None  # the class, if this is a method
         self._attribute = getattr(python_function, "__name__", "function")
         functools.update_wrapper(self, python_function)
@@ -429,11 +433,12 @@ class Function:
         key = tuple(map(signature_of, trace_as))
         concrete = self._cache.get(key)
         if concrete is None:
-            concrete = self._general_trace(key)
-        if concrete is None:
-            concrete = self._trace(structure, trace_as)
-            self._note_trace(structure, trace_as)
-            self._cache[key] = concrete
+            with self._tracing:  # threads calling first at once: one traces, the others wait
+                concrete = self._cache.get(key) or self._general_trace(key)
+                if concrete is None:
+                    concrete = self._trace(structure, trace_as)
+                    self._note_trace(structure, trace_as)
+                    self._cache[key] = concrete
         if fast_key is not None and _NOT_FAST not in fast_key:
             if len(self._fast_cache) >= FAST_CACHE_SIZE:  # the oldest goes (dicts keep order)
                 del self._fast_cache[next(iter(self._fast_cache))]
@@ -483,7 +488,7 @@ class Function:
         if self.trace_count > RETRACING_THRESHOLD:
             self._warned_retracing = True
             message = retracing_message(self._name(), self._traced_signatures)
-            warnings.warn(message, RetracingWarning, stacklevel=_stacklevel_of_caller())
+            warnings.warn(message, RetracingWarning, stacklevel=stacklevel_of_caller())
             self._traced_signatures.clear()  # no longer needed
 
     def _function_to_trace(self) -> Callable[..., Any]:
@@ -532,20 +537,6 @@ def _refuse_specs(function_name: str, leaves: Sequence[Any]) -> None:
                 f"{function_name}() was called with {leaf!r}: a TensorSpec describes an input, "
                 "for get_concrete_function or input_signature; call the function with tensors"
             )
-
-
-_PACKAGE_DIRECTORY = os.path.dirname(__file__) + os.sep
-
-
-def _stacklevel_of_caller() -> int:
-    """``warnings.warn``'s stacklevel for the nearest frame outside this package, so that a
-    warning names the user's line that called the function (however deep the call came in:
-    a method through its class, converted code calling another function)."""
-    here = inspect.currentframe()
-    frame, level = here and here.f_back, 1  # the frame that calls warnings.warn is level 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRECTORY):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 @overload

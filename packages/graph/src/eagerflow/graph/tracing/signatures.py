@@ -19,6 +19,7 @@ Three parts of ``function`` read signatures, and this module holds what each nee
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -324,6 +325,20 @@ def _render_signature(signature: Signature) -> str:
     return repr(signature[2])
 
 
+_PACKAGE_DIRECTORY = os.path.dirname(__file__) + os.sep
+
+
+def stacklevel_of_caller() -> int:
+    """``warnings.warn``'s stacklevel for the nearest frame outside this package, so that a
+    warning names the user's line that called the function (however deep the call came in:
+    a method through its class, converted code calling another function)."""
+    here = inspect.currentframe()
+    frame, level = here and here.f_back, 1  # the frame that calls warnings.warn is level 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIRECTORY):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 __all__ = [
     "RETRACING_THRESHOLD",
     "RetracingWarning",
@@ -335,4 +350,5 @@ __all__ = [
     "retracing_message",
     "signature_of",
     "signature_parameters",
+    "stacklevel_of_caller",
 ]

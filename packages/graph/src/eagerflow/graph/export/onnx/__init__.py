@@ -122,6 +122,9 @@ def _concrete(function: Function | ConcreteFunction) -> ConcreteFunction:
 def to_model(function: Function | ConcreteFunction, opset: int = 17) -> onnx.ModelProto:
     """The ONNX ``ModelProto`` of a traced function (see the module docs), checked by
     ``onnx.checker.check_model``; ``export`` writes it to a file."""
+    if type(opset) is not int:  # "17" or 17.0: not compared, not truncated
+        raise TypeError(f"opset must be an int (the ONNX operator set version), got "
+                        f"{type(opset).__name__} {opset!r:.40}")  # fmt: skip
     onnx = _import_onnx()
     if not MIN_OPSET <= opset <= onnx.defs.onnx_opset_version():
         raise ValueError(

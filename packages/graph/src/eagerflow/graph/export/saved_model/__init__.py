@@ -68,9 +68,12 @@ registered op has.
 
 Writing is atomic: everything is written into a temporary directory next to ``export_dir``,
 then renamed to it. An existing SavedModel at ``export_dir`` is replaced only once the new one
-is complete (it is renamed aside, the new one renamed in, the old one deleted); a crash
-leaves the old one or the new one, never half of either. A directory that is not a SavedModel
-(nor empty) is never replaced: that is a ``FileExistsError``.
+is complete (it is renamed aside, the new one renamed in, the old one deleted); a crash at
+any step leaves the old one or the new one, never half of either and never neither: after a
+crash between the two renames, ``load`` reads the old one from where it was set aside, and
+the next ``save`` puts it back before replacing it (``eagerflow.graph.core.files``). A
+directory that is not a SavedModel (nor empty) is never replaced: that is a
+``FileExistsError``.
 
 What ``load`` returns (a ``LoadedModel``): one ``LoadedFunction`` attribute per saved
 function, called as the original (positionally or by parameter name; arrays and numbers are

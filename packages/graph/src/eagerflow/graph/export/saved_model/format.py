@@ -9,7 +9,7 @@ from typing import Any
 
 from eagerflow.graph.tracing.tensor_spec import TensorSpec
 from eagerflow.tensor import Tensor, dtypes
-from eagerflow.tensor.errors import InvalidArgumentError
+from eagerflow.tensor.errors import InvalidAttrError
 
 FORMAT = "eagerflow.SavedModel"
 VERSION = 1
@@ -18,9 +18,11 @@ VARIABLES_FILENAME = "variables/variables.npz"  # relative to the export directo
 DEFAULT_SERVING_SIGNATURE = "serving_default"
 
 
-class SavedModelError(InvalidArgumentError):
+class SavedModelError(InvalidAttrError):
     """A SavedModel directory whose files are not what ``save`` writes: not JSON, cut short,
-    another format or version, a malformed entry, or variable values that do not fit."""
+    another format or version, a malformed entry, variable values that do not fit, or past
+    a limit (``limits``). An ``InvalidAttrError``, as every refused import is; ``attr``
+    names the entry, when there is one."""
 
 
 # --- structures as JSON ----------------------------------------------------------------------

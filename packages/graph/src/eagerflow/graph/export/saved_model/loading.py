@@ -3,19 +3,21 @@ whose functions and signatures run without the Python code that made them."""
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import numpy as np
 
 from eagerflow.autodiff import Variable
+from eagerflow.graph.core.files import readable_path
 from eagerflow.graph.export.graph_def import (
     GraphDef,
     NewVariable,
     check_graph_def,
 )
+from eagerflow.graph.export.graph_def_check import check_variables
 from eagerflow.graph.export.graph_def_import import import_functions
+from eagerflow.graph.export.limits import read_json, read_npz
 from eagerflow.graph.export.saved_model.format import (
     FORMAT,
     SAVED_MODEL_FILENAME,
@@ -145,35 +147,27 @@ class LoadedModel:
 
 # --- load ------------------------------------------------------------------------------------
 def _read_json(path: str) -> Any:
-    def refuse_constant(word: str) -> Any:  # NaN / Infinity are not JSON; ours never has them
-        raise ValueError(f"{word} is not JSON")
-
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f, parse_constant=refuse_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as e:
+        return read_json(path)
+    except InvalidAttrError as e:  # past a limit
+        raise SavedModelError(str(e), e.attr) from None
+    except ValueError as e:  # not JSON, not UTF-8, NaN or Infinity
         raise SavedModelError(f"{path}: not JSON (truncated, or not a SavedModel): {e}") from None
 
 
 def _read_values(path: str) -> dict[str, np.ndarray]:
-    """Every array of the variables file, read without pickle."""
+    """Every array of the variables file, read without pickle, once its members' names and
+    headers passed the limits (``read_npz``)."""
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{path}: the SavedModel's variables file is missing")
-    values = {}
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            for key in npz.files:
-                try:
-                    values[key] = npz[key]
-                except ValueError as e:  # an object array: its bytes are a pickle
-                    raise SavedModelError(f"{path}: variable {key!r} cannot be read: {e}") from None
-    except SavedModelError:
-        raise
+        return read_npz(path)
+    except InvalidAttrError as e:  # a member's name, header or size refused
+        raise SavedModelError(str(e), e.attr) from None
     except Exception as e:  # not a zip of .npy files: BadZipFile, a bad header, ...
         raise SavedModelError(
             f"{path}: not a variables .npz file: {type(e).__name__}: {e}"
         ) from None
-    return values
 
 
 def _check_document(document: Any, path: str) -> dict[str, Any]:
@@ -203,9 +197,10 @@ def _check_document(document: Any, path: str) -> dict[str, Any]:
 def load(export_dir: str | os.PathLike[str]) -> LoadedModel:
     """The SavedModel in ``export_dir`` (as ``save`` wrote it), loaded: its functions over new
     eager variables holding the saved values (see the module docs for what is checked)."""
-    directory = os.fspath(export_dir)
+    directory = readable_path(export_dir)  # (the old model, if a save crashed midway)
     path = _document_path(directory)
     document = _check_document(_read_json(path), path)
+    check_variables(document["graph_def"], path)  # their shapes within the limit, unread
     values_path = _values_path(directory, document["variables"], path)
     values = _read_values(values_path)
     graph_def: GraphDef = document["graph_def"]
@@ -239,14 +234,25 @@ def _document_path(directory: str) -> str:
         raise FileNotFoundError(
             f"load(): {directory!r} is not a SavedModel: it has no {SAVED_MODEL_FILENAME}"
         )
-    return path
+    return _inside(directory, path, path, "saved_model.json")
 
 
 def _values_path(directory: str, relative: str, path: str) -> str:
-    """The variables file the document names: a path inside the directory, never outside."""
+    """The variables file the document names: a path inside the directory, never outside
+    (no ``..``, not absolute, and no symlink leading out of it)."""
     if os.path.isabs(relative) or ".." in relative.replace("\\", "/").split("/"):
-        raise SavedModelError(f"{path}: 'variables' must be a path inside the directory")
-    return os.path.join(directory, relative)
+        raise SavedModelError(f"{path}: 'variables' must be a path inside the directory, got "
+                              f"{relative!r}", "variables")  # fmt: skip
+    return _inside(directory, os.path.join(directory, relative), path, "variables")
+
+
+def _inside(directory: str, file: str, path: str, attr: str) -> str:
+    """``file``, if it really is inside ``directory`` once symlinks are followed."""
+    real, root = os.path.realpath(file), os.path.realpath(directory)
+    if os.path.commonpath([real, root]) != root:
+        raise SavedModelError(f"{path}: {attr}: {file!r} is a symlink (or under one) leading "
+                              f"out of the SavedModel directory, to {real!r}", attr)  # fmt: skip
+    return file
 
 
 def _import(

@@ -6,17 +6,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
-import shutil
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
 
+from eagerflow.graph.core.files import atomic_directory, make_folder, new_file, recover_directory
 from eagerflow.graph.export.graph_def import (
     functions_as_graph_def,
 )
+from eagerflow.graph.export.limits import check_name
 from eagerflow.graph.export.saved_model.format import (
     DEFAULT_SERVING_SIGNATURE,
     FORMAT,
@@ -238,6 +238,7 @@ def _variable_arrays(variables: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """The values of the variables the functions read, by their key in the document."""
     arrays = {}
     for key, variable in variables.items():
+        check_name(f"save(): variable {variable.name!r}", key)  # (a member of the archive)
         try:
             arrays[key] = np.asarray(variable.numpy())
         except FailedPreconditionError:
@@ -249,10 +250,11 @@ def _variable_arrays(variables: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 
 def _write_directory(export_dir: str, text: str, arrays: dict[str, np.ndarray]) -> None:
-    """Write the two files into a temporary sibling of ``export_dir``, then rename it there."""
+    """Write the two files into a temporary sibling of ``export_dir``, then move it there
+    (``atomic_directory``: at every step the path holds the old model or the new one). The
+    values go first, so a staging folder with a ``saved_model.json`` is complete."""
     target = os.path.abspath(export_dir)
-    parent, base = os.path.split(target)
-    os.makedirs(parent, exist_ok=True)
+    recover_directory(target)  # a crashed save's old model goes back first, then is checked
     if os.path.lexists(target):
         if not os.path.isdir(target) or os.path.islink(target):
             raise FileExistsError(f"save(): {export_dir!r} exists and is not a directory")
@@ -261,69 +263,14 @@ def _write_directory(export_dir: str, text: str, arrays: dict[str, np.ndarray]) 
                 f"save(): {export_dir!r} is a directory that is not a SavedModel (it has no "
                 f"{SAVED_MODEL_FILENAME}): refusing to replace it"
             )
-    staging = _new_sibling(parent, f".{base}.tmp-")
-    try:
-        with open(os.path.join(staging, SAVED_MODEL_FILENAME), "w", encoding="utf-8") as f:
+    with atomic_directory(target) as staging:
+        values = os.path.join(staging, VARIABLES_FILENAME)
+        make_folder(os.path.dirname(values))
+        with new_file(values, "wb") as b:
+            np.savez(b, **cast(dict[str, Any], arrays))  # numeric arrays: never pickled
+        with new_file(os.path.join(staging, SAVED_MODEL_FILENAME)) as f:
             f.write(text)
             f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        values = os.path.join(staging, VARIABLES_FILENAME)
-        os.makedirs(os.path.dirname(values))
-        with open(values, "wb") as b:
-            np.savez(b, **cast(dict[str, Any], arrays))  # numeric arrays: never pickled
-            b.flush()
-            os.fsync(b.fileno())
-        _rename_into_place(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    _fsync_directory(parent)
-
-
-def _new_sibling(parent: str, prefix: str) -> str:
-    """A new empty directory ``parent/prefix<random>``, made with ``os.mkdir`` so that it gets
-    the umask's permissions, as ``export_dir`` would (``tempfile.mkdtemp`` makes it 0700)."""
-    while True:
-        path = os.path.join(parent, prefix + secrets.token_hex(6))
-        try:
-            os.mkdir(path)
-        except FileExistsError:  # (48 random bits: not in practice)
-            continue
-        return path
-
-
-def _rename_into_place(staging: str, target: str) -> None:
-    """``staging`` renamed to ``target``; an existing ``target`` is set aside first (a rename
-    cannot replace a non-empty directory) and deleted once the new one is in place."""
-    if not os.path.lexists(target):
-        os.rename(staging, target)
-        return
-    parent, base = os.path.split(target)
-    aside = _new_sibling(parent, f".{base}.old-")
-    old = os.path.join(aside, base)
-    os.rename(target, old)
-    try:
-        os.rename(staging, target)
-    except BaseException:
-        os.rename(old, target)  # put the old one back
-        shutil.rmtree(aside, ignore_errors=True)
-        raise
-    shutil.rmtree(aside, ignore_errors=True)
-
-
-def _fsync_directory(path: str) -> None:
-    """Make the renames durable (where the OS lets a directory be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 __all__ = ["save"]
