@@ -3042,13 +3042,13 @@ def test_ch09_relaxing_function_rejects(mistake, monkeypatch) -> None:
 
 
 # --- chapter 7: gradients in a MiniGraph (stretch) ------------------------------------------------
-def _mini_gradients(graph, y, x, accumulate=True, order=reversed):
+def _mini_gradients(graph, y, x, rules=GRADIENTS, accumulate=True, order=reversed):
     grads = {}
     with ef.execution.context(graph):
         grads[y] = ef.ones_like(y)
         for node in order(list(graph.nodes)):
             grad = grads.get(node.outputs[0]) if node.inputs else None
-            rule = GRADIENTS.get(node.op.name) if node.op is not None else None
+            rule = rules.get(node.op.name) if node.op is not None else None
             if grad is None or rule is None:
                 continue
             record = OpRecord(node.op, node.inputs, node.attrs, node.outputs)
@@ -3076,6 +3076,32 @@ def test_ch07_mini_gradients_rejects(mistake, monkeypatch) -> None:
     chapter = {"MiniGraph": _MiniGraph, "run_mini": _run_mini, "mini_gradients": mistake}
     test = test_ch07.test_mini_gradients_stretch_on_hidden_programs
     rejects(test, "hidden program|the symbol of a new node", monkeypatch, **chapter)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (lambda g, y, x, rules=GRADIENTS: _mini_gradients(g, y, x), "never called your ch03"),
+        (
+            lambda g, y, x, rules=GRADIENTS: _mini_gradients(g, y, x, rules, accumulate=False),
+            "from your chapter 3 rules",
+        ),
+    ],
+    ids=["eagerflows_own_table", "overwriting"],
+)
+def test_ch07_mini_gradients_rejects_other_rules(mistake, message, monkeypatch) -> None:
+    chapter = SimpleNamespace(MiniGraph=_MiniGraph, run_mini=_run_mini, mini_gradients=mistake)
+    with pytest.raises(FAILED, match=message):
+        test_ch07.test_mini_gradients_calls_your_chapter_3_rules(chapter, _reference_piece,
+                                                                  monkeypatch)  # fmt: skip
+
+
+def test_ch07_the_reference_meets_the_chapter_3_rules(monkeypatch) -> None:
+    """The planted mistakes fail for their mistake: the reference passes the same test."""
+    ref = _reference("ch07")
+    chapter = SimpleNamespace(MiniGraph=ref.MiniGraph, run_mini=ref.run_mini,
+                              mini_gradients=ref.mini_gradients)  # fmt: skip
+    test_ch07.test_mini_gradients_calls_your_chapter_3_rules(chapter, _reference_piece, monkeypatch)
 
 
 # --- chapter 5: Adam (stretch) --------------------------------------------------------------------
