@@ -378,9 +378,10 @@ def mini_gradients(
     Take the rules from ``rules``, a table of gradient rules by op name: by default
     ``GRADIENTS``, the table your ``MiniTape`` of chapter 3 walked with. One table serves
     both modes: the tests hand you a copy in which ``AddV2`` and ``Mul`` are your own
-    ``add_gradient`` and ``mul_gradient`` of chapter 3, written for an eager tape, and check
-    that your graph's gradient called them (until those are done, that test waits, saying
-    "needs ch03.add_gradient first").
+    ``add_gradient`` and ``mul_gradient`` of chapter 3, written for an eager tape, check
+    that your graph's gradient called them, and compare it with the gradient your own
+    ``MiniTape`` finds reading the same table (until those pieces of chapter 3 are done,
+    that test waits, saying "needs ch03.add_gradient first").
 
     Open-ended: handle what the tests need, the ops of ``run_mini``'s tests (each with one
     output; a node without inputs, a constant made while building, needs no gradient), and

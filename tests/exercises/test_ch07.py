@@ -429,11 +429,13 @@ def your_chapter_3_rules(earlier_piece, calls):
 
 def test_mini_gradients_calls_your_chapter_3_rules(chapter, earlier_piece, monkeypatch):
     """One table for both modes: the rules the reader wrote for an eager tape in chapter 3
-    build the gradient nodes of their MiniGraph, and give the tape's numbers."""
+    build the gradient nodes of their MiniGraph, and give the numbers of GradientTape and of
+    their own MiniTape reading the same table."""
     if is_stub(chapter.mini_gradients):  # its own stub first: "not attempted yet"
         chapter.mini_gradients(None, None, None)
     calls = Counter()
     rules = your_chapter_3_rules(earlier_piece, calls)  # (before MiniGraph and run_mini count)
+    MiniTape = earlier_piece("ch03", "MiniTape")
     rng = np.random.default_rng(717)
     for i in range(4):
         program, values = hidden_program(rng)
@@ -461,4 +463,17 @@ def test_mini_gradients_calls_your_chapter_3_rules(chapter, earlier_piece, monke
         np.testing.assert_allclose(
             np.asarray(got), expected, rtol=1e-5, atol=1e-6,
             err_msg=f"hidden program {i}: the gradient by b, from your chapter 3 rules",
+        )  # fmt: skip
+        # the same table, read by your eager MiniTape of chapter 3: the same numbers
+        with monkeypatch.context() as patch:
+            for op_name in ("AddV2", "Mul"):
+                patch.setitem(GRADIENTS, op_name, rules[op_name])
+            mini = MiniTape(tensors[1])
+            with execution.recording(mini):
+                y = program(*tensors)
+            eager = mini.gradient(y, tensors[1])
+        np.testing.assert_allclose(
+            np.asarray(got), np.asarray(eager), rtol=1e-5, atol=1e-6,
+            err_msg=f"hidden program {i}: your graph's gradient and your MiniTape's, from one "
+            "table of rules, disagree",
         )  # fmt: skip

@@ -3133,6 +3133,23 @@ def test_ch07_mini_gradients_rejects_other_rules(mistake, message, monkeypatch) 
                                                                   monkeypatch)  # fmt: skip
 
 
+def test_ch07_mini_gradients_rejects_a_disagreeing_mini_tape(monkeypatch) -> None:
+    """The check against the reader's MiniTape can fail: a MiniTape that finds zeros."""
+
+    class _ZerosTape(_reference_piece("ch03", "MiniTape")):  # type: ignore[misc]
+        def gradient(self, target, source):
+            return ef.zeros_like(source)
+
+    def pieces(chapter: str, name: str) -> object:
+        return _ZerosTape if name == "MiniTape" else _reference_piece(chapter, name)
+
+    ref = _reference("ch07")
+    chapter = SimpleNamespace(MiniGraph=ref.MiniGraph, run_mini=ref.run_mini,
+                              mini_gradients=ref.mini_gradients)  # fmt: skip
+    with pytest.raises(FAILED, match="your MiniTape's"):
+        test_ch07.test_mini_gradients_calls_your_chapter_3_rules(chapter, pieces, monkeypatch)
+
+
 def test_ch07_the_reference_meets_the_chapter_3_rules(monkeypatch) -> None:
     """The planted mistakes fail for their mistake: the reference passes the same test."""
     ref = _reference("ch07")
