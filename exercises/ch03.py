@@ -266,7 +266,8 @@ def add_gradient(op: OpRecord, grad: Tensor) -> tuple[Tensor, Tensor]:
 
     Each input gets the gradient of the result, summed down to its own shape. The tests
     register this rule for a copy of ``AddV2`` and compare a tape's gradients with the real
-    op's, on shapes that broadcast.
+    op's, on shapes that broadcast. Chapter 7's ``mini_gradients`` calls this rule and
+    ``mul_gradient`` again, unchanged, to build the gradient of a graph.
 
     Args:
         op: The record: ``op.inputs`` is ``(x, y)``.

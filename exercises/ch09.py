@@ -1,9 +1,9 @@
 """Chapter 9 exercises — run `.venv/bin/pytest -m ch09`.
 
 Tracing, from eager to graph: the signature that decides when ``@function`` traces again,
-a ``@function`` of your own built on it (a trace cache, a Graph, a Session), a training
-step traced once, and (a stretch) a ``@function`` that relaxes shapes instead of tracing
-each one.
+a ``@function`` of your own built on it (a trace cache over your MiniGraph of chapter 7),
+a training step traced once, and (a stretch) a ``@function`` that relaxes shapes instead of
+tracing each one.
 
 Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch09`:
 an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
@@ -37,7 +37,7 @@ from eagerflow.graph import (
     function,
     placeholder,
 )
-from eagerflow.tensor import Tensor
+from eagerflow.tensor import Tensor, execution
 
 
 def signature(*args: Any) -> tuple[Any, ...]:
@@ -80,44 +80,55 @@ def signature(*args: Any) -> tuple[Any, ...]:
     raise NotImplementedError
 
 
-def mini_function(fn: Callable[..., Any]) -> Callable[..., Tensor]:
-    """★★★ ``@function`` in a few lines: trace into a Graph once per signature, run a Session.
+def mini_function(
+    fn: Callable[..., Any], MiniGraph: type, run_mini: Callable[..., Any]
+) -> Callable[..., Tensor]:
+    """★★★ ``@function`` in a few lines: trace into your ``MiniGraph``, run it with ``run_mini``.
 
-    Return a function ``call(*args)`` that computes ``fn(*args)`` as ``@function`` would:
+    Chapter 7 gave you a graph mode of your own: ``MiniGraph``, a context whose ``run_op``
+    makes nodes, and ``run_mini``, which runs them. ``@function`` is a cache of traces on top
+    of a graph mode, and yours is enough. Return a function ``call(*args)`` that computes
+    ``fn(*args)`` as ``@function`` would:
 
     1. it looks the ``signature`` of the arguments (yours, from above) up in a cache of its
-       own; on a miss it *traces*: it makes a ``Graph``, and inside ``graph.as_default()``
-       calls ``fn`` with a ``placeholder`` of the right dtype and shape for each tensor
-       argument (a NumPy array counts as a tensor) and the other arguments as they are.
-       The graph, the placeholders and ``fn``'s result go in the cache;
-    2. on every call, it runs the cached graph's result with a ``Session``, feeding each
-       placeholder the value of its argument, and returns the value as an eager tensor.
+       own; on a miss it *traces*: it makes a ``MiniGraph()``, a placeholder
+       (``graph.placeholder(shape, dtype)``) for each tensor argument (a NumPy array counts
+       as a tensor), and calls ``fn`` inside ``execution.context(graph)`` with those
+       placeholders and the other arguments as they are. The graph's placeholders and
+       ``fn``'s result (a symbol) go in the cache;
+    2. on every call, it runs the cached result with ``run_mini``, feeding each placeholder
+       the value of its argument, and returns the value as an eager tensor.
 
     So ``fn`` runs (traces) once per new signature, never on a cache hit; the tests count
     its calls on hidden sequences of calls, and compare the values (and dtypes) with ``fn``
-    run eagerly. They also swap your ``signature`` for others, to check that the cache's key
-    is what ``signature`` returns, no more and no less. ``fn`` returns one tensor.
+    run eagerly. They hand you your own ``MiniGraph`` and ``run_mini`` of chapter 7, check
+    that ``fn`` was traced on symbols of your graph and that your ``run_mini`` ran each call
+    (until those are done, they wait, saying "needs ch07.MiniGraph first"). They also swap
+    your ``signature`` for others, to check that the cache's key is what ``signature``
+    returns, no more and no less. ``fn`` returns one tensor.
 
     Args:
         fn: A function of tensors and plain Python values, written with eagerflow ops.
+        MiniGraph: Your graph class of chapter 7 (``placeholder``, a context for the seam).
+        run_mini: Your ``run_mini(fetch, feeds)`` of chapter 7.
 
     Returns:
         The traced version of ``fn``.
 
     Hint 1:
-        A dictionary from signatures to what tracing made: a graph, its placeholders (in the
-        order of the tensor arguments) and the symbolic result.
+        A dictionary from signatures to what tracing made: the placeholders (in the order of
+        the tensor arguments) and the symbolic result. The graph itself is in the symbols.
 
     Hint 2:
-        ``placeholder(t.dtype, tuple(t.shape))`` inside ``with graph.as_default():`` for each
-        tensor argument; on each call ``Session(graph).run(result, feeds)`` with ``feeds`` a
-        dictionary from placeholder to ``np.asarray(arg)``.
+        ``graph.placeholder(tuple(t.shape), t.dtype)`` for each tensor argument; ``fn`` runs
+        under ``with execution.context(graph):``; on each call ``run_mini(result, feeds)``
+        with ``feeds`` a dictionary from placeholder to ``np.asarray(arg)``.
 
     Hint 3:
         In ``call``: ``key = signature(*args)``; if it is not in the cache, trace: build
-        ``inputs`` (a placeholder or the argument itself), ``result = fn(*inputs)`` under
-        ``graph.as_default()``, and store ``(graph, placeholders, result)``; then feed the
-        tensor arguments, in order, and ``return ef.constant(session.run(result, feeds))``.
+        ``inputs`` (a placeholder or the argument itself), ``result = fn(*inputs)`` in the
+        graph's context, and store ``(placeholders, result)``; then feed the tensor
+        arguments, in order, and ``return ef.constant(run_mini(result, feeds))``.
     """
     raise NotImplementedError
 
@@ -187,8 +198,11 @@ def relaxing_function(fn: Callable[..., Any]) -> Callable[..., Tensor]:
         The traced version of ``fn``, which returns an eager tensor like ``mini_function``.
 
     Hint 1:
-        Start from your ``mini_function``: only the key, and the test for "does this trace
-        fit", change. Keep each entry's placeholder shapes with its graph.
+        Start from your ``mini_function``, on eagerflow's ``Graph`` and ``Session`` this
+        time (the tests count Session runs): ``placeholder(dtype, shape)`` under
+        ``graph.as_default()`` takes ``None`` dimensions, and ``Session(graph).run(result,
+        feeds)`` runs it. Only the key, and the test for "does this trace fit", change.
+        Keep each entry's placeholder shapes with its graph.
 
     Hint 2:
         A shape fits a placeholder's when every dimension is equal or the placeholder's is

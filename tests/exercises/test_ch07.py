@@ -1,4 +1,9 @@
-"""Chapter 7 exercises: one op, two modes."""
+"""Chapter 7 exercises: one op, two modes.
+
+``mini_gradients`` is a piece of the "Build a mini TensorFlow" track: one of its tests hands it
+the reader's own gradient rules of chapter 3 (``add_gradient``, ``mul_gradient``) and skips,
+saying "needs ch03.add_gradient first", until those are done.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,11 @@ from collections import Counter
 import numpy as np
 import pytest
 from ready_made import refusing
+from track import is_stub
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.autodiff.registry import GRADIENTS
 from eagerflow.graph import Graph, Session, SymbolicTensor, placeholder
 from eagerflow.nn import losses
 from eagerflow.tensor import Tensor, execution, nn_ops
@@ -401,4 +408,72 @@ def test_mini_gradients_stretch_on_hidden_programs(chapter, monkeypatch):
         np.testing.assert_allclose(
             np.asarray(got), expected, rtol=1e-5, atol=1e-6,
             err_msg=f"hidden program {i}: the gradient of sum(y) by x, run with run_mini",
+        )  # fmt: skip
+
+
+def your_chapter_3_rules(earlier_piece, calls):
+    """The gradient table with ``AddV2`` and ``Mul`` replaced by the reader's own rules of
+    chapter 3 (``add_gradient`` and ``mul_gradient``, written for MiniTape), each counting its
+    calls in ``calls``."""
+    rules = dict(GRADIENTS)
+    for op_name, piece in (("AddV2", "add_gradient"), ("Mul", "mul_gradient")):
+        rule = earlier_piece("ch03", piece)
+
+        def counted(op, grad, rule=rule, piece=piece):
+            calls[piece] += 1
+            return rule(op, grad)
+
+        rules[op_name] = counted
+    return rules
+
+
+def test_mini_gradients_calls_your_chapter_3_rules(chapter, earlier_piece, monkeypatch):
+    """One table for both modes: the rules the reader wrote for an eager tape in chapter 3
+    build the gradient nodes of their MiniGraph, and give the numbers of GradientTape and of
+    their own MiniTape reading the same table."""
+    if is_stub(chapter.mini_gradients):  # its own stub first: "not attempted yet"
+        chapter.mini_gradients(None, None, None)
+    calls = Counter()
+    rules = your_chapter_3_rules(earlier_piece, calls)  # (before MiniGraph and run_mini count)
+    MiniTape = earlier_piece("ch03", "MiniTape")
+    rng = np.random.default_rng(717)
+    for i in range(4):
+        program, values = hidden_program(rng)
+        tensors = [ef.constant(v) for v in values]
+        with GradientTape() as tape:
+            tape.watch(tensors[1])
+            y = program(*tensors)
+        expected = tape.gradient(y, tensors[1]).numpy()  # b: broadcast over the rows
+        g, xs, y_symbol, seam = build_mini(chapter, program, [(t.shape, t.dtype) for t in tensors])
+        calls.clear()
+        with monkeypatch.context() as patch:
+            kernels = Kernels(patch)
+            db = chapter.mini_gradients(g, y_symbol, xs[1], rules)
+            assert kernels.total() == 0, (
+                f"hidden program {i}: mini_gradients ran kernels {dict(kernels.calls)}"
+            )
+        for op_name, piece in (("AddV2", "add_gradient"), ("Mul", "mul_gradient")):
+            if op_name in seam.names:
+                assert calls[piece] > 0, (
+                    f"hidden program {i} has {op_name} nodes, but mini_gradients never called "
+                    f"your ch03.{piece} from the table it was given: look each rule up in "
+                    "`rules`, the table a tape reads too"
+                )
+        got = chapter.run_mini(db, {x: t.numpy() for x, t in zip(xs, tensors, strict=True)})
+        np.testing.assert_allclose(
+            np.asarray(got), expected, rtol=1e-5, atol=1e-6,
+            err_msg=f"hidden program {i}: the gradient by b, from your chapter 3 rules",
+        )  # fmt: skip
+        # the same table, read by your eager MiniTape of chapter 3: the same numbers
+        with monkeypatch.context() as patch:
+            for op_name in ("AddV2", "Mul"):
+                patch.setitem(GRADIENTS, op_name, rules[op_name])
+            mini = MiniTape(tensors[1])
+            with execution.recording(mini):
+                y = program(*tensors)
+            eager = mini.gradient(y, tensors[1])
+        np.testing.assert_allclose(
+            np.asarray(got), np.asarray(eager), rtol=1e-5, atol=1e-6,
+            err_msg=f"hidden program {i}: your graph's gradient and your MiniTape's, from one "
+            "table of rules, disagree",
         )  # fmt: skip

@@ -1,4 +1,9 @@
-"""Chapter 9 exercises: tracing, from eager to graph (`exercises/ch09.py`)."""
+"""Chapter 9 exercises: tracing, from eager to graph (`exercises/ch09.py`).
+
+``mini_function`` is a piece of the "Build a mini TensorFlow" track: its tests hand it the
+reader's own ``MiniGraph`` and ``run_mini`` of chapter 7 (counting their use) and skip, saying
+"needs ch07.MiniGraph first", until those are done.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+from track import is_stub
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
@@ -88,27 +94,57 @@ class SessionRuns:
         monkeypatch.setattr(Session, "run", counted)
 
 
-def check_mini_function(chapter, monkeypatch, fn, calls, what):
+class YourGraphMode:
+    """The reader's MiniGraph and run_mini of chapter 7, counting their use: the graphs
+    made, and the runs."""
+
+    def __init__(self, chapter, earlier_piece):
+        if is_stub(chapter.mini_function):  # its own stub first: "not attempted yet"
+            chapter.mini_function(None, None, None)
+        graph, run, self.Symbol = (earlier_piece("ch07", name)
+                                   for name in ("MiniGraph", "run_mini", "Symbol"))  # fmt: skip
+        self.graphs = self.runs = 0
+        mode = self
+
+        class MiniGraph(graph):  # type: ignore[misc,valid-type]
+            def __init__(self, *args, **kwargs):
+                mode.graphs += 1
+                super().__init__(*args, **kwargs)
+
+        def run_mini(*args, **kwargs):
+            mode.runs += 1
+            return run(*args, **kwargs)
+
+        self.MiniGraph, self.run_mini = MiniGraph, run_mini
+
+    def mini_function(self, chapter, fn):
+        return chapter.mini_function(fn, self.MiniGraph, self.run_mini)
+
+
+def check_mini_function(chapter, earlier_piece, fn, calls, what):
     """Call mini_function(fn) on each argument tuple of ``calls``: fn must run once per new
-    signature (as many times as ``@function`` traces), in a graph, and each call must run a
-    Session and give fn's eager value."""
+    signature (as many times as ``@function`` traces), in the reader's MiniGraph, and each
+    call must run their run_mini and give fn's eager value."""
+    mode = YourGraphMode(chapter, earlier_piece)
     real = function(fn)
     with warnings.catch_warnings():  # the hidden sequences retrace on purpose
         warnings.simplefilter("ignore", RetracingWarning)
         for args in calls:
             real(*args)
     traced = Traced(fn)
-    mine = chapter.mini_function(traced)
-    runs = SessionRuns(monkeypatch)
+    mine = mode.mini_function(chapter, traced)
     for i, args in enumerate(calls):
         before = len(traced.calls)
         got = mine(*args)
         expected = fn(*(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args))
         for traced_args in traced.calls[before:]:
             assert all(
-                isinstance(t, SymbolicTensor) for t in traced_args if isinstance(t, ef.Tensor)
-            ), f"{what}: fn was called with eager tensors {traced_args}: trace it in a Graph"
-        assert isinstance(got, ef.Tensor) and not isinstance(got, SymbolicTensor), (
+                isinstance(t, mode.Symbol) for t in traced_args if isinstance(t, ef.Tensor)
+            ), (
+                f"{what}: fn was called with {traced_args}: trace it in your MiniGraph (its "
+                "placeholders are Symbols)"
+            )
+        assert isinstance(got, ef.Tensor) and type(got) is ef.Tensor, (
             f"{what}, call {i}: expected an eager tensor, got {got!r}"
         )
         np.testing.assert_allclose(
@@ -119,17 +155,20 @@ def check_mini_function(chapter, monkeypatch, fn, calls, what):
             f"{what}, call {i} {args}: fn gives a {expected.dtype} tensor, mini_function a "
             f"{got.dtype} one: was this call run on a graph traced for another dtype?"
         )
-        assert runs.count == i + 1, (
-            f"{what}: after {i + 1} calls a Session ran {runs.count} times: run the traced "
-            "graph with a Session on every call"
+        assert mode.runs == i + 1, (
+            f"{what}: after {i + 1} calls your run_mini ran {mode.runs} times: run the traced "
+            "graph with run_mini on every call"
         )
     assert len(traced.calls) == real.trace_count, (
         f"{what}: fn ran {len(traced.calls)} times in {len(calls)} calls; @function traced "
         f"{real.trace_count} times: trace once per new signature, then reuse the graph"
     )
+    assert mode.graphs == real.trace_count, (
+        f"{what}: {mode.graphs} MiniGraphs made for {real.trace_count} traces: one per trace"
+    )
 
 
-def test_mini_function_traces_once_per_signature(chapter, monkeypatch):
+def test_mini_function_traces_once_per_signature(chapter, earlier_piece):
     def scale(x, factor):
         return x * factor
 
@@ -141,7 +180,7 @@ def test_mini_function_traces_once_per_signature(chapter, monkeypatch):
         (ef.constant([1.0, 2.0]), ef.constant(5.0)),  # a tensor factor: a trace
         (ef.constant([6.0, 1.0]), ef.constant(-1.0)),  # same: the new value is fed
     ]
-    check_mini_function(chapter, monkeypatch, scale, calls, "x * factor")
+    check_mini_function(chapter, earlier_piece, scale, calls, "x * factor")
 
 
 def _hidden_function(x, power, mode):
@@ -153,7 +192,7 @@ def _hidden_function(x, power, mode):
     return ef.reduce_max(y * y, axis=-1)
 
 
-def test_mini_function_on_hidden_call_sequences(chapter, monkeypatch):
+def test_mini_function_on_hidden_call_sequences(chapter, earlier_piece):
     rng = np.random.default_rng(808)
     kinds = [((2,), np.float32), ((2, 2), np.float32), ((2,), np.float64)]
     for round_ in range(4):
@@ -165,14 +204,14 @@ def test_mini_function_on_hidden_call_sequences(chapter, monkeypatch):
             power = [2, 3][rng.integers(2)] if rng.random() < 0.9 else 0
             mode = ["tanh", "max"][rng.integers(2)] if rng.random() < 0.9 else None
             calls.append((x, power, mode))
-        check_mini_function(chapter, monkeypatch, _hidden_function, calls, f"hidden {round_}")
+        check_mini_function(chapter, earlier_piece, _hidden_function, calls, f"hidden {round_}")
 
 
 def _scale_and_shift(x, factor):
     return x * factor + ef.reduce_sum(x)
 
 
-def test_mini_function_on_hidden_dtypes_and_python_values(chapter, monkeypatch):
+def test_mini_function_on_hidden_dtypes_and_python_values(chapter, earlier_piece):
     # Two calls that differ only in a tensor's dtype, or only in the type of a Python value
     # (2 == 2.0 in Python, and they hash alike), must not share a trace.
     rng = np.random.default_rng(818)
@@ -185,14 +224,15 @@ def test_mini_function_on_hidden_dtypes_and_python_values(chapter, monkeypatch):
             calls.append((ef.constant(x), factors[rng.integers(len(factors))]))
         calls += [(ef.constant(np.ones(3, np.float64)), 2), (ef.constant(np.ones(3)), 2.0)]
         check_mini_function(
-            chapter, monkeypatch, _scale_and_shift, calls, f"hidden dtypes and values {round_}"
+            chapter, earlier_piece, _scale_and_shift, calls, f"hidden dtypes and values {round_}"
         )
 
 
-def test_mini_function_keys_its_cache_on_your_signature(chapter, monkeypatch):
+def test_mini_function_keys_its_cache_on_your_signature(chapter, earlier_piece, monkeypatch):
     # The cache's key is what `signature` returns, no more, no less: with a signature that
     # gives every call a new key, every call traces; with one that gives every call the same
     # key, only the first does.
+    mode = YourGraphMode(chapter, earlier_piece)
     module = sys.modules[chapter.mini_function.__module__]
     calls = [(ef.constant([1.0, 2.0]), 2.0), (ef.constant([3.0, 4.0]), 2.0),
              (ef.constant([5.0, 6.0]), 3.0), (ef.constant([7.0, 8.0]), 2.0)]  # fmt: skip
@@ -209,7 +249,7 @@ def test_mini_function_keys_its_cache_on_your_signature(chapter, monkeypatch):
 
         monkeypatch.setattr(module, "signature", spy, raising=False)
         traced = Traced(lambda x, factor: x * factor)
-        mine = chapter.mini_function(traced)
+        mine = mode.mini_function(chapter, traced)
         for i, args in enumerate(calls):
             number[0] = i
             mine(*args)

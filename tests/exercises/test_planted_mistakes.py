@@ -2707,7 +2707,7 @@ def test_ch07_mini_graph_rejects(test, mini_graph, run_mini, message, monkeypatc
 
 
 # --- chapter 9: a mini @function ------------------------------------------------------------------
-def _mini_function(fn, key=None, keep_value=False, trace_always=False):
+def _mini_function(fn, MiniGraph, run_mini, key=None, keep_value=False, trace_always=False):
     """A mini_function, wrong in the way its arguments say."""
     cache = {}
 
@@ -2716,20 +2716,41 @@ def _mini_function(fn, key=None, keep_value=False, trace_always=False):
         tensors = [a for a in args if isinstance(a, ef.Tensor)]
         k = (key or _signature)(args)
         if trace_always or k not in cache:
+            graph = MiniGraph()
+            holders = [graph.placeholder(tuple(t.shape), t.dtype) for t in tensors]
+            fed = iter(holders)
+            with ef.execution.context(graph):
+                result = fn(*(next(fed) if isinstance(a, ef.Tensor) else a for a in args))
+            cache[k] = [holders, result, None]
+        entry = cache[k]
+        holders, result, kept = entry
+        value = run_mini(result, {h: np.asarray(t) for h, t in zip(holders, tensors, strict=True)})
+        if keep_value:  # the value of the trace's own call, for every later call: wrong
+            entry[2] = value if kept is None else kept
+            value = entry[2]
+        return ef.constant(value)
+
+    return call
+
+
+def _mini_function_in_eagerflows_graph(fn, MiniGraph, run_mini):
+    """Right, but on eagerflow's own Graph and Session: not the reader's graph mode."""
+    cache = {}
+
+    def call(*args):
+        args = tuple(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        tensors = [a for a in args if isinstance(a, ef.Tensor)]
+        k = _signature(args)
+        if k not in cache:
             graph = Graph()
             with graph.as_default():
                 holders = [placeholder(t.dtype, tuple(t.shape)) for t in tensors]
                 fed = iter(holders)
                 result = fn(*(next(fed) if isinstance(a, ef.Tensor) else a for a in args))
-            cache[k] = [graph, holders, result, None]
-        entry = cache[k]
-        graph, holders, result, kept = entry
+            cache[k] = (graph, holders, result)
+        graph, holders, result = cache[k]
         feeds = {h: np.asarray(t) for h, t in zip(holders, tensors, strict=True)}
-        value = test_ch09.Session(graph).run(result, feeds)
-        if keep_value:  # the value of the trace's own call, for every later call: wrong
-            entry[3] = value if kept is None else kept
-            value = entry[3]
-        return ef.constant(value)
+        return ef.constant(test_ch09.Session(graph).run(result, feeds))
 
     return call
 
@@ -2739,29 +2760,44 @@ def _signature(args):
                  for a in args)  # fmt: skip
 
 
-def _mini_function_by_shapes_only(fn):
-    return _mini_function(fn, key=lambda args: tuple(
+def _mini_function_by_shapes_only(fn, *pieces):
+    return _mini_function(fn, *pieces, key=lambda args: tuple(
         tuple(a.shape) for a in args if isinstance(a, ef.Tensor)))  # fmt: skip
 
 
-def _mini_function_eagerly(fn):
+def _mini_function_eagerly(fn, *pieces):
     return lambda *args: fn(*(ef.convert_to_tensor(a) if isinstance(a, np.ndarray) else a
                               for a in args))  # fmt: skip
+
+
+def _mini_function_running_its_own_kernels(fn, MiniGraph, run_mini):
+    """Traces into the reader's MiniGraph, but runs the nodes itself: not their run_mini."""
+    return _mini_function(fn, MiniGraph, _reference_piece("ch07", "run_mini"))
 
 
 @pytest.mark.parametrize(
     ("mistake", "message"),
     [
-        (lambda fn: _mini_function(fn, trace_always=True), "fn ran"),
+        (lambda fn, *p: _mini_function(fn, *p, trace_always=True), "fn ran"),
         (_mini_function_by_shapes_only, "differs from fn's"),
-        (lambda fn: _mini_function(fn, keep_value=True), "differs from fn's"),
-        (_mini_function_eagerly, "trace it in a Graph|Session ran"),
+        (lambda fn, *p: _mini_function(fn, *p, keep_value=True), "differs from fn's"),
+        (_mini_function_eagerly, "trace it in your MiniGraph|run_mini ran"),
+        (_mini_function_in_eagerflows_graph, "trace it in your MiniGraph"),
+        (_mini_function_running_its_own_kernels, "your run_mini ran"),
     ],
-    ids=["tracing_every_call", "keyed_on_shapes_only", "first_value_kept", "eager_calls"],
-)
-def test_ch09_mini_function_rejects(mistake, message, monkeypatch) -> None:
-    rejects(test_ch09.test_mini_function_on_hidden_call_sequences, message, monkeypatch,
+    ids=["tracing_every_call", "keyed_on_shapes_only", "first_value_kept", "eager_calls",
+         "eagerflows_graph_and_session", "not_your_run_mini"],
+)  # fmt: skip
+def test_ch09_mini_function_rejects(mistake, message) -> None:
+    rejects(test_ch09.test_mini_function_on_hidden_call_sequences, message, _reference_piece,
             mini_function=mistake)  # fmt: skip
+
+
+def test_ch09_the_reference_mini_function_passes_on_the_reference_pieces(monkeypatch) -> None:
+    """The planted mistakes fail for their mistake: the reference passes the same tests."""
+    chapter = SimpleNamespace(mini_function=_reference("ch09").mini_function,
+                              signature=_reference("ch09").signature)  # fmt: skip
+    test_ch09.test_mini_function_on_hidden_call_sequences(chapter, _reference_piece)
 
 
 # --- chapter 9: a mini @function's cache key ------------------------------------------------------
@@ -2796,16 +2832,17 @@ def _key_on_shapes_only(args):  # type: ignore[no-untyped-def]
 )
 def test_ch09_mini_function_rejects_a_wrong_key(key, message, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     test = test_ch09.test_mini_function_on_hidden_dtypes_and_python_values
-    rejects(test, message, monkeypatch, mini_function=lambda fn: _mini_function(fn, key=key))
+    mistake = lambda fn, *pieces: _mini_function(fn, *pieces, key=key)  # noqa: E731
+    rejects(test, message, _reference_piece, mini_function=mistake)
     # and none of them asks the reader's `signature`: the spy sees it
     test = test_ch09.test_mini_function_keys_its_cache_on_your_signature
-    rejects(test, "signature", monkeypatch, mini_function=lambda fn: _mini_function(fn, key=key))
+    rejects(test, "signature", _reference_piece, monkeypatch, mini_function=mistake)
 
 
 def test_ch09_mini_function_rejects_a_right_key_of_its_own(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # the right key, computed without the reader's `signature`: not the exercise
     test = test_ch09.test_mini_function_keys_its_cache_on_your_signature
-    rejects(test, "signature", monkeypatch, mini_function=_mini_function)
+    rejects(test, "signature", _reference_piece, monkeypatch, mini_function=_mini_function)
 
 
 # --- chapter 4: forward mode (stretch) ------------------------------------------------------------
@@ -3042,13 +3079,13 @@ def test_ch09_relaxing_function_rejects(mistake, monkeypatch) -> None:
 
 
 # --- chapter 7: gradients in a MiniGraph (stretch) ------------------------------------------------
-def _mini_gradients(graph, y, x, accumulate=True, order=reversed):
+def _mini_gradients(graph, y, x, rules=GRADIENTS, accumulate=True, order=reversed):
     grads = {}
     with ef.execution.context(graph):
         grads[y] = ef.ones_like(y)
         for node in order(list(graph.nodes)):
             grad = grads.get(node.outputs[0]) if node.inputs else None
-            rule = GRADIENTS.get(node.op.name) if node.op is not None else None
+            rule = rules.get(node.op.name) if node.op is not None else None
             if grad is None or rule is None:
                 continue
             record = OpRecord(node.op, node.inputs, node.attrs, node.outputs)
@@ -3076,6 +3113,49 @@ def test_ch07_mini_gradients_rejects(mistake, monkeypatch) -> None:
     chapter = {"MiniGraph": _MiniGraph, "run_mini": _run_mini, "mini_gradients": mistake}
     test = test_ch07.test_mini_gradients_stretch_on_hidden_programs
     rejects(test, "hidden program|the symbol of a new node", monkeypatch, **chapter)
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        (lambda g, y, x, rules=GRADIENTS: _mini_gradients(g, y, x), "never called your ch03"),
+        (
+            lambda g, y, x, rules=GRADIENTS: _mini_gradients(g, y, x, rules, accumulate=False),
+            "from your chapter 3 rules",
+        ),
+    ],
+    ids=["eagerflows_own_table", "overwriting"],
+)
+def test_ch07_mini_gradients_rejects_other_rules(mistake, message, monkeypatch) -> None:
+    chapter = SimpleNamespace(MiniGraph=_MiniGraph, run_mini=_run_mini, mini_gradients=mistake)
+    with pytest.raises(FAILED, match=message):
+        test_ch07.test_mini_gradients_calls_your_chapter_3_rules(chapter, _reference_piece,
+                                                                  monkeypatch)  # fmt: skip
+
+
+def test_ch07_mini_gradients_rejects_a_disagreeing_mini_tape(monkeypatch) -> None:
+    """The check against the reader's MiniTape can fail: a MiniTape that finds zeros."""
+
+    class _ZerosTape(_reference_piece("ch03", "MiniTape")):  # type: ignore[misc]
+        def gradient(self, target, source):
+            return ef.zeros_like(source)
+
+    def pieces(chapter: str, name: str) -> object:
+        return _ZerosTape if name == "MiniTape" else _reference_piece(chapter, name)
+
+    ref = _reference("ch07")
+    chapter = SimpleNamespace(MiniGraph=ref.MiniGraph, run_mini=ref.run_mini,
+                              mini_gradients=ref.mini_gradients)  # fmt: skip
+    with pytest.raises(FAILED, match="your MiniTape's"):
+        test_ch07.test_mini_gradients_calls_your_chapter_3_rules(chapter, pieces, monkeypatch)
+
+
+def test_ch07_the_reference_meets_the_chapter_3_rules(monkeypatch) -> None:
+    """The planted mistakes fail for their mistake: the reference passes the same test."""
+    ref = _reference("ch07")
+    chapter = SimpleNamespace(MiniGraph=ref.MiniGraph, run_mini=ref.run_mini,
+                              mini_gradients=ref.mini_gradients)  # fmt: skip
+    test_ch07.test_mini_gradients_calls_your_chapter_3_rules(chapter, _reference_piece, monkeypatch)
 
 
 # --- chapter 5: Adam (stretch) --------------------------------------------------------------------
