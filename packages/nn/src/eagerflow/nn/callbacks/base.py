@@ -115,9 +115,11 @@ class CallbackList(Callback):
             callback.set_params(params)
 
     def _call(self, hook: str, *args: Any) -> None:
-        logs = dict(args[-1] or {})  # each callback gets its own copy to read
+        # one dict for all, as in Keras: a callback may add to it (LearningRateScheduler adds
+        # "learning_rate"), and the callbacks after it, History last, see the addition
+        logs = {} if args[-1] is None else args[-1]
         for callback in self.callbacks:
-            getattr(callback, hook)(*args[:-1], dict(logs))
+            getattr(callback, hook)(*args[:-1], logs)
 
     def on_train_begin(self, logs: Logs | None = None) -> None:
         self._call("on_train_begin", logs)

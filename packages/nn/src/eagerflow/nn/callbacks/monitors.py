@@ -70,6 +70,7 @@ class EarlyStopping(Callback):
             return
         if self.restore_best_weights and self.best_weights is None:
             self.best_weights = [v.numpy() for v in self.model.variables]  # a first fallback
+            self.best_epoch = epoch
         self.wait += 1
         if self.improved(value, self.best):
             self.best, self.best_epoch = value, epoch
