@@ -570,3 +570,16 @@ def test_a_decorated_function_is_converted_from_its_own_source() -> None:
 
     # the wrapper is converted from the wrapper's source; it calls `f`, converted in turn
     assert float(function(magnitude)(ef.constant(-3.0))) == 3.0
+
+
+def test_builtin_range_of_a_tensor_is_a_graph_loop() -> None:
+    # as TensorFlow's AutoGraph: range() with a tensor bound is ef.range, counted by a loop
+    @function
+    def odd_sum(n):  # type: ignore[no-untyped-def]
+        total = ef.constant(0)
+        for i in range(1, n, 2):
+            total += i
+        return total
+
+    assert int(odd_sum(ef.constant(6))) == 9 and int(odd_sum(ef.constant(9))) == 16
+    assert odd_sum.trace_count == 1  # one graph loop for every n

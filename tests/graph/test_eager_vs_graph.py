@@ -126,9 +126,9 @@ X = np.arange(6.0).reshape(2, 3)
 MISTAKES = {
     "one_hot, negative depth": lambda c: ef.one_hot(c(np.array([1])), -1),
     "one_hot, on and off of two dtypes": lambda c: ef.one_hot(c(np.array([1])), 3, 1, 0.5),
-    "where, an int condition": lambda c: ef.where(c(np.array([1, 0]))),
+    "where, an int condition to select by": lambda c: ef.where(c(np.array([1, 0])), 1.0, 2.0),
     "linspace, num -1": lambda c: ef.linspace(0.0, 1.0, -1),
-    "leaky_relu, ints": lambda c: ef.nn.leaky_relu(c(np.array([1, 0]))),
+    "leaky_relu, bools": lambda c: ef.nn.leaky_relu(c(np.array([True, False]))),
     "tile, negative multiple": lambda c: ef.tile(c(X), [-1, 1]),
     "tile, too few multiples": lambda c: ef.tile(c(X), [2]),
     "expand_dims, axis": lambda c: ef.expand_dims(c(X), 5),

@@ -105,12 +105,24 @@ def test_variables_only_on_the_first_trace() -> None:
 
     @function
     def f(x):  # type: ignore[no-untyped-def]
-        created.append(Variable(1.0))  # an eager variable: it outlives the trace
+        created.append(Variable(1.0))  # a new variable on every call: reusing it would lie
         return x * created[-1]
 
-    assert float(f(ef.constant(3.0))) == 3.0 and created[0].numpy() == 1.0
+    # as TensorFlow: a trace that created variables is traced again, which must create none
     with pytest.raises(ValueError, match="only the first time"):
-        f(ef.constant([1.0, 2.0]))
+        f(ef.constant(3.0))
+
+    @function
+    def once(x):  # type: ignore[no-untyped-def]
+        if not created:
+            created.append(Variable(2.0))  # an eager variable: it outlives the trace
+        created[0].assign_add(1.0)
+        return x * created[0]
+
+    created.clear()
+    assert float(once(ef.constant(3.0))) == 9.0 and once.trace_count == 2
+    assert once(ef.constant([1.0, 2.0])).numpy().tolist() == [4.0, 8.0]
+    assert len(created) == 1
 
 
 def test_calling_a_function_inside_a_graph() -> None:

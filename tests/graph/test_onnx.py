@@ -267,7 +267,7 @@ def _slice(x):
 @add
 @case("segment_sum", ((None, 3), "f"), ((None,), ("idx", 4)))
 def _segment_sum(data, ids):
-    return ef.unsorted_segment_sum(data, ids, 4)
+    return ef.unsorted_segment_sum(data, ids - 1, 4)  # the slices of id -1 are dropped
 
 
 @custom_gradient

@@ -178,7 +178,9 @@ def test_function_steps_match_tensorflow_1_formulas(name: str) -> None:
         train()
         values = [v.numpy() for v in variables]
         assert_matches(values, slot_values(optimizer, variables, lambda s: s.numpy()), expected)
-    assert train.trace_count == 1
+    # a trace that made variables (slots) is traced again, as TensorFlow does, to check that
+    # the next one makes none
+    assert train.trace_count == (2 if optimizer.variables() else 1)
 
 
 @pytest.mark.parametrize("graph_mode", [False, True], ids=["eager", "graph"])

@@ -68,6 +68,23 @@ def test_requested_dtypes_convert_when_lossless() -> None:
         ef.convert_to_tensor(ef.constant(1.0), dtype=ef.float64)
 
 
+def test_a_list_of_tensors_is_packed_keeping_their_dtype() -> None:
+    # as TensorFlow's auto-packing: no trip through NumPy's float32 / int32 defaults
+    x = ef.constant(1.0, ef.float64)
+    assert ef.convert_to_tensor([x, 2.0]).dtype is ef.float64  # the number takes x's dtype
+    assert ef.constant([[x], [x]]).dtype is ef.float64
+    assert ef.convert_to_tensor([ef.constant(1, ef.int64), 3]).numpy().tolist() == [1, 3]
+    with pytest.raises(ef.DTypeError, match="float64 into a list of float32 tensors"):
+        ef.convert_to_tensor([ef.constant(1.0), x])
+    with pytest.raises(ef.DTypeError, match="losing information"):
+        ef.convert_to_tensor([ef.constant(1), 1.5])
+
+
+def test_stack_of_python_numbers_converts_them_together() -> None:
+    assert ef.stack([1, 2.5]).dtype is ef.float32
+    assert ef.stack([ef.constant(1, ef.int64), 2]).dtype is ef.int64
+
+
 def test_constant_with_shape() -> None:
     assert ef.constant(0.5, shape=(2, 3)).numpy().tolist() == [[0.5] * 3] * 2
     assert ef.constant([1, 2, 3, 4], shape=[2, 2]).numpy().tolist() == [[1, 2], [3, 4]]

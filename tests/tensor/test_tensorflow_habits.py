@@ -48,11 +48,21 @@ def test_elu_and_leaky_relu_values() -> None:
     assert ef.nn.elu(ef.constant([-1e4, 1e4])).numpy().tolist() == [-1.0, 1e4]  # no overflow
 
 
-def test_elu_and_leaky_relu_take_floats_only() -> None:
+def test_star_on_bools_is_logical_and_and_eq_refuses_another_kind() -> None:
+    t, f = ef.constant([True, False]), ef.constant([True, True])
+    assert (t * f).numpy().tolist() == [True, False] and (True * t).dtype is ef.bool_
+    with pytest.raises(ef.DTypeError, match="Mul"):
+        ef.multiply(t, f)  # the op refuses bools, as TensorFlow's Mul does
+    with pytest.raises(TypeError):
+        _ = t == 1  # as TensorFlow: not silently False
+    assert (t == None) is False  # noqa: E711 - None alone falls back to identity
+
+
+def test_elu_takes_floats_only_and_leaky_relu_casts_ints_to_float32() -> None:
     with pytest.raises(ef.DTypeError, match=r"Elu\(int32\[2\]\)"):
         ef.nn.elu([1, 2])
-    with pytest.raises(ef.DTypeError, match=r"LeakyRelu\(int32\[2\]\)"):
-        ef.nn.leaky_relu([1, 2])
+    result = ef.nn.leaky_relu([-5, 2])  # as TensorFlow's leaky_relu: a cast first
+    assert result.dtype is ef.float32 and result.numpy().tolist() == [-1.0, 2.0]
 
 
 def test_leaky_relus_alpha_must_be_a_number() -> None:
@@ -110,8 +120,9 @@ def test_where_with_one_argument_is_an_op_of_data_dependent_shape() -> None:
 
 
 def test_where_needs_a_bool_condition_and_both_or_neither_of_x_and_y() -> None:
-    with pytest.raises(ef.DTypeError, match=r"Where\(int32\[2\]\): condition must be bool"):
-        ef.where([1, 0])
+    assert ef.where([3, 0, -1]).numpy().tolist() == [[0], [2]]  # alone: nonzero is True, as TF
+    with pytest.raises(ef.DTypeError, match=r"SelectV2\(int32\[2\].*condition must be bool"):
+        ef.where([1, 0], [1.0, 2.0], [3.0, 4.0])
     with pytest.raises(ef.InvalidArgumentError, match=r"x and y must both be given or both"):
         ef.where([True], [1.0])
     with pytest.raises(ef.InvalidArgumentError, match=r"x and y must both be given or both"):
@@ -160,3 +171,11 @@ def test_a_shape_of_unknown_rank() -> None:
         shape.as_list()
     partial = ef.TensorShape([None, 3])
     assert partial.rank == 2 and not partial.is_fully_defined() and partial == (None, 3)
+
+
+def test_a_bool_mask_index_keeps_the_true_slices() -> None:
+    # t[mask] is TensorFlow's boolean_mask: a mask of the first axes, flattened with them
+    x = ef.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    assert x[ef.constant([True, False, True])].numpy().tolist() == [[1.0, 2.0], [5.0, 6.0]]
+    assert x[x > 2.5].numpy().tolist() == [3.0, 4.0, 5.0, 6.0]
+    assert x[[False, False, False]].shape == (0, 2)

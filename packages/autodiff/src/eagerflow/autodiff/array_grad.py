@@ -109,8 +109,14 @@ def _gather_grad(op: OpRecord, grad: Tensor) -> Grads:
 
 @register_gradient("UnsortedSegmentSum")
 def _segment_sum_grad(op: OpRecord, grad: Tensor) -> Grads:
-    # each data slice was added into out[segment_id]: it gets that row's gradient back
-    return (ef.gather(grad, op.inputs[1]), None)
+    # each data slice was added into out[segment_id]: it gets that row's gradient back, and
+    # a slice with a negative id (dropped) gets zeros
+    ids = op.inputs[1]
+    back = ef.gather(grad, ef.maximum(ids, 0))
+    kept = ids >= 0
+    for _ in range(len(back.shape) - len(ids.shape)):  # kept's axes line up with back's first
+        kept = ef.expand_dims(kept, -1)
+    return (ef.where(kept, back, ef.zeros_like(back)), None)
 
 
 @register_gradient("StridedSlice")

@@ -78,14 +78,15 @@ def register_jvp(op_name: str) -> Callable[[JVPRule], JVPRule]:
 def jvp_by_double_vjp(op: OpRecord, *tangents: Tensor | None) -> Tangents:
     """The JVP of ``op`` from its gradient rule, transposed: ``J·t`` as the VJP of ``u ↦ Jᵀu``.
 
-    The gradient rule is linear in the output gradients ``u``, so any ``u`` will do (zeros);
+    The gradient rule is linear in the output gradients ``u``, so any ``u`` will do (ones: a
+    rule may give 0 where ``u`` is exactly 0, as TensorFlow's sqrt gradient does);
     a tape watching ``u`` records the rule, and its reverse pass seeded with ``t`` gives, for
     each ``u``, the sum over inputs of ``tᵢᵀ ∂(Jᵢᵀu)/∂u = Jᵢ tᵢ``.
     """
     rule = get_gradient(op.op.name)  # LookupError naming the op if it has no rule
     if rule is None:  # declared not differentiable: no tangent flows through
         return (None,) * len(op.outputs)
-    us = [ef.zeros_like(o) for o in op.outputs]  # any u will do: the rule is linear in it
+    us = [ef.ones_like(o) for o in op.outputs]  # any u will do: the rule is linear in it
     watched = [u for u in us if u.dtype.is_floating]
     skip = frozenset(i for i, t in enumerate(tangents) if t is None)
     with GradientTape() as tape:

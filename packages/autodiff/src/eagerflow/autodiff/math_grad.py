@@ -141,8 +141,9 @@ def _square_grad(op: OpRecord, grad: Tensor) -> Grads:
 
 @register_gradient("Sqrt")
 def _sqrt_grad(op: OpRecord, grad: Tensor) -> Grads:
-    # d√x = dx / (2√x)
-    return (grad * 0.5 / op.outputs[0],)
+    # d√x = dx / (2√x), and 0 where dx is 0 (as TensorFlow's SqrtGrad kernel): a branch that
+    # `where` masked off, √0 or √-1, then adds 0 to x's gradient instead of 0 · inf = nan
+    return (ef.where(ef.equal(grad, 0.0), grad, grad * 0.5 / op.outputs[0]),)
 
 
 @register_gradient("Exp")

@@ -411,7 +411,9 @@ class GradientTape:
         else:
             targets = [self._as_target(t) for t in flatten(target)]
         flat_sources = flatten(sources)
-        was_listening = self._listen(False)  # the backward pass is not recorded on this tape
+        # The backward pass is not recorded on this tape, except on a persistent one inside
+        # its block (as TensorFlow): then its own gradient can be differentiated again
+        was_listening = self._listen(self._persistent and self._listening)
         try:
             grads = self._gradients(targets, output_gradients, flat_sources, unconnected_gradients)
         except BaseException:
@@ -464,7 +466,11 @@ class GradientTape:
         # When every root is a source, every tracked tensor depends on one: backprop need
         # not work that out again (the usual case: the watched things are the sources)
         depends = self._tracked if self._roots <= {k for ks in keys for k in ks} else None
-        return backward(self._entries, targets, sources, keys, seeds, unconnected, depends=depends)
+        entries = self._entries
+        if self._listening:  # recording this very pass: it reads what was there before it
+            entries = list(entries)
+            depends = None if depends is None else set(depends)
+        return backward(entries, targets, sources, keys, seeds, unconnected, depends=depends)
 
     def _source_keys(self, source: Any) -> list[Tensor]:
         """The tensors whose gradients make up ``source``'s gradient."""

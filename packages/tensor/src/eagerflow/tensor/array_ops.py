@@ -42,7 +42,7 @@ from eagerflow.tensor.schema import (
     Omissible,
     Scalar,
 )
-from eagerflow.tensor.tensor import Tensor, convert_to_tensor, to_array
+from eagerflow.tensor.tensor import Tensor, convert_to_tensor, holds_tensors, to_array
 
 ShapeLike = Sequence[int] | int
 
@@ -99,6 +99,8 @@ def constant(
     """
     if isinstance(value, Tensor):
         value = value.numpy()
+    elif holds_tensors(value):  # packed as convert_to_tensor packs it: the tensors' dtype
+        value = convert_to_tensor(value, dtype).numpy()
     array = to_array(value, None if dtype is None else dtypes.as_dtype(dtype))
     if shape is not None:
         target = static_shape(shape, "constant")
@@ -189,19 +191,26 @@ def ones_like(x: Any, name: str | None = None) -> Tensor:
     return execute("OnesLike", (x,), NO_ATTRS, name)[0]
 
 
+_BOUNDS = ("start", "limit", "delta")
+
+
 def range_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     """The number of steps from start toward limit: max(0, ceil((limit - start) / delta)).
 
     With tensor bounds (the op's three inputs) the number is known only when the op runs."""
     if "start" not in attrs:
-        for what, shape in zip(("start", "limit", "delta"), shapes, strict=True):
+        for what, shape in zip(_BOUNDS, shapes, strict=True):
             if shape not in ((), None):
                 raise ShapeError(f"range: {what} must be a scalar, got shape {format_shape(shape)}")
         return [(None,)]
     start, limit, delta = attrs["start"], attrs["limit"], attrs["delta"]
     if delta == 0:
         raise InvalidArgumentError("range: delta must not be 0")
-    return [(builtins.max(0, math.ceil((limit - start) / delta)),)]
+    if (limit - start) * delta < 0:  # range(-3): TensorFlow refuses it, where Python's is empty
+        raise InvalidArgumentError(
+            f"range: from {start} by {delta} never reaches {limit}; a negative delta counts down"
+        )
+    return [(math.ceil((limit - start) / delta),)]
 
 
 def range_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
@@ -215,7 +224,7 @@ def range_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
 def range_kernel(*bounds: np.ndarray, dtype: DType, **static: Any) -> np.ndarray:
     # the bounds are the op's attributes `start`, `limit`, `delta`, or else its three inputs
     if bounds:
-        static = dict(zip(("start", "limit", "delta"), (b.item() for b in bounds), strict=True))
+        static = dict(zip(_BOUNDS, (b.item() for b in bounds), strict=True))
     (count,) = range_shape((), static)[0]
     assert count is not None  # known once the bounds are
     return (static["start"] + static["delta"] * np.arange(count)).astype(dtype.np)
@@ -253,14 +262,10 @@ def range(  # TensorFlow's name; shadows the builtin in this module (see `builti
     if limit is None:
         start, limit = 0, start
     bounds = (start, limit, delta)
-    if builtins.all(_value_known(b) for b in bounds):
-        return _static_range(bounds, dtype, name)
-    tensors = [b for b in bounds if isinstance(b, Tensor)]
-    if dtype is None:
-        floats = builtins.any(isinstance(b, float) for b in bounds)
-        dtype = _widest([t.dtype for t in tensors] + ([dtypes.float32] if floats else []))
-    dtype = dtypes.as_dtype(dtype)
-    inputs = tuple(_bound_as(b, dtype) for b in bounds)
+    dtype = _widest([natural_dtype(b) for b in bounds]) if dtype is None else dtypes.as_dtype(dtype)
+    inputs = tuple(_bound_as(b, dtype) for b in bounds)  # 0.5 as int32 raises, as in TF
+    if builtins.all(_value_known(b) for b in inputs):
+        return _static_range(inputs, dtype, name)
     return execute("Range", inputs, {"dtype": dtype}, name)[0]
 
 
@@ -279,16 +284,9 @@ def _bound_as(bound: Any, dtype: DType) -> Tensor:
     return execute("Cast", (bound,), {"dtype": dtype})[0]
 
 
-def _static_range(bounds: tuple[Any, Any, Any], dtype: Any, name: str | None) -> Tensor:
-    values = [to_array(v).item() for v in bounds]
-    if dtype is None:
-        if builtins.all(isinstance(v, int) for v in values):
-            fits = builtins.all(-(2**31) <= v < 2**31 for v in values)
-            dtype = dtypes.int32 if fits else dtypes.int64  # as convert_to_tensor does
-        else:
-            dtype = dtypes.float32
-    attrs = dict(zip(("start", "limit", "delta"), values, strict=True))
-    attrs["dtype"] = dtypes.as_dtype(dtype)
+def _static_range(bounds: tuple[Tensor, ...], dtype: DType, name: str | None) -> Tensor:
+    attrs: dict[str, Any] = {k: b._value.item() for k, b in zip(_BOUNDS, bounds, strict=True)}
+    attrs["dtype"] = dtype
     return execute("Range", (), attrs, name)[0]
 
 
@@ -410,12 +408,15 @@ def reshape_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
     if any(d is None for d in old):
         return [tuple(None if d == -1 else d for d in new)]
     size = math.prod(old)  # type: ignore[arg-type]
-    if -1 in new:
-        if known_new == 0 or size % known_new:
+    if -1 in new:  # TensorFlow leaves 0s out on both sides: (0, 4) to [0, -1] is (0, 4)
+        zero = 0 in new
+        elements = math.prod(d for d in old if d or not zero)  # type: ignore[misc]
+        known = math.prod(d for d in new if d > 0)
+        if elements % known or (zero and size):
             raise ShapeError(
                 f"cannot reshape {format_shape(old)} ({size} elements) to {format_shape(new)}"
             )
-        return [tuple(size // known_new if d == -1 else d for d in new)]
+        return [tuple(elements // known if d == -1 else d for d in new)]
     if size != known_new:
         raise ShapeError(
             f"cannot reshape {format_shape(old)} ({size} elements) to {format_shape(new)} "
@@ -425,6 +426,8 @@ def reshape_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 
 
 def reshape_kernel(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    if any(d < 0 for d in shape):  # the rule's -1 (and its refusals), not NumPy's
+        shape = reshape_shape([x.shape], {"shape": shape})[0]  # type: ignore[assignment]
     return np.reshape(x, shape)
 
 

@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from eagerflow.tensor import dtypes
-from eagerflow.tensor.array_ops import natural_dtype
+from eagerflow.tensor.array_ops import natural_dtype, reshape
 from eagerflow.tensor.dtypes import ANY, INTEGERS, DType
 from eagerflow.tensor.errors import (
     DTypeError,
@@ -36,7 +36,13 @@ from eagerflow.tensor.rules import (
     same_dtype,
 )
 from eagerflow.tensor.schema import DTypeAttr, IndexKey, Int, Ints, Scalar
-from eagerflow.tensor.tensor import Tensor, convert_operands, convert_to_tensor
+from eagerflow.tensor.tensor import (
+    Tensor,
+    convert_operands,
+    convert_to_tensor,
+    holds_tensors,
+    is_tensor_like,
+)
 
 
 # --- joining and splitting ---------------------------------------------------------------------
@@ -96,19 +102,65 @@ def stack(values: Sequence[Any], axis: int = 0, name: str | None = None) -> Tens
     """Stack tensors of one shape along a new ``axis``."""
     if not values:
         raise ValueError("stack: needs at least one tensor")
+    if not any(is_tensor_like(v) for v in values):  # [1, 2.5]: one dtype for all
+        common = natural_dtype(list(values))
+        values = [convert_to_tensor(v, common) for v in values]
     return execute("Pack", tuple(convert_operands(*values)), {"axis": int(axis)}, name)[0]
 
 
+def _first_dtype(value: Any) -> DType | None:
+    """The dtype of the first tensor-like value in a nested list, depth first."""
+    if is_tensor_like(value):
+        return cast(DType, value.dtype)
+    if isinstance(value, list | tuple):
+        for v in value:
+            if (found := _first_dtype(v)) is not None:
+                return found
+    return None
+
+
+def autopack(value: Sequence[Any], dtype: DType | None) -> Tensor:
+    """A nested list holding tensors as one tensor, as TensorFlow's auto-packing makes it:
+    every element converted to ``dtype`` (by default the first tensor's), then ``stack``ed,
+    so float64 tensors stay float64 and symbolic ones become a ``Pack`` node."""
+    target = dtype if dtype is not None else _first_dtype(value)
+    for v in value:
+        if is_tensor_like(v) and v.dtype is not target:
+            raise DTypeError(
+                f"convert_to_tensor: cannot pack a tensor of dtype {v.dtype.name} into a list "
+                f"of {target.name if target else 'no'} tensors; cast() them to one dtype first"
+            )
+    parts = [
+        autopack(v, target) if holds_tensors(v) else convert_to_tensor(v, target) for v in value
+    ]
+    return stack(parts)
+
+
+Tensor._autopack = staticmethod(autopack)
+
+
+def _resolved(sizes: Sequence[int], dim: int | None) -> tuple[int | None, ...]:
+    """``sizes`` with its -1 as what the others leave of ``dim`` (None while unknown)."""
+    rest = None if dim is None else dim - sum(s for s in sizes if s != -1)
+    return tuple(rest if s == -1 else s for s in sizes)
+
+
 def split_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
-    """One output per size in ``sizes``, which must add up to the dimension along ``axis``."""
+    """One output per size in ``sizes``, which must add up to the dimension along ``axis``;
+    one size may be -1, for the rest, as in TensorFlow."""
     shape, sizes = shapes[0], attrs["sizes"]
     axis = normalize_axis(attrs["axis"], len(shape))
-    if any(s < 0 for s in sizes) or (shape[axis] is not None and sum(sizes) != shape[axis]):
+    resolved = _resolved(sizes, shape[axis])
+    if (
+        list(sizes).count(-1) > 1
+        or any(s is not None and s < 0 for s in resolved)
+        or (shape[axis] is not None and sum(resolved) != shape[axis])  # type: ignore[arg-type]
+    ):
         raise ShapeError(
-            f"split sizes {sizes} must be >= 0 and add up to {shape[axis]}, "
+            f"split sizes {sizes} must be >= 0 (one may be -1) and add up to {shape[axis]}, "
             f"the size of axis {axis} of shape {format_shape(shape)}"
         )
-    return [(*shape[:axis], s, *shape[axis + 1 :]) for s in sizes]
+    return [(*shape[:axis], s, *shape[axis + 1 :]) for s in resolved]
 
 
 def split_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
@@ -116,8 +168,9 @@ def split_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
 
 
 def split_kernel(x: np.ndarray, sizes: tuple[int, ...], axis: int) -> tuple[np.ndarray, ...]:
-    split_shape([x.shape], {"sizes": sizes, "axis": axis})  # NumPy would add a last piece
-    return tuple(np.split(x, np.cumsum(sizes[:-1]), axis=axis))
+    pieces = split_shape([x.shape], {"sizes": sizes, "axis": axis})  # NumPy adds a last one
+    known = [cast(int, piece[axis]) for piece in pieces]  # (all known, for an array)
+    return tuple(np.split(x, np.cumsum(known[:-1]), axis=axis))
 
 
 @op("SplitV", split_kernel, shape=split_shape, dtype=split_dtype,
@@ -125,7 +178,8 @@ def split_kernel(x: np.ndarray, sizes: tuple[int, ...], axis: int) -> tuple[np.n
 def split(
     value: Any, num_or_size_splits: int | Sequence[int], axis: int = 0, name: str | None = None
 ) -> list[Tensor]:
-    """Cut ``value`` along ``axis`` into N equal pieces (an int) or pieces of given sizes."""
+    """Cut ``value`` along ``axis`` into N equal pieces (an int) or pieces of given sizes
+    (one of them may be -1: what the others leave)."""
     value = convert_to_tensor(value)
     if isinstance(num_or_size_splits, int):
         n = num_or_size_splits
@@ -194,10 +248,14 @@ def segment_sum_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
 
 def segment_sum_kernel(data: np.ndarray, segment_ids: np.ndarray, num_segments: int) -> np.ndarray:
     segment_sum_shape([data.shape, segment_ids.shape], {"num_segments": num_segments})
-    if segment_ids.size and (segment_ids.min() < 0 or segment_ids.max() >= num_segments):
-        raise OutOfRangeError(f"segment ids must be in [0, {num_segments})")
+    if segment_ids.size and segment_ids.max() >= num_segments:
+        raise OutOfRangeError(f"segment ids must be below num_segments={num_segments}")
     out = np.zeros((num_segments, *data.shape[segment_ids.ndim :]), dtype=data.dtype)
-    np.add.at(out, segment_ids, data)
+    kept = segment_ids >= 0  # a negative id drops its slice, as in TensorFlow
+    if kept.all():
+        np.add.at(out, segment_ids, data)
+    else:
+        np.add.at(out, segment_ids[kept], data[kept])
     return out
 
 
@@ -207,7 +265,8 @@ def unsorted_segment_sum(
     data: Any, segment_ids: Any, num_segments: int, name: str | None = None
 ) -> Tensor:
     """Add up the slices of ``data`` that share a segment id: out[s] = Σ data[i] over every i
-    with segment_ids[i] == s, for ids in [0, num_segments) (the adjoint of ``gather``)."""
+    with segment_ids[i] == s, for ids below num_segments (the adjoint of ``gather``); a slice
+    whose id is negative is dropped, as in TensorFlow."""
     inputs = (convert_to_tensor(data), convert_to_tensor(segment_ids))
     return execute("UnsortedSegmentSum", inputs, {"num_segments": int(num_segments)}, name)[0]
 
@@ -307,7 +366,8 @@ def where_kernel(condition: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndar
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
     """Elementwise choice: ``x`` where ``condition`` is True, else ``y`` (broadcasting).
 
-    With ``condition`` alone: the coordinates of its True elements (``Where``, below).
+    With ``condition`` alone: the coordinates of its True elements (``Where``, below); a
+    numeric condition is True where it is not 0, as in TensorFlow.
     """
     condition = convert_to_tensor(condition)
     if x is None and y is None:
@@ -328,14 +388,13 @@ def where_coordinates_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape
 
 
 def where_coordinates_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    if dts[0] is not dtypes.bool_:
-        raise DTypeError(f"condition must be bool, got {dts[0]}")
+    # any dtype: a number counts as True where it is not 0, as in TensorFlow
     return [dtypes.int64]
 
 
 @op("Where", shape=where_coordinates_shape, dtype=where_coordinates_dtype)
 def where_coordinates_kernel(condition: np.ndarray) -> np.ndarray:
-    """The coordinates of the True elements of ``condition``, one row each, in row-major
+    """The coordinates of the True (nonzero) elements of ``condition``, one row each, in row-major
     order: an int64 matrix of shape (number of True elements, rank)."""
     return np.argwhere(condition).astype(np.int64, copy=False)
 
@@ -462,15 +521,24 @@ def strided_slice_grad(
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]``: a basic index (ints, slices, ``None`` and ``...``) is one ``StridedSlice``
     op, usually a view; an integer list, array or tensor picks along the first axis with
-    ``gather``."""
+    ``gather``; a bool one keeps the slices where it is True (TensorFlow's boolean_mask)."""
     if isinstance(key, list | np.ndarray) or (isinstance(key, Tensor) and key.ndim):
-        return gather(x, key)
+        key = convert_to_tensor(key)
+        return _masked(x, key) if key.dtype is dtypes.bool_ else gather(x, key)
     items = key if isinstance(key, tuple) else (key,)
     try:
         attrs = {"key": tuple(_index(k) for k in items)}
     except InvalidArgumentError as e:
         raise e.at_op("StridedSlice", (x,)) from None
     return execute("StridedSlice", (x,), attrs)[0]
+
+
+def _masked(x: Tensor, mask: Tensor) -> Tensor:
+    """The slices of ``x`` where ``mask`` (the shape of x's first axes) is True, in order."""
+    if mask.ndim > 1:  # its axes flattened into one, and x's with them
+        x = reshape(x, (-1, *cast(tuple[int, ...], x.shape[mask.ndim :])))
+        mask = reshape(mask, (-1,))
+    return gather(x, reshape(where(mask), (-1,)))
 
 
 def _index(k: Any) -> Index:

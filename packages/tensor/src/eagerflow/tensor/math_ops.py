@@ -21,7 +21,7 @@ import numpy as np
 
 from eagerflow.tensor import dtypes
 from eagerflow.tensor.dtypes import ANY, FLOATS, NUMBERS, DType
-from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
+from eagerflow.tensor.errors import InvalidArgumentError, ShapeError, format_shape
 from eagerflow.tensor.execution import NO_ATTRS, execute
 from eagerflow.tensor.registry import Attrs, Shape, op
 from eagerflow.tensor.rules import (
@@ -100,7 +100,8 @@ def subtract(x: Any, y: Any, name: str | None = None) -> Tensor:
     default_name="mul",
 )
 def multiply(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """x * y, elementwise with broadcasting."""
+    """x * y, elementwise with broadcasting (on bool tensors the operator ``*`` is their
+    ``logical_and``, as in TensorFlow; this op refuses them, as TensorFlow's does)."""
     return _binary("Mul", x, y, name)
 
 
@@ -135,6 +136,8 @@ def _check_int_divisor(x: np.ndarray, y: np.ndarray) -> None:
 @np.errstate(divide="ignore", invalid="ignore")
 def floordiv_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     _check_int_divisor(x, y)
+    if x.dtype.kind == "f":  # TensorFlow's floor(x / y): inf // 2 is inf, not floor_divide's nan
+        return np.floor(np.divide(x, y))
     return np.floor_divide(x, y)
 
 
@@ -147,7 +150,10 @@ def floordiv_kernel(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     default_name="floordiv",
 )
 def floordiv(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """floor(x / y), elementwise (Python's ``//``); integer division by zero is an error."""
+    """floor(x / y), elementwise (Python's ``//``); integer division by zero is an error.
+
+    For floats this is TensorFlow's floor of the rounded quotient, so ``inf // 2`` is inf and
+    ``1.0 // 0.1`` is 10.0, where Python's and NumPy's ``//`` give nan and 9.0."""
     return _binary("FloorDiv", x, y, name)
 
 
@@ -459,16 +465,28 @@ def _reflected(function: Any) -> Any:
 
 
 def _compared(function: Any) -> Any:
-    """``t == x`` as ``equal(t, x)``; NotImplemented for what the op refuses (``t == None``),
-    so that Python falls back to identity."""
+    """``t == x`` as ``equal(t, x)``, so a value the op refuses raises (``bool_t == 1``), as
+    in TensorFlow; ``t == None`` is NotImplemented, so that Python falls back to identity."""
 
     def compare(self: Tensor, other: object) -> Any:
-        try:
-            return function(self, other)
-        except DTypeError:
+        if other is None:
             return NotImplemented
+        return function(self, other)
 
     return compare
+
+
+def _times(self: Tensor, other: Any) -> Tensor:
+    """``t * x``: ``multiply``, or for a bool ``t`` ``logical_and``, as TensorFlow's ``*``."""
+    if self._dtype is dtypes.bool_:
+        return logical_and(self, other)
+    return multiply(self, other)
+
+
+def _rtimes(self: Tensor, other: Any) -> Tensor:
+    if self._dtype is dtypes.bool_:
+        return logical_and(other, self)
+    return multiply(other, self)
 
 
 def _power(self: Tensor, other: Any) -> Tensor:
@@ -476,13 +494,13 @@ def _power(self: Tensor, other: Any) -> Tensor:
 
 
 _OPERATORS = {
-    "__add__": add, "__sub__": subtract, "__mul__": multiply, "__truediv__": divide,
+    "__add__": add, "__sub__": subtract, "__mul__": _times, "__truediv__": divide,
     "__floordiv__": floordiv, "__mod__": floormod, "__matmul__": matmul, "__pow__": _power,
     "__lt__": less, "__le__": less_equal, "__gt__": greater, "__ge__": greater_equal,
     "__and__": logical_and, "__or__": logical_or, "__neg__": negative, "__abs__": abs,
     "__invert__": logical_not, "__eq__": _compared(equal), "__ne__": _compared(not_equal),
     "__radd__": _reflected(add), "__rsub__": _reflected(subtract),
-    "__rmul__": _reflected(multiply), "__rtruediv__": _reflected(divide),
+    "__rmul__": _rtimes, "__rtruediv__": _reflected(divide),
     "__rfloordiv__": _reflected(floordiv), "__rmod__": _reflected(floormod),
     "__rmatmul__": _reflected(matmul), "__rpow__": _reflected(pow),
     "__rand__": _reflected(logical_and), "__ror__": _reflected(logical_or),

@@ -75,6 +75,14 @@ def pack_sequence_as(structure: Any, flat_sequence: Iterable[Any]) -> Any:
     return packed
 
 
+def pack_around_nones(structure: Any, flat_sequence: Iterable[Any]) -> Any:
+    """``pack_sequence_as`` where the None leaves of ``structure`` stay None and take no
+    value: how a ``function`` that returns ``(x, None)`` gives its outputs back, as in
+    TensorFlow. Values left over in ``flat_sequence`` are ignored."""
+    leaves, it = flatten(structure), iter(flat_sequence)
+    return pack_sequence_as(structure, [None if leaf is None else next(it) for leaf in leaves])
+
+
 def _count_error(structure: Any, leaves: list[Any]) -> str:
     return (
         f"pack_sequence_as: the structure has {len(flatten(structure))} leaves but "
@@ -122,4 +130,11 @@ def map_structure(func: Callable[..., Any], *structures: Any) -> Any:
     return pack_sequence_as(structures[0], [func(*leaves) for leaves in columns])
 
 
-__all__ = ["assert_same_structure", "flatten", "is_nested", "map_structure", "pack_sequence_as"]
+__all__ = [
+    "assert_same_structure",
+    "flatten",
+    "is_nested",
+    "map_structure",
+    "pack_around_nones",
+    "pack_sequence_as",
+]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from eagerflow.tensor.dtypes import FLOATS, INTEGERS, NUMBERS, DType
+from eagerflow.tensor.dtypes import FLOATS, INTEGERS, NUMBERS, DType, float32
 from eagerflow.tensor.errors import (
     DTypeError,
     InvalidArgumentError,
@@ -104,11 +104,15 @@ def leaky_relu_kernel(x: np.ndarray, alpha: float) -> np.ndarray:
     retains_inputs=False,
 )
 def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Tensor:
-    """x for x > 0, ``alpha``·x below: a relu whose negative side still has a gradient."""
+    """x for x > 0, ``alpha``·x below: a relu whose negative side still has a gradient.
+
+    Integer features are cast to float32 first, as TensorFlow does."""
     if isinstance(alpha, bool) or not isinstance(alpha, int | float | np.number):
         raise TypeError(f"leaky_relu: alpha must be a number, got {alpha!r}")
-    attrs = {"alpha": float(alpha)}
-    return execute("LeakyRelu", (convert_to_tensor(features),), attrs, name)[0]
+    features = convert_to_tensor(features)
+    if features.dtype in INTEGERS:
+        features = execute("Cast", (features,), {"dtype": float32})[0]
+    return execute("LeakyRelu", (features,), {"alpha": float(alpha)}, name)[0]
 
 
 def axis_shape_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
@@ -119,6 +123,7 @@ def axis_shape_rule(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 
 def softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
     # the max is subtracted first, so eˣ cannot overflow
+    normalize_axis(axis, x.ndim)  # a scalar has no axis to normalize along (NumPy's -1 would)
     if x.size == 0:  # nothing to normalize (and no max to subtract)
         return x.copy()
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
@@ -140,6 +145,7 @@ def softmax(logits: Any, axis: int = -1, name: str | None = None) -> Tensor:
 
 def log_softmax_kernel(x: np.ndarray, axis: int) -> np.ndarray:
     # x - log Σ eˣ, shifted by the max so it is finite for any finite x
+    normalize_axis(axis, x.ndim)
     if x.size == 0:
         return x.copy()
     shifted = x - np.max(x, axis=axis, keepdims=True)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from eagerflow.tensor import dtypes
-from eagerflow.tensor.dtypes import INTEGERS, NUMBERS, DType
+from eagerflow.tensor.dtypes import ANY, INTEGERS, NUMBERS, DType
 from eagerflow.tensor.errors import DTypeError
 from eagerflow.tensor.execution import execute
 from eagerflow.tensor.registry import Attrs, Shape, op
@@ -157,15 +157,24 @@ def arg_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
 
 
 def arg_dtype(dts: Sequence[DType], attrs: Attrs) -> list[DType]:
-    if dts[0] not in NUMBERS:
-        raise DTypeError(f"dtype {dts[0]} is not supported (supported: numbers)")
+    if dts[0] not in ANY:
+        raise DTypeError(f"dtype {dts[0]} is not supported (supported: numbers and bool)")
     if attrs["output_type"] not in INTEGERS:
         raise DTypeError(f"output_type must be int32 or int64, got {attrs['output_type']}")
     return [attrs["output_type"]]
 
 
+def _without_nan(x: np.ndarray, fill: float) -> np.ndarray:
+    """``x`` with NaN as ``fill``: TensorFlow's argmax and argmin pass over NaN (they compare
+    with > and <), where NumPy's pick it."""
+    if x.dtype.kind != "f":
+        return x
+    nan = np.isnan(x)
+    return np.where(nan, fill, x) if nan.any() else x
+
+
 def argmax_kernel(x: np.ndarray, axis: int, output_type: DType) -> np.ndarray:
-    return np.argmax(x, axis=axis).astype(output_type.np)
+    return np.argmax(_without_nan(x, -np.inf), axis=axis).astype(output_type.np)
 
 
 ARG_ATTRS = {"axis": Int(), "output_type": DTypeAttr(INTEGERS)}
@@ -176,15 +185,15 @@ ARG_ATTRS = {"axis": Int(), "output_type": DTypeAttr(INTEGERS)}
 def argmax(
     x: Any, axis: int = 0, output_type: DType = dtypes.int64, name: str | None = None
 ) -> Tensor:
-    """The index of the largest element along ``axis``, the first one on ties (TensorFlow's
-    default axis is 0)."""
+    """The index of the largest element along ``axis``, the first one on ties, NaN passed over
+    (TensorFlow's default axis is 0)."""
     x = convert_to_tensor(x)
     attrs = {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
     return execute("ArgMax", (x,), attrs, name)[0]
 
 
 def argmin_kernel(x: np.ndarray, axis: int, output_type: DType) -> np.ndarray:
-    return np.argmin(x, axis=axis).astype(output_type.np)
+    return np.argmin(_without_nan(x, np.inf), axis=axis).astype(output_type.np)
 
 
 @op("ArgMin", argmin_kernel, shape=arg_shape, dtype=arg_dtype, attrs=ARG_ATTRS,
@@ -192,8 +201,8 @@ def argmin_kernel(x: np.ndarray, axis: int, output_type: DType) -> np.ndarray:
 def argmin(
     x: Any, axis: int = 0, output_type: DType = dtypes.int64, name: str | None = None
 ) -> Tensor:
-    """The index of the smallest element along ``axis``, the first one on ties (TensorFlow's
-    default axis is 0)."""
+    """The index of the smallest element along ``axis``, the first one on ties, NaN passed over
+    (TensorFlow's default axis is 0)."""
     x = convert_to_tensor(x)
     attrs = {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
     return execute("ArgMin", (x,), attrs, name)[0]

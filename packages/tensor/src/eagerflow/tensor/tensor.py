@@ -15,7 +15,7 @@ asks "is this the same tensor object", never "an equal value".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -229,6 +229,8 @@ class Tensor:
         __abs__: _Unary
         __invert__: _Unary
         __getitem__: _Binary
+        # `convert_to_tensor([t1, t2])`: TensorFlow's auto-packing, attached by indexing_ops
+        _autopack: Callable[[Sequence[Any], DType | None], Tensor]
 
     def __pos__(self) -> Tensor:
         return self
@@ -251,7 +253,9 @@ def convert_to_tensor(value: Any, dtype: DType | str | None = None) -> Tensor:
     values convert to it when no information is lost by kind: an int may become a float, but
     a float never becomes an int and nothing becomes or stops being bool. A tensor of another
     dtype raises ``DTypeError`` (use ``cast``). Objects that define ``__eagerflow_tensor__``
-    (like ``Variable``) convert themselves.
+    (like ``Variable``) convert themselves. A list holding tensors is packed, as TensorFlow
+    packs it: the tensors keep their dtype (the first one's, which Python numbers in the list
+    take), and tensors of two dtypes raise ``DTypeError``.
     """
     target = dtype if dtype is None or type(dtype) is DType else dtypes.as_dtype(dtype)
     if isinstance(value, Tensor):
@@ -273,8 +277,22 @@ def convert_to_tensor(value: Any, dtype: DType | str | None = None) -> Tensor:
     convert = getattr(type(value), "__eagerflow_tensor__", None)
     if convert is not None:
         return convert(value, target)
+    if holds_tensors(value):  # packed by the op `stack`, so it works in a graph too
+        return Tensor._autopack(value, target)
     array = to_array(value, target)
     return Tensor(array, dtypes.from_numpy(array.dtype))  # type: ignore[arg-type]
+
+
+def is_tensor_like(value: Any) -> bool:
+    """A tensor, or an object that converts itself (``__eagerflow_tensor__``, a Variable)."""
+    return isinstance(value, Tensor) or hasattr(type(value), "__eagerflow_tensor__")
+
+
+def holds_tensors(value: Any) -> bool:
+    """Whether a (nested) list or tuple holds a tensor-like value somewhere."""
+    return isinstance(value, list | tuple) and any(
+        is_tensor_like(v) or holds_tensors(v) for v in value
+    )
 
 
 def convert_operands(*values: Any) -> list[Tensor]:

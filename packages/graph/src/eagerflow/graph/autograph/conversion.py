@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import eagerflow.graph.autograph.operators as operators
+import eagerflow.tensor as ef
 from eagerflow.graph.autograph.analysis import analyze
 from eagerflow.graph.autograph.converters import (
     break_statements,
@@ -64,6 +65,14 @@ def converted_call(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any] 
     """``function(*args, **kwargs)``, with ``function`` converted first if it is the user's
     (see the module docs)."""
     return _target_of(function)(*args, **(kwargs or {}))
+
+
+def _range(*bounds: Any) -> Any:
+    """``range`` in converted code: ``ef.range`` when a bound is a tensor (a symbolic one has
+    no Python value), so that ``for i in range(n)`` becomes a graph loop, as in TensorFlow."""
+    if any(isinstance(b, ef.Tensor) for b in bounds):
+        return ef.range(*bounds)
+    return range(*bounds)
 
 
 def _helpers() -> types.SimpleNamespace:
@@ -115,7 +124,10 @@ def maybe_convert(function: Any) -> Callable[..., Any]:
 
 
 def _target_of(function: Any) -> Callable[..., Any]:
-    """What ``converted_call`` calls for ``function``: its converted twin, or itself."""
+    """What ``converted_call`` calls for ``function``: its converted twin, or itself (or
+    for the builtin ``range``, its graph form)."""
+    if function is range:
+        return _range
     if isinstance(function, types.MethodType) and isinstance(function.__func__, types.FunctionType):
         target = _target_of(function.__func__)
         if target is function.__func__:

@@ -61,7 +61,7 @@ from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import EagerflowError, ShapeError, a_tensor, format_shape
 from eagerflow.tensor.execution import active_recorders, execute, executing_eagerly
-from eagerflow.tensor.nest import flatten, pack_sequence_as
+from eagerflow.tensor.nest import flatten, pack_around_nones, pack_sequence_as
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
 from eagerflow.tensor.rules import compatible
 from eagerflow.tensor.schema import Instance
@@ -136,7 +136,7 @@ class ConcreteFunction(Subgraph):
             return None
         if isinstance(structure, Tensor):  # one tensor returned: nothing to pack
             return outputs[0]
-        return pack_sequence_as(structure, outputs[: len(self.outputs)])
+        return pack_around_nones(structure, outputs)  # (a forward variant has more outputs)
 
     def _converted(self, values: Sequence[Any]) -> list[Tensor]:
         """The call's values as tensors that fit the graph's inputs: a Python number or
@@ -458,15 +458,17 @@ class Function:
             traced = [next(it) if isinstance(x, Tensor | TensorSpec) else x for x in leaves]
             args, kwargs = pack_sequence_as(structure, traced)
             result = self._function_to_trace()(*args, **kwargs)
-            returned = [] if result is None else flatten(result)
+            returned = [r for r in flatten(result) if r is not None]  # None: given back
             outputs = [graph._as_graph_tensor(ef.convert_to_tensor(r), OPS["Identity"])
                        for r in returned]  # fmt: skip
         if graph.created and self.trace_count:
             raise ValueError(
-                f"{self._name()} created variables on a retrace: a function may create "
-                "variables only the first time it is traced"
+                f"{self._name()} created variables on a retrace: a function may create them "
+                "only the first time it is traced (create them outside, or once: `if v is None`)"
             )
         self.trace_count += 1
+        if graph.created:  # as TensorFlow: trace again, which must create none (else each
+            return self._trace(structure, leaves)  # call would silently reuse the first's)
         effects = add_automatic_control_dependencies(graph)
         return ConcreteFunction(graph, inputs, outputs, list(graph.variables), effects, result,
                                 self.jit_compile)  # fmt: skip

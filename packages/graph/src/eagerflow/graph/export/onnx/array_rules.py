@@ -78,9 +78,12 @@ def _pack(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
 
 @rule("SplitV")
 def _split(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
-    """``Split`` into pieces of the given sizes (an input)."""
-    sizes = node.attrs["sizes"]
-    return b.node("Split", [x[0], b.ints(sizes, "split")], len(sizes), axis=node.attrs["axis"])
+    """``Split`` into pieces of the given sizes (an input); a -1 is the size its output has."""
+    axis = node.attrs["axis"]
+    sizes = [o.shape[axis] for o in node.outputs]
+    if None in sizes:
+        raise Refused("a split size of -1 along an axis whose size is not known")
+    return b.node("Split", [x[0], b.ints(sizes, "split")], len(sizes), axis=axis)
 
 
 @rule("GatherV2")
@@ -133,7 +136,7 @@ def _size(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
 
 @rule("Where")
 def _where_coordinates(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
-    """The coordinates of the True elements: ``NonZero`` gives them one row per axis,
+    """The coordinates of the True (nonzero) elements: ``NonZero`` gives them one row per axis,
     ``Transpose`` one row per element."""
     return b.node("Transpose", [b.one("NonZero", x)], perm=[1, 0])
 
@@ -141,7 +144,8 @@ def _where_coordinates(b: OnnxBuilder, node: Operation, x: list[str]) -> list[st
 @rule("Range")
 def _range(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """A range of numbers is computed now (see ``_computed``); of tensors: ``Range``, which
-    counts max(0, ceil((limit - start) / delta)) steps, as eagerflow does."""
+    counts max(0, ceil((limit - start) / delta)) steps (where eagerflow, as TensorFlow,
+    refuses a range that never reaches its limit, ONNX's is empty)."""
     if not x:
         return _computed(b, node, x)
     return b.node("Range", x)
@@ -251,19 +255,24 @@ def _slice_bounds(k: slice, dim: int | None) -> tuple[int, int, int]:
 @rule("UnsortedSegmentSum")
 def _segment_sum(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``ScatterND`` with ``reduction="add"`` (opset 16) into zeros of shape
-    (num_segments, *data.shape[len(segment_ids.shape):])."""
+    (num_segments + 1, *data.shape[len(segment_ids.shape):]): a negative id (whose slice is
+    dropped) adds into the spare last row, which a ``Slice`` then cuts off."""
     if b.opset < 16:
         raise Refused("needs ScatterND's reduction='add', opset 16 or later")
     data, ids = x
+    n = node.attrs["num_segments"]
     lead = rank_of(node, 1)
     rest = b.one("Slice", [b.one("Shape", [data]), b.ints([lead], "starts"),
                            b.ints([INT64_MAX], "ends")])  # fmt: skip
-    shape = b.one("Concat", [b.ints([node.attrs["num_segments"]], "segments"), rest], axis=0)
+    shape = b.one("Concat", [b.ints([n + 1], "segments"), rest], axis=0)
     zero = b.onnx.numpy_helper.from_array(np.zeros([1], node.inputs[0].dtype.np), "value")
     zeros = b.one("ConstantOfShape", [shape], value=zero)
-    index = b.one("Unsqueeze", [b.one("Cast", [ids], to=b.onnx.TensorProto.INT64),
-                                b.ints([-1], "axes")])  # fmt: skip
-    return b.node("ScatterND", [zeros, index, data], reduction="add")
+    ids = b.one("Cast", [ids], to=b.onnx.TensorProto.INT64)
+    ids = b.one("Where", [b.one("Less", [ids, b.ints([0], "zero")]), b.ints([n], "spare"), ids])
+    index = b.one("Unsqueeze", [ids, b.ints([-1], "axes")])
+    summed = b.one("ScatterND", [zeros, index, data], reduction="add")
+    cut = [b.ints([0], "starts"), b.ints([n], "ends"), b.ints([0], "axes")]
+    return b.node("Slice", [summed, *cut])
 
 
 __all__: list[str] = []  # registers its rules in RULES

@@ -17,6 +17,7 @@ from eagerflow.graph.export.onnx.builder import (
     rule,
     zero_like,
 )
+from eagerflow.tensor.dtypes import int32
 
 
 @rule("NotEqual")
@@ -68,26 +69,21 @@ def _floor_div(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
 
 def _floor_div_mod(b: OnnxBuilder, node: Operation, x: list[str], remainder: bool) -> list[str]:
     """Python's ``%`` (``remainder``) or ``//``. Integers: ``Mod(fmod=0)`` takes the
-    divisor's sign, as Python does, and (x - x % y) / y divides exactly. Floats: NumPy's
-    own recipe, from C's ``fmod`` (exact): the remainder moves by y when its sign differs
-    from y's, and the quotient (x - fmod) / y then rounds to the nearest integer below."""
+    divisor's sign, as Python does, and (x - x % y) / y divides exactly. Float ``//`` is
+    TensorFlow's floor(x / y); float ``%`` is NumPy's recipe, from C's ``fmod`` (exact): the
+    remainder moves by y when its sign differs from y's."""
     dtype = node.inputs[0].dtype
     a, y = x
     if not dtype.is_floating:
         mod = b.one("Mod", x, fmod=0)
         return [mod] if remainder else b.node("Div", [b.one("Sub", [a, mod]), y])
+    if not remainder:
+        return b.node("Floor", [b.one("Div", x)])
     zero = zero_like(b, dtype)
     fmod = b.one("Mod", x, fmod=1)
     signs_differ = b.one("Xor", [b.one("Less", [y, zero]), b.one("Less", [fmod, zero])])
     adjust = b.one("And", [b.one("Not", [b.one("Equal", [fmod, zero])]), signs_differ])
-    if remainder:
-        return b.node("Where", [adjust, b.one("Add", [fmod, y]), fmod])
-    one, half = zero_like(b, dtype, 1), zero_like(b, dtype, 0.5)
-    div = b.one("Div", [b.one("Sub", [a, fmod]), y])
-    div = b.one("Where", [adjust, b.one("Sub", [div, one]), div])
-    floor = b.one("Floor", [div])
-    up = b.one("Greater", [b.one("Sub", [div, floor]), half])
-    return b.node("Where", [up, b.one("Add", [floor, one]), floor])
+    return b.node("Where", [adjust, b.one("Add", [fmod, y]), fmod])
 
 
 @rule("Cast")
@@ -222,7 +218,9 @@ def _reduce_node(
 @rule("ArgMax", "ArgMin")
 def _arg(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
     """``ArgMax``/``ArgMin`` (the first index on ties), int64, then cast to
-    ``output_type``."""
+    ``output_type``. ONNX has no bool ArgMax: bools are cast to int32 first."""
+    if node.inputs[0].dtype.is_bool:
+        x = [b.one("Cast", x, to=b.elem_type(int32))]
     found = b.one(node.type, x, axis=int(node.attrs["axis"]), keepdims=0, select_last_index=0)
     return b.node("Cast", [found], to=b.elem_type(node.attrs["output_type"]))
 
