@@ -35,7 +35,7 @@ import test_ch14
 import test_ch15
 import test_ch16
 import test_ch17
-import test_ch18
+import test_ch19
 
 import eagerflow.tensor as ef
 from eagerflow import nn
@@ -3129,7 +3129,7 @@ def test_ch05_adam_rejects(mistake) -> None:
     rejects(test_ch05.test_adam_stretch_on_hidden_gradients, "after step", Adam=mistake)
 
 
-# --- chapter 18: the whole stack ------------------------------------------------------------------
+# --- chapter 19: the whole stack ------------------------------------------------------------------
 def _stack_report_counting_the_trace_too(fn, *args):  # type: ignore[no-untyped-def]
     """The recorder left on while tracing: the trace's build-time ops are counted as eager."""
     report = {"eager_ops": 0}
@@ -3148,7 +3148,7 @@ def _stack_report_counting_the_trace_too(fn, *args):  # type: ignore[no-untyped-
 
 def _stack_report_without_autograph(fn, *args):  # type: ignore[no-untyped-def]
     """Traced with autograph=False: a tensor if fails or runs one branch, and no If node."""
-    right = test_ch18.expected_report(fn, *args)
+    right = test_ch19.expected_report(fn, *args)
     try:
         traced = function(fn, autograph=False).get_concrete_function(*args)
     except TypeError:
@@ -3161,8 +3161,8 @@ def _stack_report_without_autograph(fn, *args):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     "mistake", [_stack_report_counting_the_trace_too, _stack_report_without_autograph]
 )
-def test_ch18_stack_report_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
-    rejects(test_ch18.test_stack_report_on_hidden_functions, "expected", 0, stack_report=mistake)
+def test_ch19_stack_report_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch19.test_stack_report_on_hidden_functions, "expected", 0, stack_report=mistake)
 
 
 # --- chapter 13: the memory planner, ready-made ---------------------------------------------------
@@ -3197,7 +3197,7 @@ def test_ch13_plan_buffers_rejects_the_compilers_own_planner(mistake) -> None:  
             "chain_1", plan_buffers=mistake)  # fmt: skip
 
 
-# --- chapter 18: the capstone, trained with the reader's own pieces -------------------------------
+# --- chapter 19: the capstone, trained with the reader's own pieces -------------------------------
 def _reference(chapter: str) -> ModuleType:
     """A chapter's reference solutions: the pieces of a reader who has solved them."""
     name = f"reference_solutions_{chapter}"
@@ -3217,7 +3217,7 @@ def _reference_piece(chapter: str, name: str) -> object:
 def _train(pieces, x, y, params, steps, learning_rate, gradients_by="mini", feed_first=False,
            trained=("w1", "b1", "w2", "b2"), optimizer=None):  # type: ignore[no-untyped-def]  # fmt: skip
     """The reference ``train``, with a knob for each mistake."""
-    ref = _reference("ch18")
+    ref = _reference("ch19")
     graph = pieces.MiniGraph()
     xs, ys = graph.placeholder(x.shape, ef.float32), graph.placeholder(y.shape, ef.float32)
     symbols = {n: graph.placeholder(params[n].shape, ef.float32) for n in ref.PARAMETERS}
@@ -3293,27 +3293,27 @@ def _train_in_numpy(pieces, x, y, params, steps, learning_rate):  # type: ignore
     ids=["tape", "frameworks_adam", "biases_never_trained", "first_values_fed", "numpy_by_hand",
          "finite_differences"],
 )  # fmt: skip
-def test_ch18_train_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
-    chapter = SimpleNamespace(Pieces=_reference("ch18").Pieces, train=mistake)
+def test_ch19_train_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(Pieces=_reference("ch19").Pieces, train=mistake)
     with pytest.raises(FAILED, match=message):
-        test_ch18.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
+        test_ch19.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
 
 
 def _export_through_a_real_graph(pieces, params):  # type: ignore[no-untyped-def]
     graph = Graph()  # gamed: the framework's graph and its GraphDef, not the reader's
     with graph.as_default():
         x = placeholder(ef.float32, (None, params["w1"].shape[0]), name="x")
-        prediction = _reference("ch18").predict(x, {n: ef.constant(v) for n, v in params.items()})
+        prediction = _reference("ch19").predict(x, {n: ef.constant(v) for n, v in params.items()})
     return pieces.numpy_source(graph.as_graph_def(), [prediction.name])
 
 
 def _export_in_float64(pieces, params):  # type: ignore[no-untyped-def]
-    source = _reference("ch18").export(pieces, params)
+    source = _reference("ch19").export(pieces, params)
     return source.replace("'float32'", "'float64'")  # the constants' dtype written wrong
 
 
 def _export_the_hidden_layer(pieces, params):  # type: ignore[no-untyped-def]
-    source = _reference("ch18").export(pieces, params)
+    source = _reference("ch19").export(pieces, params)
     lines = source.splitlines()  # return the tanh's variable: a layer short
     tanh = next(line.split(" = ")[0].strip() for line in lines if "np.tanh" in line)
     return "\n".join([*lines[:-1], f"    return [{tanh}]"]) + "\n"
@@ -3328,15 +3328,15 @@ def _export_the_hidden_layer(pieces, params):  # type: ignore[no-untyped-def]
     ],
     ids=["real_graph", "float64_constants", "hidden_layer_only"],
 )
-def test_ch18_export_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
-    chapter = SimpleNamespace(Pieces=_reference("ch18").Pieces, export=mistake)
+def test_ch19_export_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(Pieces=_reference("ch19").Pieces, export=mistake)
     with pytest.raises(FAILED, match=message):
-        test_ch18.test_export_gives_the_models_predictions(chapter, _reference_piece)
+        test_ch19.test_export_gives_the_models_predictions(chapter, _reference_piece)
 
 
-def test_ch18_the_reference_pieces_pass_as_they_are() -> None:
+def test_ch19_the_reference_pieces_pass_as_they_are() -> None:
     # the mistakes above fail on their mistake alone: the same pieces, right, pass
-    ref = _reference("ch18")
+    ref = _reference("ch19")
     chapter = SimpleNamespace(Pieces=ref.Pieces, train=_train, export=ref.export)
-    test_ch18.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
-    test_ch18.test_export_gives_the_models_predictions(chapter, _reference_piece)
+    test_ch19.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
+    test_ch19.test_export_gives_the_models_predictions(chapter, _reference_piece)

@@ -1,4 +1,4 @@
-"""Chapter 18 exercises: the whole stack (`exercises/ch18.py`).
+"""Chapter 19 exercises: the whole stack (`exercises/ch19.py`).
 
 ``stack_report`` measures what the layers make of one function. Then the capstone of the
 "Build a mini TensorFlow" track, ``train`` and ``export``: the model trains on the reader's
@@ -29,7 +29,7 @@ from eagerflow.graph.export import graph_def
 from eagerflow.nn import optimizers
 from eagerflow.tensor.execution import recording
 
-pytestmark = pytest.mark.ch18
+pytestmark = pytest.mark.ch19
 
 
 # --- stack_report ---------------------------------------------------------------------------------
@@ -293,7 +293,7 @@ def test_capstone_trains_then_exports(chapter, earlier_piece):
     x, y, params = hidden_task(seed, inputs, hidden, outputs)
     calls: Counter = Counter()
     if is_stub(chapter.export) and not is_stub(chapter.train):
-        chapter.export(None, params)  # its stub: "not attempted yet: ch18.export"
+        chapter.export(None, params)  # its stub: "not attempted yet: ch19.export"
     pieces = spied_pieces(chapter, chapter.train, earlier_piece, calls)
     with the_machinery():
         trained, _ = chapter.train(pieces, x, y, params, steps, lr)

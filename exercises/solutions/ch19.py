@@ -1,4 +1,4 @@
-"""Chapter 18 exercises — run `.venv/bin/pytest -m ch18`.
+"""Chapter 19 exercises — run `.venv/bin/pytest -m ch19`.
 
 The whole stack: what the layers of the book make of one function, measured from the real
 objects; then the capstone of the "Build a mini TensorFlow" track, the whole stack built by
@@ -14,16 +14,9 @@ skip, saying which piece is missing ("needs ch07.MiniGraph first"), until each i
 They refuse eagerflow's ``GradientTape``, ``gradients()``, ``Session``, ``@function``,
 optimizers and ``Graph``: the model trains on your pieces or not at all.
 
-Replace each ``raise NotImplementedError`` with your code, then run `.venv/bin/pytest -m ch18`:
-an exercise you have not started is reported as skipped (not attempted yet), a wrong answer
-as a failure that shows what was expected. Reference solutions are in
-`exercises/solutions/ch18.py`; try on your own first.
-
-Each exercise's docstring starts with its difficulty, from ★ to ★★★, and ends with its
-hints: read Hint 1 first, and the next only if you need it; the last is nearly the answer.
+Reference solutions: the same functions as `exercises/ch19.py`, solved.
 """
 
-# ruff: noqa: F401  (the imports are the ones you will want)
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -39,10 +32,20 @@ from eagerflow.tensor import Tensor, execution
 from eagerflow.tensor.execution import recording
 
 
+class _OpCounter:
+    """A recorder that counts the ops it is told about."""
+
+    def __init__(self) -> None:
+        self.ops = 0
+
+    def record(self, op: Any, inputs: Any, attrs: Any, outputs: Any) -> None:
+        self.ops += 1
+
+
 def stack_report(fn: Callable[..., Any], *args: Tensor) -> dict[str, int]:
     """★ What two layers of the stack make of one function: its eager ops and its trace.
 
-    Chapter 18 followed one training step down the stack. Do the same for any function
+    Chapter 19 followed one training step down the stack. Do the same for any function
     ``fn`` of tensors, on the arguments ``args``, and report three numbers:
 
     - ``"eager_ops"``: how many ops run through the execution seam when ``fn(*args)`` is
@@ -67,7 +70,14 @@ def stack_report(fn: Callable[..., Any], *args: Tensor) -> dict[str, int]:
         ``function(fn).get_concrete_function(*args).graph.get_operations()`` lists the trace's
         operations; each has a ``type``, such as ``"If"``.
     """
-    raise NotImplementedError
+    with recording(_OpCounter()) as counter:
+        fn(*args)
+    operations = function(fn).get_concrete_function(*args).graph.get_operations()
+    return {
+        "eager_ops": counter.ops,
+        "graph_nodes": len(operations),
+        "if_nodes": sum(op.type == "If" for op in operations),
+    }
 
 
 # --- the capstone: a model trained with your own pieces -------------------------------------------
@@ -146,7 +156,21 @@ def train(
         ``adam.apply(variables, [ef.constant(pieces.run_mini(g, feeds)) for g in grads])``
         with ``variables`` and ``grads`` in the order of ``PARAMETERS``.
     """
-    raise NotImplementedError
+    graph = pieces.MiniGraph()
+    xs, ys = graph.placeholder(x.shape, ef.float32), graph.placeholder(y.shape, ef.float32)
+    symbols = {name: graph.placeholder(params[name].shape, ef.float32) for name in PARAMETERS}
+    with execution.context(graph):
+        loss = mean_squared_error(predict(xs, symbols), ys)
+    grads = [pieces.mini_gradients(graph, loss, symbols[name]) for name in PARAMETERS]
+    variables = [Variable(ef.constant(params[name])) for name in PARAMETERS]
+    adam = pieces.Adam(learning_rate)
+    losses = []
+    for _ in range(steps):
+        feeds = {xs: x, ys: y}
+        feeds.update({symbols[n]: v.numpy() for n, v in zip(PARAMETERS, variables, strict=True)})
+        losses.append(float(pieces.run_mini(loss, feeds)))
+        adam.apply(variables, [ef.constant(pieces.run_mini(g, feeds)) for g in grads])
+    return {n: v.numpy() for n, v in zip(PARAMETERS, variables, strict=True)}, losses
 
 
 def export(pieces: Pieces, params: dict[str, np.ndarray]) -> str:
@@ -183,4 +207,23 @@ def export(pieces: Pieces, params: dict[str, np.ndarray]) -> str:
         ``"prediction"``); keep a dict from each symbol to its tensor name. An input that is
         not in that dict is an eager tensor: add a ``Const`` node for it first.
     """
-    raise NotImplementedError
+    graph = pieces.MiniGraph()
+    x = graph.placeholder((1, params["w1"].shape[0]), ef.float32)
+    with execution.context(graph):
+        prediction = predict(x, {n: ef.constant(v) for n, v in params.items()})
+    names: dict[int, str] = {id(x): "x:0"}  # symbols (and eager tensors) by id: tensor names
+    nodes: list[dict[str, Any]] = [{"name": "x", "op": "Placeholder", "attr": {}}]
+    for i, node in enumerate(graph.nodes):
+        if node.op is None:
+            continue
+        for t in node.inputs:
+            if id(t) not in names:  # an eager tensor: a constant of the def
+                value = {"value": pieces.encode_attr(np.asarray(t))}
+                nodes.append({"name": f"c{len(nodes)}", "op": "Const", "attr": value})
+                names[id(t)] = f"c{len(nodes) - 1}:0"
+        name = "prediction" if node.outputs[0] is prediction else f"n{i}"
+        attrs = {k: pieces.encode_attr(v) for k, v in node.attrs.items()}
+        inputs = [names[id(t)] for t in node.inputs]
+        nodes.append({"name": name, "op": node.op.name, "input": inputs, "attr": attrs})
+        names[id(node.outputs[0])] = f"{name}:0"
+    return pieces.numpy_source({"node": nodes}, ["prediction:0"])
