@@ -35,6 +35,7 @@ import test_ch14
 import test_ch15
 import test_ch16
 import test_ch17
+import test_ch18
 import test_ch19
 
 import eagerflow.tensor as ef
@@ -3340,3 +3341,68 @@ def test_ch19_the_reference_pieces_pass_as_they_are() -> None:
     chapter = SimpleNamespace(Pieces=ref.Pieces, train=_train, export=ref.export)
     test_ch19.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
     test_ch19.test_export_gives_the_models_predictions(chapter, _reference_piece)
+
+
+# --- chapter 18: an event file's bytes ------------------------------------------------------------
+def _crc_zlib(data):  # type: ignore[no-untyped-def]
+    import zlib
+
+    return zlib.crc32(data)  # CRC-32, not CRC-32C: another polynomial
+
+
+def _crc_not_inverted(data):  # type: ignore[no-untyped-def]
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc  # the final xor forgotten
+
+
+@pytest.mark.parametrize("mistake", [_crc_zlib, _crc_not_inverted])
+def test_ch18_crc32c_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch18.test_crc32c_on_hidden_bytes, "crc32c of", 18, crc32c=mistake)
+
+
+def _frame(data, crc, mask=True, order="<"):  # type: ignore[no-untyped-def]
+    import struct
+
+    def masked(chunk):  # type: ignore[no-untyped-def]
+        c = crc(chunk)
+        return ((((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF) if mask else c
+
+    length = struct.pack(order + "Q", len(data))
+    return length + struct.pack("<I", masked(length)) + data + struct.pack("<I", masked(data))
+
+
+@pytest.mark.parametrize(("mistake", "message"), [
+    (lambda data, crc: _frame(data, crc, mask=False), "masked CRC-32C of the 8 length"),
+    (lambda data, crc: _frame(data, crc, order=">"), "the length: 8 bytes, little-endian"),
+    (lambda data, crc: _frame(data, crc)[:-4] + b"\0\0\0\0", "comes last"),
+])  # fmt: skip
+def test_ch18_frame_record_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch18.test_frame_record_matches_tensorboards_record_writer, message, 4,
+            frame_record=mistake)  # fmt: skip
+
+
+def _event_file(path, tag, values, version=True, first_step=0):  # type: ignore[no-untyped-def]
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    ref = _reference("ch18")
+    events = [event_pb2.Event(file_version="brain.Event:2")] if version else []
+    for step, value in enumerate(values, first_step):
+        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])
+        events.append(event_pb2.Event(step=step, summary=summary))
+    with open(path, "wb") as f:
+        for event in events:
+            f.write(ref.frame_record(event.SerializeToString(), ref.crc32c))
+
+
+@pytest.mark.parametrize(("mistake", "message"), [
+    (lambda p, t, v: _event_file(p, t, v, version=False), "file_version"),
+    (lambda p, t, v: _event_file(p, t, v, first_step=1), "value i at step i"),
+    (lambda p, t, v: _event_file(p, "loss", v), "no scalar"),
+])  # fmt: skip
+def test_ch18_scalar_event_file_rejects(mistake, message, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch18.test_scalar_event_file_is_read_by_tensorboard, message, tmp_path, 7,
+            scalar_event_file=mistake)  # fmt: skip
