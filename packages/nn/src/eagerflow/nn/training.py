@@ -113,11 +113,10 @@ def fit(
     """
     loss_fn = _named(loss, LOSSES, "loss")
     metric_fns = {_label(m): _named(m, METRICS, "metric") for m in metrics}
-    _check_fit_arguments(optimizer, epochs, verbose)
     epoch_batches, steps = _epoch_source(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed)
-    if isinstance(validation_data, Dataset):
-        _check_finite("fit: validation_data", validation_data)
-    params = {"epochs": epochs, "steps": steps, "verbose": int(verbose), "optimizer": optimizer}
+    _check_fit_arguments(optimizer, epochs, verbose, validation_data)
+    params = {"epochs": epochs, "steps": steps, "verbose": int(verbose), "optimizer": optimizer,
+              "input_shape": _input_shape(x)}  # fmt: skip
     hooks, history = _callback_list(callbacks, model, params, print_fn)
     hooks.on_train_begin()
     logs: dict[str, float] = {}
@@ -148,7 +147,20 @@ def _validate(
     return evaluate(model, *pair, loss=loss_fn, metrics=metric_fns, callbacks=hooks)
 
 
-def _check_fit_arguments(optimizer: Any, epochs: int, verbose: int | bool) -> None:
+def _input_shape(x: Any) -> tuple[int, ...] | None:
+    """The shape of one example of ``x`` (TensorBoard traces the model with it); None when
+    the inputs are nested or not known."""
+    if isinstance(x, Dataset):
+        spec = x.element_spec[0] if isinstance(x.element_spec, tuple) else None
+        shape = getattr(spec, "shape", None)
+        dims = None if shape is None else tuple(shape)[1:]
+        return dims if dims is not None and all(isinstance(n, int) for n in dims) else None
+    return np.shape(x)[1:] if isinstance(x, np.ndarray | list) else None
+
+
+def _check_fit_arguments(
+    optimizer: Any, epochs: int, verbose: int | bool, validation_data: Any
+) -> None:
     if not isinstance(optimizer, Optimizer):
         raise TypeError(
             f"fit: optimizer must be an Optimizer such as nn.AdamOptimizer(), got {optimizer!r}"
@@ -158,6 +170,8 @@ def _check_fit_arguments(optimizer: Any, epochs: int, verbose: int | bool) -> No
     if verbose not in (0, 1, 2):
         raise ValueError(f"fit: verbose must be 0 (silent), 1 (a progress bar) or 2 (a line "
                          f"per epoch), got {verbose!r}")  # fmt: skip
+    if isinstance(validation_data, Dataset):
+        _check_finite("fit: validation_data", validation_data)
 
 
 def _callback_list(

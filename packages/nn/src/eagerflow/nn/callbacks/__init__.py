@@ -3,7 +3,8 @@
 ``base.py`` holds ``Callback`` (the hooks, and the order ``fit`` calls them in),
 ``CallbackList`` and ``History``; ``progbar.py`` the progress bar (``Progbar``,
 ``ProgbarLogger``); ``monitors.py`` the callbacks that act on a number: ``EarlyStopping``,
-``ModelCheckpoint``, ``LearningRateScheduler``, ``CSVLogger``.
+``ModelCheckpoint``, ``LearningRateScheduler``, ``CSVLogger``; ``tensorboard.py``
+``TensorBoard`` (event files for TensorBoard, through ``eagerflow.graph.summary``).
 """
 
 from eagerflow.nn.callbacks.base import Callback, CallbackList, History
@@ -14,6 +15,7 @@ from eagerflow.nn.callbacks.monitors import (
     ModelCheckpoint,
 )
 from eagerflow.nn.callbacks.progbar import Progbar, ProgbarLogger
+from eagerflow.nn.callbacks.tensorboard import TensorBoard
 
 __all__ = [
     "CSVLogger",
@@ -25,4 +27,5 @@ __all__ = [
     "ModelCheckpoint",
     "Progbar",
     "ProgbarLogger",
+    "TensorBoard",
 ]
