@@ -120,7 +120,8 @@ def scalar_event_file(path: str, tag: str, values: Sequence[float]) -> None:
 
     events = [event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2")]
     for step, value in enumerate(values):
-        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])
+        scalar = summary_pb2.Summary.Value(tag=tag, simple_value=value)
+        summary = summary_pb2.Summary(value=[scalar])
         events.append(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
     with open(path, "wb") as f:
         for event in events:

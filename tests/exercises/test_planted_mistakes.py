@@ -3391,7 +3391,8 @@ def _event_file(path, tag, values, version=True, first_step=0):  # type: ignore[
     ref = _reference("ch18")
     events = [event_pb2.Event(file_version="brain.Event:2")] if version else []
     for step, value in enumerate(values, first_step):
-        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, simple_value=value)])
+        scalar = summary_pb2.Summary.Value(tag=tag, simple_value=value)
+        summary = summary_pb2.Summary(value=[scalar])
         events.append(event_pb2.Event(step=step, summary=summary))
     with open(path, "wb") as f:
         for event in events:
