@@ -118,14 +118,26 @@ def _graph_ops() -> None:
     double(ef.constant(1.0))
 
 
+def _summary_ops(folder: Any) -> None:
+    writer = eg.summary.create_file_writer(folder)
+    with writer.as_default(step=1):
+        eg.summary.scalar("s", 1.0)
+        eg.summary.histogram("h", [1.0, 2.0], buckets=2)
+        eg.summary.image("i", np.zeros((1, 2, 2, 1), np.float32))
+        eg.summary.text("t", "hi")
+    writer.close()
+
+
 @pytest.fixture(scope="module")
-def seen() -> set[str]:
+def seen(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    pytest.importorskip("tensorboard.summary.writer.event_file_writer")
     checker = _AttrChecker()
     with recording(checker):
         _eager_ops()
         _window_ops()
         _variable_ops()
         _graph_ops()
+        _summary_ops(tmp_path_factory.mktemp("summaries"))
     return checker.seen
 
 

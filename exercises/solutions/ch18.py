@@ -1,229 +1,128 @@
 """Chapter 18 exercises — run `.venv/bin/pytest -m ch18`.
 
-The whole stack: what the layers of the book make of one function, measured from the real
-objects; then the capstone of the "Build a mini TensorFlow" track, the whole stack built by
-you. Your pieces from the earlier chapters meet there and train a model with nothing of
-eagerflow's machinery doing the work: your ``MiniGraph`` (chapter 7) holds the model as a
-graph, your ``mini_gradients`` adds its gradient nodes from the gradient rules (the table your
-``MiniTape`` of chapter 3 used), your ``run_mini`` runs it, your ``Adam`` (chapter 5)
-updates the parameters, and your ``encode_attr`` and ``numpy_source`` (chapter 14) export
-the trained model as a function that needs only NumPy.
-
-The tests hand you your own pieces, from your earlier chapter files, in a ``Pieces``; they
-skip, saying which piece is missing ("needs ch07.MiniGraph first"), until each is done.
-They refuse eagerflow's ``GradientTape``, ``gradients()``, ``Session``, ``@function``,
-optimizers and ``Graph``: the model trains on your pieces or not at all.
+TensorFlow's ecosystem: the bytes of a TensorBoard event file. The CRC-32C checksum that
+guards each record, the TFRecord frame around each event, and (a stretch) a whole event file
+written by hand that TensorBoard's own reader accepts.
 
 Reference solutions: the same functions as `exercises/ch18.py`, solved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-
-import eagerflow.tensor as ef
-from eagerflow.autodiff import Variable
-from eagerflow.graph import function
-from eagerflow.tensor import Tensor, execution
-from eagerflow.tensor.execution import recording
+import struct
+import time
+from collections.abc import Callable, Sequence
 
 
-class _OpCounter:
-    """A recorder that counts the ops it is told about."""
+def crc32c(data: bytes) -> int:
+    """★★ The CRC-32C checksum of ``data`` (Castagnoli's polynomial), as TFRecords use it.
 
-    def __init__(self) -> None:
-        self.ops = 0
+    A CRC is the remainder of a polynomial division over bits. Computed one bit at a time,
+    with the *reflected* polynomial ``0x82F63B78``: start with ``crc = 0xFFFFFFFF``; for each
+    byte, ``crc ^= byte``, then 8 times: if the lowest bit of ``crc`` is 1, ``crc = (crc >>
+    1) ^ 0x82F63B78``, else ``crc >>= 1``; at the end return ``crc ^ 0xFFFFFFFF``. (zlib's
+    ``crc32`` is the same with another polynomial, ``0xEDB88320``: it gives other numbers.)
 
-    def record(self, op: Any, inputs: Any, attrs: Any, outputs: Any) -> None:
-        self.ops += 1
-
-
-def stack_report(fn: Callable[..., Any], *args: Tensor) -> dict[str, int]:
-    """★ What two layers of the stack make of one function: its eager ops and its trace.
-
-    Chapter 18 followed one training step down the stack. Do the same for any function
-    ``fn`` of tensors, on the arguments ``args``, and report three numbers:
-
-    - ``"eager_ops"``: how many ops run through the execution seam when ``fn(*args)`` is
-      called once, eagerly (chapter 2);
-    - ``"graph_nodes"``: how many operations the graph has that tracing ``fn`` with these
-      arguments makes (chapter 9);
-    - ``"if_nodes"``: how many of those operations are ``If`` nodes, AutoGraph's work on the
-      ``if`` statements whose condition is a tensor (chapter 10).
+    The test checks your checksum against TensorBoard's on hidden byte strings; ``b"123456789"``
+    gives ``0xE3069283``.
 
     Args:
-        fn: A function of tensors, without side effects (it may run twice).
-        *args: Its arguments, eager tensors.
+        data: The bytes.
 
     Returns:
-        ``{"eager_ops": ..., "graph_nodes": ..., "if_nodes": ...}``, three ints.
+        The checksum, an int in ``[0, 2**32)``.
 
     Hint 1:
-        A recorder is any object with a ``record(op, inputs, attrs, outputs)`` method;
-        ``with recording(recorder):`` makes the seam tell it about every op.
+        Two loops: one over the bytes, one of 8 steps over the bits of the running ``crc``.
 
     Hint 2:
-        ``function(fn).get_concrete_function(*args).graph.get_operations()`` lists the trace's
-        operations; each has a ``type``, such as ``"If"``.
+        ``crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1``.
     """
-    with recording(_OpCounter()) as counter:
-        fn(*args)
-    operations = function(fn).get_concrete_function(*args).graph.get_operations()
-    return {
-        "eager_ops": counter.ops,
-        "graph_nodes": len(operations),
-        "if_nodes": sum(op.type == "If" for op in operations),
-    }
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
 
 
-# --- the capstone: a model trained with your own pieces -------------------------------------------
-PARAMETERS = ("w1", "b1", "w2", "b2")  # the model's parameters, in this order everywhere
+def frame_record(data: bytes, crc: Callable[[bytes], int]) -> bytes:
+    """★★ One TFRecord: ``data`` framed as TensorFlow writes every event of an event file.
 
+    The frame is, all little-endian: the length of ``data`` as 8 bytes (``uint64``), the
+    *masked* CRC-32C of those 8 bytes (4 bytes), ``data`` itself, the masked CRC-32C of
+    ``data`` (4 bytes). Masking rotates the checksum right by 15 bits and adds a constant,
+    modulo 2**32: ``((c >> 15) | (c << 17)) + 0xA282EAD8``, so that a CRC of bytes that hold
+    a CRC is not a special value.
 
-@dataclass
-class Pieces:
-    """Given: your pieces of the earlier chapters, as the tests hand them to you."""
-
-    MiniGraph: type  # chapter 7: a context that builds nodes (``placeholder``, ``nodes``)
-    run_mini: Callable[..., np.ndarray]  # chapter 7: run_mini(fetch, feeds)
-    mini_gradients: Callable[..., Any]  # chapter 7: mini_gradients(graph, y, x)
-    Adam: type  # chapter 5: Adam(learning_rate).apply(variables, grads)
-    encode_attr: Callable[[Any], Any]  # chapter 14: an attribute as JSON data
-    numpy_source: Callable[..., str]  # chapter 14: numpy_source(graph_def, fetches)
-
-
-def predict(x: Tensor, params: dict[str, Tensor]) -> Tensor:
-    """Given: the model, a two-layer perceptron ``tanh(x·w1 + b1)·w2 + b2``, written with
-    eagerflow ops: in a ``MiniGraph``'s context it builds nodes."""
-    hidden = ef.tanh(ef.matmul(x, params["w1"]) + params["b1"])
-    return ef.matmul(hidden, params["w2"]) + params["b2"]
-
-
-def mean_squared_error(prediction: Tensor, y: Tensor) -> Tensor:
-    """Given: the loss, the mean of the squared errors."""
-    return ef.reduce_mean(ef.square(prediction - y))
-
-
-def train(
-    pieces: Pieces,
-    x: np.ndarray,
-    y: np.ndarray,
-    params: dict[str, np.ndarray],
-    steps: int,
-    learning_rate: float,
-) -> tuple[dict[str, np.ndarray], list[float]]:
-    """★★★ Capstone: train ``predict`` on ``(x, y)`` with your own pieces, and only those.
-
-    Build the graph once: in a ``pieces.MiniGraph``, a placeholder for ``x``, for ``y`` and
-    for each parameter (with their shapes and float32), the loss
-    ``mean_squared_error(predict(x, params), y)`` built in the graph's context, and the
-    gradient of the loss with respect to each parameter, by ``pieces.mini_gradients``.
-
-    Then train: keep each parameter's value in a ``Variable`` (starting from ``params``) and
-    make one ``pieces.Adam(learning_rate)``. At each of the ``steps`` steps, run the loss and
-    the four gradients with ``pieces.run_mini``, feeding ``x``, ``y`` and the parameters'
-    current values, and let the Adam ``apply`` the gradients (as tensors) to the variables:
-    full-batch Adam, the same every time. The tests replay that with eagerflow's own tape
-    and formulas and compare the parameters after training.
+    ``crc`` is a CRC-32C function (the test passes a correct one, so this exercise does not
+    depend on the first). The test frames hidden data and compares your bytes with what
+    TensorBoard's own ``RecordWriter`` writes.
 
     Args:
-        pieces: Your pieces (``Pieces``).
-        x: The inputs, float32 of shape (examples, inputs).
-        y: The targets, float32 of shape (examples, outputs).
-        params: The starting parameters, float32 arrays by name (``PARAMETERS``).
-        steps: How many Adam steps to take.
-        learning_rate: Adam's learning rate.
+        data: The record's bytes (an ``Event`` protocol buffer, serialized).
+        crc: The CRC-32C of some bytes, an int.
 
     Returns:
-        ``(trained, losses)``: the trained parameters as NumPy arrays by name, and the loss
-        before each step, as floats.
+        ``len(data) + 16`` bytes.
 
     Hint 1:
-        Two phases: building (everything symbolic, no values: no kernel runs) and running
-        (``run_mini`` on the symbols, as many times as you like). The gradient symbols are
-        built once, before the loop.
+        ``struct.pack("<Q", n)`` is 8 little-endian bytes; ``struct.pack("<I", m)`` is 4.
 
     Hint 2:
-        ``graph.placeholder(value.shape, ef.float32)`` for each; build inside ``with
-        execution.context(graph):``; the feeds are a dict from each placeholder to a NumPy
-        array: ``variable.numpy()`` for a parameter, read anew at each step.
+        Keep the masked value within 32 bits: ``& 0xFFFFFFFF`` after the shift left and after
+        the addition.
+    """
+
+    def masked(chunk: bytes) -> int:
+        c = crc(chunk)
+        return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+    length = struct.pack("<Q", len(data))
+    return length + struct.pack("<I", masked(length)) + data + struct.pack("<I", masked(data))
+
+
+def scalar_event_file(path: str, tag: str, values: Sequence[float]) -> None:
+    """★★★ Write, by hand, an event file that TensorBoard reads: ``values[i]`` as the scalar
+    ``tag`` at step ``i``.
+
+    An event file is TFRecords (``frame_record``), each holding one ``Event`` protocol
+    buffer (``tensorboard.compat.proto.event_pb2.Event``; its ``SerializeToString()`` is the
+    record's data):
+
+    1. first an event with ``file_version="brain.Event:2"`` (the reader checks the format);
+    2. then one event per value, with ``wall_time`` (seconds, ``time.time()``), ``step`` and a
+       ``summary`` holding one value: ``Summary(value=[Summary.Value(tag=tag,
+       simple_value=v)])`` (``summary_pb2``; ``simple_value`` is the older form of a scalar,
+       which TensorBoard still reads).
+
+    Use your ``frame_record`` and ``crc32c``. The test reads your file with TensorBoard's
+    ``EventAccumulator`` and finds the hidden values at steps 0, 1, 2...
+
+    Args:
+        path: The file to write (its name must contain ``tfevents`` for TensorBoard to find
+            it in a folder; the test picks it).
+        tag: The scalar's name, e.g. ``"loss"``.
+        values: One float per step.
+
+    Hint 1:
+        ``from tensorboard.compat.proto import event_pb2, summary_pb2``.
+
+    Hint 2:
+        ``event_pb2.Event(wall_time=time.time(), step=i, summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag=tag, simple_value=v)]))``.
 
     Hint 3:
-        ``adam.apply(variables, [ef.constant(pieces.run_mini(g, feeds)) for g in grads])``
-        with ``variables`` and ``grads`` in the order of ``PARAMETERS``.
+        Open the file with ``open(path, "wb")`` and write ``frame_record(event.
+        SerializeToString(), crc32c)`` for the version event and then for each value.
     """
-    graph = pieces.MiniGraph()
-    xs, ys = graph.placeholder(x.shape, ef.float32), graph.placeholder(y.shape, ef.float32)
-    symbols = {name: graph.placeholder(params[name].shape, ef.float32) for name in PARAMETERS}
-    with execution.context(graph):
-        loss = mean_squared_error(predict(xs, symbols), ys)
-    grads = [pieces.mini_gradients(graph, loss, symbols[name]) for name in PARAMETERS]
-    variables = [Variable(ef.constant(params[name])) for name in PARAMETERS]
-    adam = pieces.Adam(learning_rate)
-    losses = []
-    for _ in range(steps):
-        feeds = {xs: x, ys: y}
-        feeds.update({symbols[n]: v.numpy() for n, v in zip(PARAMETERS, variables, strict=True)})
-        losses.append(float(pieces.run_mini(loss, feeds)))
-        adam.apply(variables, [ef.constant(pieces.run_mini(g, feeds)) for g in grads])
-    return {n: v.numpy() for n, v in zip(PARAMETERS, variables, strict=True)}, losses
+    from tensorboard.compat.proto import event_pb2, summary_pb2
 
-
-def export(pieces: Pieces, params: dict[str, np.ndarray]) -> str:
-    """★★ The trained model as the source of a NumPy function, through your exporter.
-
-    Build ``predict`` in a ``pieces.MiniGraph``, then write that graph as a GraphDef (the
-    chapter 14 format, as ``json.loads`` would give it) and hand it to your
-    ``pieces.numpy_source``: the source it returns defines ``run(feeds)``, whose
-    ``feeds["x"]`` are inputs of any number of rows and whose one result is the model's
-    predictions. The trained parameters are constants of the def.
-
-    A GraphDef is ``{"node": [...]}``, a list of nodes in an order where each comes after
-    the nodes it reads: each ``{"name": ..., "op": ..., "input": ["name:0", ...], "attr":
-    {...}}``, attributes written by ``pieces.encode_attr``. The placeholder of ``x`` is
-    ``{"name": "x", "op": "Placeholder", "attr": {}}``; every other input without a node of
-    its own (a parameter, an eager tensor such as a constant) is a ``Const`` node whose
-    ``value`` attribute is the array. Name the node that gives the prediction
-    ``"prediction"``: the source is ``numpy_source(graph_def, ["prediction:0"])``.
-
-    Args:
-        pieces: Your pieces (``Pieces``).
-        params: Trained parameters, float32 arrays by name.
-
-    Returns:
-        The source from your ``numpy_source``.
-
-    Hint 1:
-        The placeholder for ``x`` may have any number of rows: its shape while building is
-        only for the shape rules. Parameters can be eager tensors in the graph (constants)
-        rather than placeholders: ``predict(x, {n: ef.constant(v) ...})``.
-
-    Hint 2:
-        Walk ``graph.nodes`` in order, naming node ``i`` ``f"n{i}"`` (the last one
-        ``"prediction"``); keep a dict from each symbol to its tensor name. An input that is
-        not in that dict is an eager tensor: add a ``Const`` node for it first.
-    """
-    graph = pieces.MiniGraph()
-    x = graph.placeholder((1, params["w1"].shape[0]), ef.float32)
-    with execution.context(graph):
-        prediction = predict(x, {n: ef.constant(v) for n, v in params.items()})
-    names: dict[int, str] = {id(x): "x:0"}  # symbols (and eager tensors) by id: tensor names
-    nodes: list[dict[str, Any]] = [{"name": "x", "op": "Placeholder", "attr": {}}]
-    for i, node in enumerate(graph.nodes):
-        if node.op is None:
-            continue
-        for t in node.inputs:
-            if id(t) not in names:  # an eager tensor: a constant of the def
-                value = {"value": pieces.encode_attr(np.asarray(t))}
-                nodes.append({"name": f"c{len(nodes)}", "op": "Const", "attr": value})
-                names[id(t)] = f"c{len(nodes) - 1}:0"
-        name = "prediction" if node.outputs[0] is prediction else f"n{i}"
-        attrs = {k: pieces.encode_attr(v) for k, v in node.attrs.items()}
-        inputs = [names[id(t)] for t in node.inputs]
-        nodes.append({"name": name, "op": node.op.name, "input": inputs, "attr": attrs})
-        names[id(node.outputs[0])] = f"{name}:0"
-    return pieces.numpy_source({"node": nodes}, ["prediction:0"])
+    events = [event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2")]
+    for step, value in enumerate(values):
+        scalar = summary_pb2.Summary.Value(tag=tag, simple_value=value)
+        summary = summary_pb2.Summary(value=[scalar])
+        events.append(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
+    with open(path, "wb") as f:
+        for event in events:
+            f.write(frame_record(event.SerializeToString(), crc32c))

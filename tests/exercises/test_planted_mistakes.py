@@ -36,6 +36,7 @@ import test_ch15
 import test_ch16
 import test_ch17
 import test_ch18
+import test_ch19
 
 import eagerflow.tensor as ef
 from eagerflow import nn
@@ -3209,7 +3210,7 @@ def test_ch05_adam_rejects(mistake) -> None:
     rejects(test_ch05.test_adam_stretch_on_hidden_gradients, "after step", Adam=mistake)
 
 
-# --- chapter 18: the whole stack ------------------------------------------------------------------
+# --- chapter 19: the whole stack ------------------------------------------------------------------
 def _stack_report_counting_the_trace_too(fn, *args):  # type: ignore[no-untyped-def]
     """The recorder left on while tracing: the trace's build-time ops are counted as eager."""
     report = {"eager_ops": 0}
@@ -3228,7 +3229,7 @@ def _stack_report_counting_the_trace_too(fn, *args):  # type: ignore[no-untyped-
 
 def _stack_report_without_autograph(fn, *args):  # type: ignore[no-untyped-def]
     """Traced with autograph=False: a tensor if fails or runs one branch, and no If node."""
-    right = test_ch18.expected_report(fn, *args)
+    right = test_ch19.expected_report(fn, *args)
     try:
         traced = function(fn, autograph=False).get_concrete_function(*args)
     except TypeError:
@@ -3241,8 +3242,8 @@ def _stack_report_without_autograph(fn, *args):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     "mistake", [_stack_report_counting_the_trace_too, _stack_report_without_autograph]
 )
-def test_ch18_stack_report_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
-    rejects(test_ch18.test_stack_report_on_hidden_functions, "expected", 0, stack_report=mistake)
+def test_ch19_stack_report_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch19.test_stack_report_on_hidden_functions, "expected", 0, stack_report=mistake)
 
 
 # --- chapter 13: the memory planner, ready-made ---------------------------------------------------
@@ -3277,7 +3278,7 @@ def test_ch13_plan_buffers_rejects_the_compilers_own_planner(mistake) -> None:  
             "chain_1", plan_buffers=mistake)  # fmt: skip
 
 
-# --- chapter 18: the capstone, trained with the reader's own pieces -------------------------------
+# --- chapter 19: the capstone, trained with the reader's own pieces -------------------------------
 def _reference(chapter: str) -> ModuleType:
     """A chapter's reference solutions: the pieces of a reader who has solved them."""
     name = f"reference_solutions_{chapter}"
@@ -3297,7 +3298,7 @@ def _reference_piece(chapter: str, name: str) -> object:
 def _train(pieces, x, y, params, steps, learning_rate, gradients_by="mini", feed_first=False,
            trained=("w1", "b1", "w2", "b2"), optimizer=None):  # type: ignore[no-untyped-def]  # fmt: skip
     """The reference ``train``, with a knob for each mistake."""
-    ref = _reference("ch18")
+    ref = _reference("ch19")
     graph = pieces.MiniGraph()
     xs, ys = graph.placeholder(x.shape, ef.float32), graph.placeholder(y.shape, ef.float32)
     symbols = {n: graph.placeholder(params[n].shape, ef.float32) for n in ref.PARAMETERS}
@@ -3373,27 +3374,27 @@ def _train_in_numpy(pieces, x, y, params, steps, learning_rate):  # type: ignore
     ids=["tape", "frameworks_adam", "biases_never_trained", "first_values_fed", "numpy_by_hand",
          "finite_differences"],
 )  # fmt: skip
-def test_ch18_train_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
-    chapter = SimpleNamespace(Pieces=_reference("ch18").Pieces, train=mistake)
+def test_ch19_train_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(Pieces=_reference("ch19").Pieces, train=mistake)
     with pytest.raises(FAILED, match=message):
-        test_ch18.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
+        test_ch19.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
 
 
 def _export_through_a_real_graph(pieces, params):  # type: ignore[no-untyped-def]
     graph = Graph()  # gamed: the framework's graph and its GraphDef, not the reader's
     with graph.as_default():
         x = placeholder(ef.float32, (None, params["w1"].shape[0]), name="x")
-        prediction = _reference("ch18").predict(x, {n: ef.constant(v) for n, v in params.items()})
+        prediction = _reference("ch19").predict(x, {n: ef.constant(v) for n, v in params.items()})
     return pieces.numpy_source(graph.as_graph_def(), [prediction.name])
 
 
 def _export_in_float64(pieces, params):  # type: ignore[no-untyped-def]
-    source = _reference("ch18").export(pieces, params)
+    source = _reference("ch19").export(pieces, params)
     return source.replace("'float32'", "'float64'")  # the constants' dtype written wrong
 
 
 def _export_the_hidden_layer(pieces, params):  # type: ignore[no-untyped-def]
-    source = _reference("ch18").export(pieces, params)
+    source = _reference("ch19").export(pieces, params)
     lines = source.splitlines()  # return the tanh's variable: a layer short
     tanh = next(line.split(" = ")[0].strip() for line in lines if "np.tanh" in line)
     return "\n".join([*lines[:-1], f"    return [{tanh}]"]) + "\n"
@@ -3408,15 +3409,81 @@ def _export_the_hidden_layer(pieces, params):  # type: ignore[no-untyped-def]
     ],
     ids=["real_graph", "float64_constants", "hidden_layer_only"],
 )
-def test_ch18_export_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
-    chapter = SimpleNamespace(Pieces=_reference("ch18").Pieces, export=mistake)
+def test_ch19_export_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(Pieces=_reference("ch19").Pieces, export=mistake)
     with pytest.raises(FAILED, match=message):
-        test_ch18.test_export_gives_the_models_predictions(chapter, _reference_piece)
+        test_ch19.test_export_gives_the_models_predictions(chapter, _reference_piece)
 
 
-def test_ch18_the_reference_pieces_pass_as_they_are() -> None:
+def test_ch19_the_reference_pieces_pass_as_they_are() -> None:
     # the mistakes above fail on their mistake alone: the same pieces, right, pass
-    ref = _reference("ch18")
+    ref = _reference("ch19")
     chapter = SimpleNamespace(Pieces=ref.Pieces, train=_train, export=ref.export)
-    test_ch18.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
-    test_ch18.test_export_gives_the_models_predictions(chapter, _reference_piece)
+    test_ch19.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
+    test_ch19.test_export_gives_the_models_predictions(chapter, _reference_piece)
+
+
+# --- chapter 18: an event file's bytes ------------------------------------------------------------
+def _crc_zlib(data):  # type: ignore[no-untyped-def]
+    import zlib
+
+    return zlib.crc32(data)  # CRC-32, not CRC-32C: another polynomial
+
+
+def _crc_not_inverted(data):  # type: ignore[no-untyped-def]
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc  # the final xor forgotten
+
+
+@pytest.mark.parametrize("mistake", [_crc_zlib, _crc_not_inverted])
+def test_ch18_crc32c_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch18.test_crc32c_on_hidden_bytes, "crc32c of", 18, crc32c=mistake)
+
+
+def _frame(data, crc, mask=True, order="<"):  # type: ignore[no-untyped-def]
+    import struct
+
+    def masked(chunk):  # type: ignore[no-untyped-def]
+        c = crc(chunk)
+        return ((((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF) if mask else c
+
+    length = struct.pack(order + "Q", len(data))
+    return length + struct.pack("<I", masked(length)) + data + struct.pack("<I", masked(data))
+
+
+@pytest.mark.parametrize(("mistake", "message"), [
+    (lambda data, crc: _frame(data, crc, mask=False), "masked CRC-32C of the 8 length"),
+    (lambda data, crc: _frame(data, crc, order=">"), "the length: 8 bytes, little-endian"),
+    (lambda data, crc: _frame(data, crc)[:-4] + b"\0\0\0\0", "comes last"),
+])  # fmt: skip
+def test_ch18_frame_record_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch18.test_frame_record_matches_tensorboards_record_writer, message, 4,
+            frame_record=mistake)  # fmt: skip
+
+
+def _event_file(path, tag, values, version=True, first_step=0):  # type: ignore[no-untyped-def]
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    ref = _reference("ch18")
+    events = [event_pb2.Event(file_version="brain.Event:2")] if version else []
+    for step, value in enumerate(values, first_step):
+        scalar = summary_pb2.Summary.Value(tag=tag, simple_value=value)
+        summary = summary_pb2.Summary(value=[scalar])
+        events.append(event_pb2.Event(step=step, summary=summary))
+    with open(path, "wb") as f:
+        for event in events:
+            f.write(ref.frame_record(event.SerializeToString(), ref.crc32c))
+
+
+@pytest.mark.parametrize(("mistake", "message"), [
+    (lambda p, t, v: _event_file(p, t, v, version=False), "file_version"),
+    (lambda p, t, v: _event_file(p, t, v, first_step=1), "value i at step i"),
+    (lambda p, t, v: _event_file(p, "loss", v), "no scalar"),
+])  # fmt: skip
+def test_ch18_scalar_event_file_rejects(mistake, message, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch18.test_scalar_event_file_is_read_by_tensorboard, message, tmp_path, 7,
+            scalar_event_file=mistake)  # fmt: skip

@@ -173,6 +173,22 @@ def _print(x: Any) -> Any:
     return x * 1.0
 
 
+_writers: list[Any] = []  # open for the whole module: a summary op names its writer
+
+
+def _summary(x: Any) -> Any:
+    pytest.importorskip("tensorboard.summary.writer.event_file_writer")
+    import tempfile
+
+    from eagerflow.graph import summary
+
+    writer = summary.create_file_writer(tempfile.mkdtemp(prefix="eagerflow-summary-"))
+    _writers.append(writer)
+    with writer.as_default():
+        summary.scalar("x", ef.reduce_sum(x), step=0)
+    return x * 1.0
+
+
 def _no_op(x: Any) -> Any:
     v = _variable([0.0, 0.0])
     with control_dependencies([v.assign(x)]):
@@ -213,6 +229,7 @@ EXTRA: dict[str, tuple[Build, list[np.ndarray]]] = {
     "PartitionedCall": (_call, [F32]),
     "Placeholder": (lambda x: x, [F32]),
     "PrintV2": (_print, [F32]),
+    "WriteSummary": (_summary, [F32]),
     "RandomNormal": (lambda x: x + ef.random_normal((4,), 1.0, 2.0), [F32]),
     "RandomShuffle": (lambda x: ef.random_shuffle(x), [np.arange(10.0)]),
     "RandomUniform": (lambda x: x + ef.random_uniform((4,), 0, 10, ef.int64), [INTS]),

@@ -84,24 +84,25 @@ def classification(n: int = 60) -> tuple[np.ndarray, np.ndarray]:
     return x, (x[:, 0] > x[:, 1]).astype(np.int64)
 
 
-def test_fit_prints_one_line_per_epoch_and_loss_decreases() -> None:
+def test_fit_prints_a_bar_per_epoch_and_loss_decreases() -> None:
     x, y = regression()
     model = nn.Sequential([nn.Dense(1)])
     lines: list[str] = []
     history = nn.fit(model, x, y, loss="mean_squared_error",
                      optimizer=nn.GradientDescentOptimizer(0.1), epochs=3, batch_size=16,
                      seed=0, print_fn=lines.append)  # fmt: skip
-    assert len(lines) == 3
-    for epoch, line in enumerate(lines, start=1):
-        assert f"epoch {epoch}/3" in line
-        assert re.search(r"loss \d+\.\d{4}", line)
+    assert len(lines) == 6
+    for epoch in range(1, 4):
+        assert lines[2 * epoch - 2] == f"Epoch {epoch}/3"
+        bar = r"4/4 \[={30}\] - \d+s \d+(s|ms|us)/step - loss: \d+\.\d{4}"
+        assert re.fullmatch(bar, lines[2 * epoch - 1])
     assert isinstance(history, nn.History)
     losses = history["loss"]
     assert len(losses) == 3
     assert losses[0] > losses[1] > losses[2]
     assert losses[2] < 0.5 * losses[0]
     # the printed loss is the History's
-    assert f"loss {losses[0]:.4f}" in lines[0]
+    assert f"loss: {losses[0]:.4f}" in lines[1]
 
 
 def test_fit_learns_the_regression() -> None:
@@ -134,7 +135,7 @@ def test_fit_with_metrics_by_name_and_callable() -> None:
                      metrics=["accuracy", mean_logit], print_fn=lines.append)  # fmt: skip
     assert set(history.epochs[0]) == {"loss", "accuracy", "mean_logit"}
     assert all(0.0 <= a <= 1.0 for a in history["accuracy"])
-    assert "accuracy" in lines[0] and "mean_logit" in lines[0]
+    assert "accuracy" in lines[1] and "mean_logit" in lines[1]
 
 
 def test_fit_metric_averages_are_weighted_by_batch_size() -> None:
@@ -174,7 +175,7 @@ def test_fit_validation_data_adds_val_loss_and_val_metrics() -> None:
                      optimizer=nn.GradientDescentOptimizer(0.5), epochs=2, metrics=["accuracy"],
                      validation_data=(x[40:], y[40:]), print_fn=lines.append)  # fmt: skip
     assert set(history.epochs[-1]) == {"loss", "accuracy", "val_loss", "val_accuracy"}
-    assert "val_loss" in lines[0]
+    assert "val_loss" in lines[1]
     # the last epoch's val_loss is the trained model's loss on the validation data
     expected = ef.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(
         labels=y[40:], logits=model(x[40:])))  # fmt: skip

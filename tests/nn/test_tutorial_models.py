@@ -92,7 +92,7 @@ def test_mlp_reaches_95_percent_eagerly_and_fit_shows_progress():
     history = nn.fit(model, x, y, loss="sparse_softmax_cross_entropy",
                      optimizer=nn.AdamOptimizer(0.01), epochs=20, batch_size=64,
                      metrics=["accuracy"], seed=0, print_fn=lines.append)  # fmt: skip
-    assert len(lines) == 20 and lines[0].startswith("epoch 1/20") and "loss" in lines[0]
+    assert len(lines) == 40 and lines[0] == "Epoch 1/20" and " - loss: " in lines[1]
     assert "accuracy" in lines[-1]
     assert history["loss"][-1] < history["loss"][0]
     assert float(nn.accuracy(y_test, model(x_test))) >= 0.95

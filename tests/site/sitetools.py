@@ -25,6 +25,7 @@ FIGURES = {
     # digits, an edge filter, im2col, learning curves, confusion, mistakes, filters
     "chapters/16-digits-cnn/": 7,
     "chapters/17-linear-regression/": 2,  # loss curves and the fitted line; step times
+    "chapters/18-tensorflow-ecosystem/": 1,  # a loss curve and histograms from an event file
 }
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -62,6 +62,7 @@ TAUGHT = {
     "write_graph": 14,
     "Conv2D": 16,
     "BatchNormalization": 16,
+    "tf_graph_def": 18,
 }
 
 

@@ -19,7 +19,8 @@ A folder per stage, each importing only the stages above it in this list, read i
    (``onnx.export(f, "model.onnx")``, one translation rule per op; the onnx package is the
    optional ``[onnx]`` extra, imported only by ``export``), ``tf_graph_def/``
    (``tf_graph_def.write(f, "model.pb")`` and ``tf_graph_def.import_graph_def``: TensorFlow's
-   own GraphDef files, one rule per op; the optional ``[tf-proto]`` extra).
+   own GraphDef files, one rule per op; the optional ``[tf-proto]`` extra), ``summary/``
+   (TensorBoard's event files: ``summary.scalar``, ``trace_export``; the same extra).
 """
 
 from importlib import metadata as _metadata
@@ -53,7 +54,7 @@ from eagerflow.graph.core.ops import (
     variables_initializer,
 )
 from eagerflow.graph.core.session import Session
-from eagerflow.graph.export import onnx, saved_model, tf_graph_def
+from eagerflow.graph.export import onnx, saved_model, summary, tf_graph_def
 from eagerflow.graph.export.graph_def import read_graph_def, write_graph
 from eagerflow.graph.export.graph_def_import import import_graph_def
 from eagerflow.graph.tracing.function import (
@@ -95,6 +96,7 @@ __all__ = [
     "reset_default_graph",
     "run_functions_eagerly",
     "saved_model",
+    "summary",
     "tf_graph_def",
     "trainable_variables",
     "variables_initializer",

@@ -13,17 +13,19 @@ Read it in this order:
 6. ``optimizers.py``    TensorFlow 1.x's optimizers, as variable assignments;
 7. ``data.py``          ``data.Dataset``: input pipelines as in ``tf.data`` (slices, shuffle,
    batch, map, repeat, prefetch in a background thread);
-8. ``training.py``      ``batches`` and ``fit``: the training loop, with progress (``fit`` takes
+8. ``training.py``      ``batches`` and ``fit``: the training loop (``fit`` takes
    arrays or a ``Dataset``);
 9. ``checkpoint.py``    ``Checkpoint``: save and restore every variable of an object tree;
-10. ``datasets/``       ``load_digits``: real handwritten digits, shipped in the package.
+10. ``callbacks/``      Keras' callbacks for ``fit``: ``History``, the progress bar,
+    ``EarlyStopping``, ``ModelCheckpoint``, ``LearningRateScheduler``, ``CSVLogger``;
+11. ``datasets/``       ``load_digits``: real handwritten digits, shipped in the package.
 """
 
 from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-nn")  # from the repository's VERSION file
 
-from eagerflow.nn import activations, data, datasets, initializers
+from eagerflow.nn import activations, callbacks, data, datasets, initializers
 from eagerflow.nn.checkpoint import Checkpoint, CheckpointError
 from eagerflow.nn.conv_layers import (
     AveragePool2D,
@@ -76,6 +78,7 @@ __all__ = [
     "accuracy",
     "activations",
     "batches",
+    "callbacks",
     "data",
     "datasets",
     "fit",

@@ -98,6 +98,8 @@ class Layer(metaclass=LayerType):
 
     _name_counts: ClassVar[dict[str, int]] = {}
     _accepts_training: ClassVar[dict[type, bool]] = {}
+    stop_training: bool = False  # fit's flag: a callback sets it to end training (Keras')
+    history: Any = None  # the History of the last fit
 
     def __init__(
         self,

@@ -3,15 +3,13 @@ on arrays or on a ``data.Dataset``.
 
 ``fit`` is the loop a reader would write by hand (chapter 12 does, first): for each batch,
 run the model under a GradientTape, take the loss's gradient for every trainable variable,
-and let the optimizer apply it. It prints one line per epoch, and a progress line whenever
-an epoch runs for more than a few seconds, so long training is never silent.
+and let the optimizer apply it. Around that loop it calls Keras' callbacks
+(``nn.callbacks``): the progress bar, ``History`` and any the caller gives.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +17,8 @@ import numpy as np
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape
 from eagerflow.nn import losses
+from eagerflow.nn.callbacks import Callback, CallbackList, History, ProgbarLogger
+from eagerflow.nn.callbacks.progbar import PROGRESS_EVERY, LineStream
 from eagerflow.nn.data import INFINITE_CARDINALITY, Dataset
 from eagerflow.nn.module import Layer
 from eagerflow.nn.optimizers import Optimizer
@@ -36,7 +36,6 @@ LOSSES: dict[str, LossFn] = {
         losses.sigmoid_cross_entropy_with_logits(labels=y, logits=out)),
 }  # fmt: skip
 METRICS: dict[str, LossFn] = {"accuracy": losses.accuracy}
-PROGRESS_EVERY = 5.0  # seconds between progress lines inside one epoch
 
 
 def batches(
@@ -73,17 +72,6 @@ def _examples(caller: str, columns: dict[str, np.ndarray]) -> int:
     return lengths.popitem()[1]
 
 
-@dataclass
-class History:
-    """What ``fit`` measured: one dict of averages per epoch."""
-
-    epochs: list[dict[str, float]] = field(default_factory=list)
-
-    def __getitem__(self, name: str) -> list[float]:
-        """One value per epoch: ``history["loss"]``."""
-        return [logs[name] for logs in self.epochs]
-
-
 def fit(
     model: Layer,
     x: Any,
@@ -97,10 +85,11 @@ def fit(
     validation_data: tuple[Any, Any] | Dataset | None = None,
     shuffle: bool | None = None,
     seed: int | None = None,
-    verbose: bool = True,
+    verbose: int | bool = 1,
+    callbacks: Sequence[Callback] | None = None,
     print_fn: Callable[[str], None] = print,
 ) -> History:
-    """Train ``model`` in eager mode; returns the per-epoch averages.
+    """Train ``model`` in eager mode; returns its ``History`` (also ``model.history``).
 
     The data comes one of two ways, as in Keras:
 
@@ -117,30 +106,93 @@ def fit(
     are averages over its examples (each batch weighted by its size). ``validation_data``,
     arrays ``(x, y)`` or a Dataset of ``(x, y)`` batches, adds ``val_loss`` and
     ``val_<metric>`` after each epoch.
+
+    ``callbacks`` (``nn.callbacks``) are called at each step of training, in Keras' order
+    (see ``callbacks/base.py``); ``verbose`` 1 prints Keras' progress bar, 2 one line per
+    epoch, 0 nothing, through ``print_fn`` if given (the bar is then printed finished).
     """
     loss_fn = _named(loss, LOSSES, "loss")
     metric_fns = {_label(m): _named(m, METRICS, "metric") for m in metrics}
+    epoch_batches, steps = _epoch_source(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed)
+    _check_fit_arguments(optimizer, epochs, verbose, validation_data)
+    params = {"epochs": epochs, "steps": steps, "verbose": int(verbose), "optimizer": optimizer,
+              "input_shape": _input_shape(x)}  # fmt: skip
+    hooks, history = _callback_list(callbacks, model, params, print_fn)
+    hooks.on_train_begin()
+    logs: dict[str, float] = {}
+    for epoch in range(epochs):
+        hooks.on_epoch_begin(epoch)
+        logs = _train_epoch(model, epoch_batches(), loss_fn, metric_fns, optimizer, hooks)
+        if not logs:
+            raise ValueError(f"fit: the dataset gave no examples in epoch {epoch + 1}")
+        logs.update(_validate(model, validation_data, loss_fn, metric_fns, hooks))
+        hooks.on_epoch_end(epoch, logs)
+        if model.stop_training:
+            break
+    hooks.on_train_end(logs)
+    return history
+
+
+def _validate(
+    model: Layer,
+    data: tuple[Any, Any] | Dataset | None,
+    loss_fn: LossFn,
+    metric_fns: dict[str, LossFn],
+    hooks: CallbackList,
+) -> dict[str, float]:
+    """The epoch's ``val_`` logs: none without validation data."""
+    if data is None:
+        return {}
+    pair = (data, None) if isinstance(data, Dataset) else data
+    return evaluate(model, *pair, loss=loss_fn, metrics=metric_fns, callbacks=hooks)
+
+
+def _input_shape(x: Any) -> tuple[int, ...] | None:
+    """The shape of one example of ``x`` (TensorBoard traces the model with it); None when
+    the inputs are nested or not known."""
+    if isinstance(x, Dataset):
+        spec = x.element_spec[0] if isinstance(x.element_spec, tuple) else None
+        shape = getattr(spec, "shape", None)
+        dims = None if shape is None else tuple(shape)[1:]
+        return dims if dims is not None and all(isinstance(n, int) for n in dims) else None
+    return np.shape(x)[1:] if isinstance(x, np.ndarray | list) else None
+
+
+def _check_fit_arguments(
+    optimizer: Any, epochs: int, verbose: int | bool, validation_data: Any
+) -> None:
     if not isinstance(optimizer, Optimizer):
         raise TypeError(
             f"fit: optimizer must be an Optimizer such as nn.AdamOptimizer(), got {optimizer!r}"
         )
     if epochs < 0:
         raise ValueError(f"fit: epochs must be >= 0, got {epochs}")
-    epoch_batches, n = _epoch_source(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed)
+    if verbose not in (0, 1, 2):
+        raise ValueError(f"fit: verbose must be 0 (silent), 1 (a progress bar) or 2 (a line "
+                         f"per epoch), got {verbose!r}")  # fmt: skip
     if isinstance(validation_data, Dataset):
         _check_finite("fit: validation_data", validation_data)
-    progress = _Progress(epochs, n, print_fn if verbose else None)
-    history = History()
-    for epoch in range(1, epochs + 1):
-        progress.start(epoch)
-        logs = _train_epoch(model, epoch_batches(), loss_fn, metric_fns, optimizer, progress)
-        if isinstance(validation_data, Dataset):
-            logs.update(evaluate(model, validation_data, loss=loss_fn, metrics=metric_fns))
-        elif validation_data is not None:
-            logs.update(evaluate(model, *validation_data, loss=loss_fn, metrics=metric_fns))
-        history.epochs.append(logs)
-        progress.end(logs)
-    return history
+
+
+def _callback_list(
+    callbacks: Sequence[Callback] | None,
+    model: Layer,
+    params: dict[str, Any],
+    print_fn: Callable[[str], None],
+) -> tuple[CallbackList, History]:
+    """The user's callbacks, then (as Keras adds them) a progress bar and a ``History``,
+    unless the list has its own; each told the model and ``fit``'s ``params``."""
+    hooks = CallbackList(callbacks or ())
+    if params["verbose"] and not any(isinstance(c, ProgbarLogger) for c in hooks.callbacks):
+        hooks.append(ProgbarLogger(stream=None if print_fn is print else LineStream(print_fn)))
+    history = next((c for c in hooks.callbacks if isinstance(c, History)), None)
+    if history is None:
+        history = History()
+        hooks.append(history)
+    hooks.set_model(model)
+    hooks.set_params(params)
+    model.stop_training = False  # a callback sets it to stop after this epoch (Keras' flag)
+    return hooks, history
 
 
 def _train_epoch(
@@ -149,13 +201,14 @@ def _train_epoch(
     loss_fn: LossFn,
     metric_fns: dict[str, LossFn],
     optimizer: Optimizer,
-    progress: _Progress,
+    hooks: CallbackList,
 ) -> dict[str, float]:
     """One pass of ``fit`` over the epoch's batches, a step per batch; the loss and metrics
-    averaged over the epoch's examples (each batch weighted by its size)."""
+    averaged over the epoch's examples (each batch weighted by its size); {} if it had none."""
     sums = dict.fromkeys(["loss", *metric_fns], 0.0)
     seen = 0
-    for xb, yb in epoch:
+    for batch, (xb, yb) in enumerate(epoch):
+        hooks.on_train_batch_begin(batch)
         with GradientTape() as tape:
             outputs = model(xb, training=True)
             value = loss_fn(yb, outputs)
@@ -166,17 +219,15 @@ def _train_epoch(
         for name, fn in metric_fns.items():
             sums[name] += float(fn(yb, outputs)) * rows
         seen += rows
-        progress.batch(seen, sums["loss"])
-    if seen == 0:
-        raise ValueError(f"fit: the dataset gave no examples in epoch {progress.epoch}")
-    return {name: total / seen for name, total in sums.items()}
+        hooks.on_train_batch_end(batch, {name: total / seen for name, total in sums.items()})
+    return {name: total / seen for name, total in sums.items()} if seen else {}
 
 
 def _epoch_source(
     x: Any, y: Any, *, batch_size: int | None, shuffle: bool | None, seed: int | None
 ) -> tuple[Callable[[], Iterator[tuple[Any, ...]]], int | None]:
     """``fit``'s data as a function giving each epoch's ``(x, y)`` batches, and the number of
-    examples (None for a Dataset: unknown until an epoch has run)."""
+    batches (steps) in an epoch (None for a Dataset: unknown until an epoch has run)."""
     if isinstance(x, Dataset):
         _check_dataset_arguments(x, y=y, batch_size=batch_size, shuffle=shuffle, seed=seed)
         return (lambda: (_pair("fit", element) for element in x)), None
@@ -188,60 +239,44 @@ def _epoch_source(
     rng = np.random.default_rng(seed)
     size = 32 if batch_size is None else batch_size
     mix = True if shuffle is None else shuffle
-    return (lambda: batches(x, y, batch_size=size, shuffle=mix, seed=rng)), n
-
-
-class _Progress:
-    """What ``fit`` prints: a line every ``PROGRESS_EVERY`` seconds within an epoch, and one
-    at its end with its averages and time (nothing when ``print_fn`` is None)."""
-
-    def __init__(self, epochs: int, n: int | None, print_fn: Callable[[str], None] | None) -> None:
-        self.epochs, self.print_fn = epochs, print_fn
-        self.of = "" if n is None else f"/{n}"  # "/1437" after the examples seen
-        self.epoch, self.started, self.last_print = 0, 0.0, 0.0
-
-    def start(self, epoch: int) -> None:
-        self.epoch = epoch
-        self.started = self.last_print = time.perf_counter()
-
-    def batch(self, seen: int, loss_sum: float) -> None:
-        if self.print_fn is None or time.perf_counter() - self.last_print <= PROGRESS_EVERY:
-            return
-        self.last_print = time.perf_counter()
-        self.print_fn(f"epoch {self.epoch}/{self.epochs}  {seen}{self.of} examples  "
-                      f"loss {loss_sum / seen:.4f}")  # fmt: skip
-
-    def end(self, logs: dict[str, float]) -> None:
-        if self.print_fn is None:
-            return
-        shown = "  ".join(f"{name} {value:.4f}" for name, value in logs.items())
-        took = time.perf_counter() - self.started
-        self.print_fn(f"epoch {self.epoch}/{self.epochs}  {shown}  ({took:.2f} s)")
+    steps = -(-n // size) if size >= 1 else None  # batches() names a bad batch_size
+    return (lambda: batches(x, y, batch_size=size, shuffle=mix, seed=rng)), steps
 
 
 def evaluate(
-    model: Layer, x: Any, y: Any = None, *, loss: LossFn, metrics: dict[str, LossFn]
+    model: Layer,
+    x: Any,
+    y: Any = None,
+    *,
+    loss: LossFn,
+    metrics: dict[str, LossFn],
+    callbacks: CallbackList | None = None,
 ) -> dict[str, float]:
     """``val_loss`` and ``val_<metric>`` of ``model`` on arrays (x, y), in one batch, or on a
-    Dataset ``x`` of (x, y) batches, averaged over its examples."""
-    if not isinstance(x, Dataset):
-        outputs = model(x)
-        logs = {"val_loss": float(loss(y, outputs))}
-        logs.update((f"val_{name}", float(fn(y, outputs))) for name, fn in metrics.items())
-        return logs
-    fns = {"val_loss": loss, **{f"val_{name}": fn for name, fn in metrics.items()}}
+    Dataset ``x`` of (x, y) batches, averaged over its examples. ``callbacks`` get the test
+    hooks, with the logs unprefixed (``loss``), as in Keras."""
+    hooks = callbacks if callbacks is not None else CallbackList()
+    pairs: Iterable[tuple[Any, Any]] = (
+        (_pair("fit: validation_data", element) for element in x)
+        if isinstance(x, Dataset) else [(x, y)]
+    )  # fmt: skip
+    fns = {"loss": loss, **metrics}
     sums = dict.fromkeys(fns, 0.0)
     seen = 0
-    for element in x:
-        xb, yb = _pair("fit: validation_data", element)
+    hooks.on_test_begin()
+    for batch, (xb, yb) in enumerate(pairs):
+        hooks.on_test_batch_begin(batch)
         outputs = model(xb)
         rows = _rows(xb)
         for name, fn in fns.items():
             sums[name] += float(fn(yb, outputs)) * rows
         seen += rows
+        hooks.on_test_batch_end(batch, {name: total / seen for name, total in sums.items()})
     if seen == 0:
         raise ValueError("fit: the validation_data dataset gave no examples")
-    return {name: total / seen for name, total in sums.items()}
+    logs = {name: total / seen for name, total in sums.items()}
+    hooks.on_test_end(logs)
+    return {f"val_{name}": value for name, value in logs.items()}
 
 
 def _check_dataset_arguments(dataset: Dataset, **given: Any) -> None:

@@ -5,24 +5,20 @@ argument's value) runs the Python function with placeholders in a fresh graph: e
 calls adds a node, Python side effects such as ``print`` happen now and only now. The graph
 is cached as a ``ConcreteFunction``; later calls with the same signature run the graph.
 
-A call is one op on the seam (``PartitionedCall``), so in eager mode it returns eager
-tensors and a GradientTape records it as one op, whose gradient is another traced function
-built by ``gradients()`` from the same graph.
+A call is one op on the seam (``PartitionedCall``), so in eager mode it returns eager tensors
+and a GradientTape records it as one op, whose gradient is another traced function built by
+``gradients()`` from the same graph. Stateful ops keep eager meaning: a variable is read where
+the code read it, every ``assign`` runs, in the code's order (``auto_control_deps``).
 
-Stateful ops keep eager meaning: a variable is read where the Python code read it, every
-``assign`` runs, and they run in the order the code ran them (``auto_control_deps``).
+Before the first trace, AutoGraph converts the function's source (``autograph/``), so that an
+``if``, ``while`` or ``for`` on a tensor becomes ``cond`` or ``while_loop`` instead of failing
+on ``bool()`` of a symbolic tensor (``function(f, autograph=False)`` traces ``f`` as written).
 
-Before the first trace, AutoGraph converts the function's source (``autograph/``), so that
-an ``if``, ``while`` or ``for`` on a tensor becomes ``cond`` or ``while_loop`` instead of
-failing on ``bool()`` of a symbolic tensor. ``function(f, autograph=False)`` traces ``f`` as
-it is written.
-
-``function(f, input_signature=[TensorSpec((None, 3))])`` fixes the signature instead: ``f``
-is traced once, with ``None`` sizes left open in the graph, and every call is checked
-against the specs (``signatures.py``). A function traced more than 5 times warns
-(``RetracingWarning``), naming the argument that keeps changing. And
-``run_functions_eagerly(True)`` turns all of this off: every ``function`` runs as plain
-Python, for a debugger.
+``function(f, input_signature=[TensorSpec((None, 3))])`` fixes the signature instead: ``f`` is
+traced once, with ``None`` sizes left open in the graph, and every call is checked against the
+specs (``signatures.py``). A function traced more than 5 times warns (``RetracingWarning``),
+naming the argument that keeps changing. And ``run_functions_eagerly(True)`` turns all of this
+off: every ``function`` runs as plain Python, for a debugger.
 """
 
 from __future__ import annotations
@@ -126,6 +122,8 @@ class ConcreteFunction(Subgraph):
 
     def _run(self, inputs: list[Tensor]) -> Any:
         """The call, for inputs that fit (``_converted``): one ``PartitionedCall``."""
+        for watch in CALL_WATCHERS:
+            watch(self)
         function = self
         if active_recorders() or not executing_eagerly():
             function = self.forward()
@@ -274,6 +272,8 @@ _run_eagerly = False
 # How many exact (dtype, shape) signatures a Function remembers for its fast path: a trace
 # with None sizes serves every batch size, and a long run must not keep one entry per size.
 FAST_CACHE_SIZE = 256
+# called with each ConcreteFunction that runs, when someone listens (summary.trace_on)
+CALL_WATCHERS: list[Callable[[ConcreteFunction], None]] = []
 
 
 def run_functions_eagerly(run_eagerly: bool) -> None:

@@ -230,6 +230,7 @@ def zero_like(b: OnnxBuilder, dtype: DType, value: Any = 0) -> str:
 # Every registered op has a rule or its reason here (tests/tensor/test_op_rows.py).
 NOT_EXPORTABLE = {
     "PrintV2": "prints when it runs: an ONNX graph has no effects",
+    "WriteSummary": "writes a summary file when it runs: an ONNX graph has no effects",
     "AssignVariableOp": "changes a variable: an ONNX graph has no state",
     "AssignAddVariableOp": "changes a variable: an ONNX graph has no state",
     "AssignSubVariableOp": "changes a variable: an ONNX graph has no state",

@@ -532,6 +532,8 @@ NO_TF_COUNTERPART = {
     "If": _FUNCTIONS, "While": _FUNCTIONS, "PartitionedCall": _FUNCTIONS,
     "CustomGradient": "holds a Python function, which no GraphDef can carry",
     "PrintV2": "prints when it runs: an inference GraphDef has no effects",
+    "WriteSummary": "writes to a summary file when it runs: an inference GraphDef has no "
+                    "effects (TensorFlow's WriteSummary takes a writer resource)",
     "Where": "TensorFlow's Where of one input returns int64 coordinates in another layout",
     "SplitV": "several outputs of TensorFlow's SplitV: not written yet",
     "Size": "not written yet (TensorFlow's Size takes out_type)",
