@@ -486,3 +486,9 @@ def _(ns: Any) -> Any:
 def _(ns: Any) -> Any:
     f = ns.function(lambda x, y: ns.reduce_sum(ns.matmul(x, y)) + ns.reduce_max(x))
     return f(ns.constant([[1.0, 2.0]]), ns.constant([[3.0], [4.0]]))
+
+
+# --- Dataset (tf.data): cases of their own module ----------------------------------------------
+from cases_data import CASES as DATA_CASES  # noqa: E402
+
+CASES.update(DATA_CASES)

@@ -12,7 +12,8 @@ Read it in this order:
 5. ``losses.py``        losses and ``accuracy``, composed from public ops;
 6. ``optimizers.py``    TensorFlow 1.x's optimizers, as variable assignments;
 7. ``data.py``          ``data.Dataset``: input pipelines as in ``tf.data`` (slices, shuffle,
-   batch, map, repeat, prefetch in a background thread);
+   batch, map, repeat, prefetch in a background thread), and ``data_kinds.py`` the rest of
+   its kinds (zip, concatenate, padded_batch, from_generator, cache...);
 8. ``training.py``      ``batches`` and ``fit``: the training loop (``fit`` takes
    arrays or a ``Dataset``);
 9. ``checkpoint.py``    ``Checkpoint``: save and restore every variable of an object tree;
@@ -26,6 +27,9 @@ from importlib import metadata as _metadata
 __version__ = _metadata.version("eagerflow-nn")  # from the repository's VERSION file
 
 from eagerflow.nn import activations, callbacks, data, datasets, initializers
+
+# Dataset's other kinds (zip, padded_batch...): importing the module registers them.
+from eagerflow.nn import data_kinds as _data_kinds  # noqa: F401
 from eagerflow.nn.checkpoint import Checkpoint, CheckpointError
 from eagerflow.nn.conv_layers import (
     AveragePool2D,

@@ -39,7 +39,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -57,7 +57,7 @@ from eagerflow.nn.elements import (
 )
 from eagerflow.nn.prefetch import PrefetchIterator
 from eagerflow.tensor import nest
-from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
+from eagerflow.tensor.errors import InvalidArgumentError, format_shape
 from eagerflow.tensor.execution import context, no_recording
 
 _T = TypeVar("_T")
@@ -82,6 +82,19 @@ class Dataset:
     # When each element is one row of a from_tensor_slices dataset, that dataset; then
     # ``_rows()`` gives the row numbers in order, and ``batch`` can gather rows by number.
     _slices: _TensorSlices | None = None
+    # The class each method below makes, by name: a class of data_kinds.py says which
+    # method makes it (``class _Skip(_Reordering, kind="skip")``), so this module, which
+    # that one imports, need not import it back.
+    _kinds: ClassVar[dict[str, Callable[..., Dataset]]] = {}
+
+    def __init_subclass__(cls, kind: str | None = None, **rest: Any) -> None:
+        super().__init_subclass__(**rest)
+        if kind is not None:
+            Dataset._kinds[kind] = cls
+
+    @classmethod
+    def _make(cls, kind: str, *args: Any) -> Dataset:
+        return Dataset._kinds[kind](*args)
 
     # --- sources ----------------------------------------------------------------------------
     @staticmethod
@@ -112,6 +125,32 @@ class Dataset:
             raise InvalidArgumentError("Dataset.range: step must not be 0")
         return _TensorSlices(np.arange(*bounds, dtype=np.int64), "range")
 
+    @staticmethod
+    def from_tensors(tensors: Any) -> Dataset:
+        """A dataset of one element, ``tensors`` itself (any structure of tensors); unlike
+        ``from_tensor_slices``, nothing is sliced, so a scalar is fine."""
+        return Dataset._make("from_tensors", tensors)
+
+    @staticmethod
+    def from_generator(
+        generator: Callable[..., Any],
+        output_signature: Any = None,
+        args: tuple[Any, ...] | None = None,
+    ) -> Dataset:
+        """The values ``generator(*args)`` yields, one pass (and one call) per iteration.
+        ``output_signature`` is their structure with a ``TensorSpec`` per tensor: each value
+        is converted to its dtype as NumPy converts (1.5 to an int32 1), and a shape that
+        does not fit raises InvalidArgumentError where that element would have come.
+        (TensorFlow's older ``output_types`` / ``output_shapes`` are not taken.)"""
+        return Dataset._make("from_generator", generator, output_signature, args)
+
+    @staticmethod
+    def zip(*datasets: Any) -> Dataset:
+        """Elements of several datasets side by side, until the shortest ends:
+        ``zip(a, b)`` or ``zip((a, b))`` gives ``(a_i, b_i)``, ``zip({"x": a, "y": b})`` a
+        dict; the structure, nested as you like, holds Datasets only."""
+        return Dataset._make("zip", datasets[0] if len(datasets) == 1 else datasets)
+
     # --- transformations --------------------------------------------------------------------
     def shuffle(
         self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True
@@ -129,7 +168,7 @@ class Dataset:
         one is drawn from eagerflow's random generator now, so ``ef.set_seed`` makes the
         order reproducible too (TensorFlow's global seed does the same).
         """
-        return _Shuffle(self, buffer_size, seed, reshuffle_each_iteration)
+        return Dataset._make("shuffle", self, buffer_size, seed, reshuffle_each_iteration)
 
     def batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
         """Consecutive elements stacked ``batch_size`` at a time: each component gains a
@@ -137,16 +176,67 @@ class Dataset:
         every batch has exactly ``batch_size`` rows, and ``element_spec`` says so)."""
         return _Batch(self, batch_size, drop_remainder)
 
-    def map(self, map_func: Callable[..., Any]) -> Dataset:
+    def padded_batch(
+        self,
+        batch_size: int,
+        padded_shapes: Any = None,
+        padding_values: Any = None,
+        drop_remainder: bool = False,
+    ) -> Dataset:
+        """``batch`` for elements whose shapes differ: each component is padded at the end
+        of every axis, to ``padded_shapes`` (a shape per component; None or -1 for "the
+        longest in this batch", the default everywhere), with ``padding_values`` (0 unless
+        given; a given value must already have the component's dtype)."""
+        args = (batch_size, padded_shapes, padding_values, drop_remainder)
+        return Dataset._make("padded_batch", self, *args)
+
+    def unbatch(self) -> Dataset:
+        """Each element's rows as elements: ``batch``'s inverse (every component needs a
+        first axis, of one length within an element)."""
+        return Dataset._make("unbatch", self)
+
+    def map(
+        self,
+        map_func: Callable[..., Any],
+        num_parallel_calls: int | None = None,
+        deterministic: bool | None = None,
+    ) -> Dataset:
         """``map_func`` applied to each element. A tuple element is passed as positional
         arguments (``lambda x, y: ...``), anything else as one argument (a dict too); the
-        result may be any structure of tensors, or of values that convert to tensors."""
+        result may be any structure of tensors, or of values that convert to tensors.
+
+        ``num_parallel_calls`` (an int >= 1, or ``AUTOTUNE``) and ``deterministic`` are
+        checked as TensorFlow checks them, but eagerflow calls ``map_func`` on one element
+        at a time, in order: the results TensorFlow gives with ``deterministic=True``."""
+        if num_parallel_calls is not None and num_parallel_calls != AUTOTUNE:
+            count_argument("map", "num_parallel_calls", num_parallel_calls, least=1)
+        if deterministic is not None and not isinstance(deterministic, bool):
+            raise TypeError(f"map: deterministic must be a bool or None, got {deterministic!r}")
         return _Map(self, map_func)
+
+    def enumerate(self, start: int = 0) -> Dataset:
+        """``(i, element)`` pairs, ``i`` an int64 scalar counting from ``start``."""
+        return Dataset._make("enumerate", self, start)
+
+    def concatenate(self, dataset: Dataset) -> Dataset:
+        """This dataset's elements, then ``dataset``'s: their structures and dtypes must be
+        the same; a dimension on which their shapes differ is None in ``element_spec``."""
+        return Dataset._make("concatenate", self, dataset)
+
+    def skip(self, count: int) -> Dataset:
+        """All but the first ``count`` elements (none when ``count`` is negative)."""
+        return Dataset._make("skip", self, count)
+
+    def cache(self, filename: str = "") -> Dataset:
+        """The same elements, kept in memory by the first complete pass and replayed by the
+        later ones (the input is not run again: put ``cache`` before a ``shuffle`` to
+        shuffle each epoch). Only the in-memory cache is built: a ``filename`` raises."""
+        return Dataset._make("cache", self, filename)
 
     def filter(self, predicate: Callable[..., Any]) -> Dataset:
         """The elements for which ``predicate`` (called like ``map``'s function) returns a
         scalar bool tensor holding True."""
-        return _Filter(self, predicate)
+        return Dataset._make("filter", self, predicate)
 
     def repeat(self, count: int | None = None) -> Dataset:
         """The dataset ``count`` times over; forever when ``count`` is None (or -1). Each
@@ -168,7 +258,7 @@ class Dataset:
         dropped half-way (``break``): no thread outlives its iterator. An error raised while
         making an element is raised again by the loop, where that element would have come.
         """
-        return _Prefetch(self, buffer_size)
+        return Dataset._make("prefetch", self, buffer_size)
 
     # --- what a dataset is ------------------------------------------------------------------
     @property
@@ -341,68 +431,6 @@ class _Reordering(_Transformation):
         return self._over(self._input._rows)
 
 
-class _Shuffle(_Reordering):
-    def __init__(
-        self, input_dataset: Dataset, buffer_size: int, seed: int | None, reshuffle: bool
-    ) -> None:
-        super().__init__(input_dataset)
-        self._buffer_size = count_argument("shuffle", "buffer_size", buffer_size, least=1)
-        if seed is None:
-            seed = _seed_from_global_generator()
-        self._seed = count_argument("shuffle", "seed", seed, least=0)
-        self._reshuffle = bool(reshuffle)
-        # Which pass this is: pass k shuffles with the generator seeded (seed, k), so every
-        # epoch has its own order and a dataset made again with the same seed repeats them.
-        self._passes = itertools.count()
-
-    def _over(self, make: Callable[[], Iterator[_T]]) -> Iterator[_T]:
-        epoch = next(self._passes) if self._reshuffle else 0
-        rng = np.random.default_rng([self._seed, epoch])
-        return _buffer_shuffle(make(), self._buffer_size, rng)
-
-    def _describe(self) -> str:
-        return f".shuffle({self._buffer_size}, seed={self._seed})"
-
-
-def _buffer_shuffle(
-    items: Iterator[_T], buffer_size: int, rng: np.random.Generator
-) -> Iterator[_T]:
-    """``tf.data``'s shuffle: fill a buffer, then repeatedly give a random element of it and
-    put the next input element in its place; when the input ends, empty the buffer the same
-    way. Every pick is uniform over the buffer, so a buffer holding the whole input makes a
-    uniform permutation (it is then Fisher-Yates' shuffle)."""
-    buffer = list(itertools.islice(items, buffer_size))
-    picks = _random_ints(rng)
-    while buffer:
-        # A big random int modulo the buffer's size, as TensorFlow's kernel does (the bias
-        # of 2**63 mod n is below 1e-12). Drawn 4096 at a time: one NumPy call per pick
-        # would cost more than the rest of the loop.
-        i = next(picks) % len(buffer)
-        chosen = buffer[i]
-        following = next(items, _END)
-        if following is _END:  # the input is used up: the buffer shrinks
-            buffer[i] = buffer[-1]
-            buffer.pop()
-        else:
-            buffer[i] = following
-        yield chosen
-
-
-_END: Any = object()  # the end of an iterator, for next(it, _END)
-
-
-def _random_ints(rng: np.random.Generator) -> Iterator[int]:
-    while True:
-        yield from rng.integers(0, 2**63 - 1, size=4096, dtype=np.int64).tolist()
-
-
-def _seed_from_global_generator() -> int:
-    """A seed drawn by a random op, so ``ef.set_seed`` decides it (eagerly, and unseen by
-    any tape: this is bookkeeping, not part of a computation)."""
-    with context(None), no_recording():
-        return int(ef.random_uniform((), 0, 2**31 - 1, ef.int64))
-
-
 class _Repeat(_Reordering):
     def __init__(self, input_dataset: Dataset, count: int | None) -> None:
         super().__init__(input_dataset)
@@ -536,50 +564,6 @@ class _Map(_Transformation):
 
     def _describe(self) -> str:
         return f".map({function_name(self._fn)})"
-
-
-class _Filter(_Transformation):
-    def __init__(self, input_dataset: Dataset, predicate: Callable[..., Any]) -> None:
-        super().__init__(input_dataset)
-        self._predicate = checked_function("filter", predicate)
-
-    def _elements(self) -> Iterator[Any]:
-        return (element for element in self._input._elements() if self._keep(element))
-
-    def _keep(self, element: Any) -> bool:
-        with context(None), no_recording():
-            verdict = call_with(self._predicate, element)
-        try:
-            verdict = ef.convert_to_tensor(verdict)
-        except (DTypeError, ShapeError) as e:
-            raise TypeError(f"filter: the predicate must return a bool tensor: {e}") from None
-        if verdict.dtype is not ef.bool_ or verdict.shape != ():
-            raise TypeError(
-                "filter: the predicate must return a scalar bool tensor, got "
-                f"{verdict.dtype} of shape {format_shape(verdict.shape)}"
-            )
-        return bool(verdict)
-
-    def _cardinality(self) -> int:
-        return 0 if self._input._cardinality() == 0 else UNKNOWN_CARDINALITY
-
-    def _describe(self) -> str:
-        return f".filter({function_name(self._predicate)})"
-
-
-# --- prefetch: a producer thread and a bounded queue ----------------------------------------
-class _Prefetch(_Transformation):
-    def __init__(self, input_dataset: Dataset, buffer_size: int) -> None:
-        super().__init__(input_dataset)
-        if buffer_size == AUTOTUNE:
-            buffer_size = AUTOTUNE_BUFFER
-        self._buffer_size = count_argument("prefetch", "buffer_size", buffer_size, least=1)
-
-    def _elements(self) -> Iterator[Any]:
-        return PrefetchIterator(self._input._elements(), self._buffer_size)
-
-    def _describe(self) -> str:
-        return f".prefetch({self._buffer_size})"
 
 
 __all__ = [
