@@ -8,6 +8,8 @@ A dict element is compared as its values in key order, a spec as a tensor of its
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -163,6 +165,14 @@ case("unbatch/ragged")(lambda ns: items(ragged(ns).unbatch()))
 # --- cache -----------------------------------------------------------------------------------
 
 
+@case("cache/file")
+def _(ns: Any) -> Any:
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "cache")
+        ds = ns.Dataset.range(3).cache(path)
+        return [items(ds), items(ds)]
+
+
 @case("cache/two_passes")
 def _(ns: Any) -> Any:
     ds = ns.Dataset.range(3).map(lambda x: x * 2).cache()
@@ -246,6 +256,16 @@ CASES["data/from_generator/wrong_rank"] = _generated([1], [1], "int32")
 CASES["data/from_generator/not_a_number"] = _generated(["a"], [], "float32")
 case("from_generator/not_callable")(
     lambda ns: ns.Dataset.from_generator(iter([1]), output_signature=ns.TensorSpec([], ns.int32))
+)
+case("from_generator/output_types")(
+    lambda ns: items(
+        ns.Dataset.from_generator(lambda: iter([(1, [2.5])]), output_types=(ns.int64, ns.float64))
+    )
+)
+case("from_generator/output_shapes")(
+    lambda ns: items(
+        ns.Dataset.from_generator(lambda: iter([[1, 2]]), output_types=ns.int32, output_shapes=[3])
+    )
 )
 case("from_generator/no_signature")(lambda ns: ns.Dataset.from_generator(lambda: iter([1])))
 

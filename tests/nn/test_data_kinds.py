@@ -4,11 +4,14 @@ Values agreeing with TensorFlow are checked in tests/conformance/cases_data.py."
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import eagerflow.tensor as ef
-from eagerflow.graph import TensorSpec
+from eagerflow.graph import SymbolicTensor, TensorSpec
 from eagerflow.nn.data import AUTOTUNE, UNKNOWN_CARDINALITY, Dataset
 from eagerflow.tensor.errors import InvalidArgumentError
 
@@ -41,9 +44,20 @@ def test_cache_runs_its_input_once_and_keeps_only_a_whole_pass() -> None:
     assert calls == [0, 0, 1, 2, 3]  # the second complete pass was replayed
 
 
-def test_cache_with_a_file_name_says_it_is_not_built() -> None:
-    with pytest.raises(ValueError, match=r"filename='x'.*in memory only"):
-        Dataset.range(3).cache("x")
+def test_a_cache_file_is_read_by_the_next_dataset_and_checked(tmp_path: Path) -> None:
+    name = str(tmp_path / "c")
+    ds = Dataset.range(3).map(lambda x: x * 2).cache(name)
+    assert values(ds) == [0, 2, 4] and os.path.exists(name + ".npz")
+    calls = []
+    again = Dataset.range(3).map(lambda x: calls.append(x) or x).cache(name)
+    assert values(again) == [0, 2, 4]
+    # read, not run (the map function only met element_spec's graph placeholders)
+    assert not [c for c in calls if not isinstance(c, SymbolicTensor)]
+    with pytest.raises(InvalidArgumentError, match="holds elements of another dataset"):
+        list(Dataset.from_tensors([1.0]).cache(name))
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(InvalidArgumentError, match="is not a cache file"):
+        list(Dataset.range(3).cache(str(tmp_path / "bad")))
 
 
 def test_from_generator_calls_the_generator_once_per_pass() -> None:

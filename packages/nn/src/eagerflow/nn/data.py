@@ -32,6 +32,10 @@ Three pieces are more than a loop, and the docstrings below say how they work:
   makes one tensor per element: it gathers whole batches by an array of row numbers;
 - ``prefetch`` runs the pipeline in a background thread, so the next batch is being made
   while the model trains on this one.
+
+This module holds ``Dataset``'s methods and the kinds ``batch`` needs; the other kinds
+(shuffle, filter, prefetch, zip, concatenate, padded_batch, from_generator, cache...) are
+in ``data_kinds.py``.
 """
 
 from __future__ import annotations
@@ -134,15 +138,19 @@ class Dataset:
     @staticmethod
     def from_generator(
         generator: Callable[..., Any],
-        output_signature: Any = None,
+        output_types: Any = None,
+        output_shapes: Any = None,
         args: tuple[Any, ...] | None = None,
+        output_signature: Any = None,
     ) -> Dataset:
         """The values ``generator(*args)`` yields, one pass (and one call) per iteration.
-        ``output_signature`` is their structure with a ``TensorSpec`` per tensor: each value
-        is converted to its dtype as NumPy converts (1.5 to an int32 1), and a shape that
-        does not fit raises InvalidArgumentError where that element would have come.
-        (TensorFlow's older ``output_types`` / ``output_shapes`` are not taken.)"""
-        return Dataset._make("from_generator", generator, output_signature, args)
+        ``output_signature`` is their structure with a ``TensorSpec`` per tensor (or, the
+        older way, ``output_types`` a structure of dtypes and ``output_shapes`` one of
+        shapes, any shape when left out): each value is converted to its dtype as NumPy
+        converts (1.5 to an int32 1), and a shape that does not fit raises
+        InvalidArgumentError where that element would have come."""
+        signature = (output_types, output_shapes, output_signature)
+        return Dataset._make("from_generator", generator, signature, args)
 
     @staticmethod
     def zip(*datasets: Any) -> Dataset:
@@ -228,9 +236,11 @@ class Dataset:
         return Dataset._make("skip", self, count)
 
     def cache(self, filename: str = "") -> Dataset:
-        """The same elements, kept in memory by the first complete pass and replayed by the
-        later ones (the input is not run again: put ``cache`` before a ``shuffle`` to
-        shuffle each epoch). Only the in-memory cache is built: a ``filename`` raises."""
+        """The same elements, kept by the first complete pass and replayed by the later ones
+        (the input is not run again: put ``cache`` before a ``shuffle`` to shuffle each
+        epoch). In memory; with a ``filename``, also in the file ``filename + ".npz"``,
+        which a dataset cached under that name later reads instead of its input (eagerflow's
+        own format: TensorFlow's cache files are not read)."""
         return Dataset._make("cache", self, filename)
 
     def filter(self, predicate: Callable[..., Any]) -> Dataset:

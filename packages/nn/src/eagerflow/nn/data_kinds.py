@@ -7,6 +7,7 @@ method makes it (``kind=``), so ``data.py`` needs no import of this module.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -55,8 +56,11 @@ class _FromTensors(_TensorSlices, kind="from_tensors"):
 class _Generator(Dataset, kind="from_generator"):
     """``from_generator``: the values of ``generator(*args)``, checked against the spec."""
 
-    def __init__(self, generator: Any, output_signature: Any, args: tuple[Any, ...] | None) -> None:
+    def __init__(self, generator: Any, signature: Any, args: tuple[Any, ...] | None) -> None:
         self._generator = checked_function("from_generator", generator)
+        output_types, output_shapes, output_signature = signature
+        if output_signature is None and output_types is not None:
+            output_signature = _signature_from(output_types, output_shapes)
         if output_signature is None:
             raise TypeError("from_generator: give output_signature (a TensorSpec, or a "
                             "tuple or dict of them): the structure of one element")  # fmt: skip
@@ -79,6 +83,17 @@ class _Generator(Dataset, kind="from_generator"):
 
     def _describe(self) -> str:
         return f"from_generator({getattr(self._generator, '__name__', 'generator')})"
+
+
+def _signature_from(output_types: Any, output_shapes: Any) -> Any:
+    """TensorSpecs from ``from_generator``'s older arguments (any shape where none given)."""
+    dtypes = nest.flatten(output_types)
+    if output_shapes is None:
+        shapes: list[Any] = [None] * len(dtypes)
+    else:
+        shapes = _up_to(output_types, output_shapes, "from_generator: output_shapes")
+    specs = [TensorSpec(shape, dtype) for shape, dtype in zip(shapes, dtypes, strict=True)]
+    return nest.pack_sequence_as(output_types, specs)
 
 
 def _checked(signature: Any, value: Any) -> Any:
@@ -281,18 +296,20 @@ class _Unbatch(_Transformation, kind="unbatch"):
 
 
 class _Cache(_Transformation, kind="cache"):
-    """``cache()``: the first complete pass is kept in memory and replayed by later ones."""
+    """``cache()``: the first complete pass is kept in memory and replayed by later ones.
+    With a ``filename``, it is also written to ``filename + ".npz"``, and any dataset cached
+    under that name later reads the file instead of running its input."""
 
     def __init__(self, input_dataset: Dataset, filename: str) -> None:
         super().__init__(input_dataset)
-        if filename != "":
-            raise ValueError(
-                f"cache: filename={filename!r}: eagerflow caches in memory only "
-                "(filename=''); a file cache is not built"
-            )
+        if not isinstance(filename, str | os.PathLike):
+            raise TypeError(f"cache: filename must be a string, got {filename!r:.60}")
+        self._path = f"{os.fspath(filename)}.npz" if os.fspath(filename) else None
         self._kept: list[Any] | None = None
 
     def _elements(self) -> Iterator[Any]:
+        if self._kept is None and self._path is not None and os.path.exists(self._path):
+            self._kept = _read_cache(self._path, self._spec())
         if self._kept is not None:
             return iter(self._kept)
         return self._filling()
@@ -302,10 +319,42 @@ class _Cache(_Transformation, kind="cache"):
         for element in self._input._elements():
             seen.append(element)
             yield element
+        if self._path is not None:
+            _write_cache(self._path, seen)
         self._kept = seen  # only a pass that ended: a broken-off one would cache a part
 
     def _describe(self) -> str:
-        return ".cache()"
+        return ".cache()" if self._path is None else f".cache({self._path[:-4]!r})"
+
+
+def _write_cache(path: str, elements: list[Any]) -> None:
+    """The elements' tensors as one ``.npz`` file, written whole or not at all."""
+    arrays: dict[str, Any] = {f"{i}_{j}": np.asarray(t) for i, e in enumerate(elements)
+                              for j, t in enumerate(nest.flatten(e))}  # fmt: skip
+    arrays["count"] = np.int64(len(elements))
+    partial = f"{path}.partial"
+    with open(partial, "wb") as f:
+        np.savez(f, **arrays)
+    os.replace(partial, path)
+
+
+def _read_cache(path: str, spec: Any) -> list[Any]:
+    """A cache file's elements, checked against ``spec`` (a file is untrusted: no pickles,
+    and every array must have a component's dtype and shape)."""
+    specs = nest.flatten(spec)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            rows = [[z[f"{i}_{j}"] for j in range(len(specs))] for i in range(int(z["count"]))]
+    except (OSError, ValueError, KeyError) as e:
+        raise InvalidArgumentError(f"cache: {path} is not a cache file: {e}") from None
+    elements = []
+    for row in rows:
+        tensors = [ef.convert_to_tensor(a) for a in row]
+        if not all(s.is_compatible_with(t) for s, t in zip(specs, tensors, strict=True)):
+            raise InvalidArgumentError(f"cache: {path} holds elements of another dataset "
+                                       f"(this one's element_spec is {spec})")  # fmt: skip
+        elements.append(nest.pack_sequence_as(spec, tensors))
+    return elements
 
 
 class _PaddedBatch(_Batch, kind="padded_batch"):
