@@ -13,6 +13,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 Case = Callable[[Any], Any]
 CASES: dict[str, Case] = {}
 
@@ -85,6 +87,11 @@ def _(ns: Any) -> Any:
     return [items(ds), spec(ns, ds), count(ns, ds)]
 
 
+case("zip/list")(lambda ns: items(ns.Dataset.zip([ns.Dataset.range(2), ns.Dataset.range(3)])))
+case("zip/nothing")(lambda ns: ns.Dataset.zip())
+case("zip/tuple_elements")(
+    lambda ns: items(ns.Dataset.zip((ns.Dataset.range(2).enumerate(3), ns.Dataset.range(2))))
+)
 case("zip/not_a_dataset")(lambda ns: items(ns.Dataset.zip((ns.Dataset.range(2), 3))))
 
 
@@ -277,6 +284,20 @@ def _(ns: Any) -> Any:
 
     ds = ns.Dataset.from_generator(gen, args=(3,), output_signature=ns.TensorSpec([], ns.int64))
     return [items(ds), items(ds)]
+
+
+@case("from_generator/args_are_numpy")
+def _(ns: Any) -> Any:
+    seen: list[Any] = []
+
+    def gen(n: Any, s: Any) -> Any:
+        seen.extend([str(np.asarray(n).dtype), type(s).__name__])
+        return iter([1])
+
+    items(
+        ns.Dataset.from_generator(gen, args=(3, "ab"), output_signature=ns.TensorSpec([], ns.int32))
+    )
+    return ns.constant([seen == ["int32", "bytes"]])
 
 
 # --- map(num_parallel_calls=) ----------------------------------------------------------------

@@ -84,7 +84,9 @@ def test_zip_takes_a_nested_structure_and_stops_at_the_shortest() -> None:
     assert len(elements) == 2 and int(elements[1]["b"][0]) == 1
     assert ds.element_spec["b"][1] == TensorSpec((), ef.int64)
     with pytest.raises(TypeError, match="zip: datasets must be a structure of Datasets"):
-        Dataset.zip((Dataset.range(2), [1, 2]))
+        Dataset.zip((Dataset.range(2), 3))
+    with pytest.raises(TypeError, match="not a list"):
+        Dataset.zip((Dataset.range(2), [Dataset.range(2)]))
 
 
 def test_concatenate_names_the_component_whose_dtypes_differ() -> None:

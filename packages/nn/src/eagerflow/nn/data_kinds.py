@@ -34,6 +34,7 @@ from eagerflow.nn.elements import (
     count_argument,
     function_name,
     leaf_paths,
+    to_numpy,
 )
 from eagerflow.nn.prefetch import PrefetchIterator
 from eagerflow.tensor import nest
@@ -69,7 +70,10 @@ class _Generator(Dataset, kind="from_generator"):
                 raise TypeError(f"from_generator: output_signature must hold TensorSpecs, "
                                 f"got {spec!r:.60}")  # fmt: skip
         self._signature = output_signature
-        self._args = tuple(args or ())
+        # As TensorFlow passes them: each argument as a NumPy value (3 as an int32), a str
+        # as bytes.
+        self._args = tuple(a.encode() if isinstance(a, str) else to_numpy(ef.convert_to_tensor(a))
+                           for a in args or ())  # fmt: skip
 
     def _elements(self) -> Iterator[Any]:
         for value in self._generator(*self._args):
@@ -139,12 +143,17 @@ class _Zip(Dataset, kind="zip"):
     """``zip``: elements of several datasets side by side, until the shortest ends."""
 
     def __init__(self, datasets: Any) -> None:
+        if datasets == ():
+            raise TypeError("zip: give at least one Dataset")
+        if _holds_a_list(datasets):
+            raise TypeError("zip: datasets must be a Dataset, or a tuple or dict of them, "
+                            "not a list (TensorFlow's rule too: write a tuple)")  # fmt: skip
         for d in nest.flatten(datasets):
             if not isinstance(d, Dataset):
                 raise TypeError(f"zip: datasets must be a structure of Datasets, got "
                                 f"{type(d).__name__} {d!r:.40}")  # fmt: skip
         if not nest.flatten(datasets):
-            raise ValueError("zip: datasets must hold at least one Dataset")
+            raise TypeError("zip: datasets must hold at least one Dataset")
         self._datasets = datasets
 
     def _elements(self) -> Iterator[Any]:
@@ -168,6 +177,14 @@ class _Zip(Dataset, kind="zip"):
 
     def _describe(self) -> str:
         return f"zip({len(nest.flatten(self._datasets))} datasets)"
+
+
+def _holds_a_list(structure: Any) -> bool:
+    if isinstance(structure, list):
+        return True
+    if isinstance(structure, dict):
+        return any(_holds_a_list(v) for v in structure.values())
+    return isinstance(structure, tuple) and any(_holds_a_list(v) for v in structure)
 
 
 _END: Any = object()  # the end of an iterator, for next(it, _END)
