@@ -138,3 +138,5 @@ def test_map_checks_num_parallel_calls_and_keeps_the_order() -> None:
 def test_repr_shows_the_new_steps() -> None:
     ds = Dataset.range(4).enumerate(1).skip(1).cache()
     assert repr(ds) == "<Dataset range(4 elements).enumerate(1).skip(1).cache()>"
+    pair = Dataset.from_tensors((np.zeros((2, 3)), 1.0))
+    assert repr(pair) == "<Dataset from_tensors((2, 3), ())>"

@@ -397,6 +397,8 @@ class _TensorSlices(Dataset):
     def _describe(self) -> str:
         if self._name == "range":
             return f"range({self._n} elements)"
+        if self._name == "from_tensors":  # one row: show the element's shapes
+            return f"from_tensors({', '.join(format_shape(a.shape[1:]) for a in self._arrays)})"
         shapes = [format_shape(a.shape) for a in self._arrays]
         return f"from_tensor_slices({', '.join(shapes)})"
 
