@@ -89,6 +89,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "GradientTape": ("tf.GradientTape", "autodiff.GradientTape"),
     "Variable": ("tf.Variable", "autodiff.Variable"),
     "function": ("tf.function", "graph.function"),
+    "losses": ("tf.keras.losses", "nn.losses"),
 }
 
 
@@ -112,5 +113,6 @@ def eagerflow() -> SimpleNamespace:
         "ef": importlib.import_module("eagerflow.tensor"),
         "autodiff": importlib.import_module("eagerflow.autodiff"),
         "graph": importlib.import_module("eagerflow.graph"),
+        "nn": importlib.import_module("eagerflow.nn"),
     }
     return SimpleNamespace(**{k: _resolve(e, roots) for k, (_, e) in NAMES.items()})
