@@ -68,3 +68,26 @@ add(
     _loss("MeanSquaredError", [1.0, 2.0], [[1.0, 2.0, 3.0]]),
 )
 add("losses/unknown_reduction", _loss("MeanSquaredError", *REGRESSION, reduction="mean_of_nothing"))
+
+
+# --- the Adagrad optimizer (Keras' formula) ------------------------------------------------------
+def _adagrad(dt: str, steps: int, **kwargs: Any) -> Any:
+    def run(ns: Any) -> Any:
+        v = ns.Variable(ns.constant([1.0, -2.0, 0.5], getattr(ns, dt)))
+        scale = ns.constant([3.0, 0.5, -1.0], getattr(ns, dt))
+        optimizer = ns.Adagrad(**kwargs)
+        for _ in range(steps):
+            with ns.GradientTape() as tape:
+                loss = ns.reduce_sum(scale * v * v)
+            optimizer.apply_gradients([(tape.gradient(loss, v), v)])
+        return ns.convert_to_tensor(v)
+
+    return run
+
+
+add("optimizers/Adagrad/defaults", _adagrad("float32", 3))
+add("optimizers/Adagrad/float64", _adagrad("float64", 4, learning_rate=0.3))
+add(
+    "optimizers/Adagrad/options",
+    _adagrad("float32", 5, learning_rate=0.5, initial_accumulator_value=0.01, epsilon=1e-3),
+)

@@ -90,6 +90,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "Variable": ("tf.Variable", "autodiff.Variable"),
     "function": ("tf.function", "graph.function"),
     "losses": ("tf.keras.losses", "nn.losses"),
+    "Adagrad": ("tf.keras.optimizers.Adagrad", "nn.Adagrad"),
 }
 
 
