@@ -70,7 +70,7 @@ add(
 add("losses/unknown_reduction", _loss("MeanSquaredError", *REGRESSION, reduction="mean_of_nothing"))
 
 
-# --- the Adagrad optimizer (Keras' formula) ------------------------------------------------------
+# --- the Adagrad optimizer (Keras' formula) -------------------------------------------------
 def _adagrad(dt: str, steps: int, **kwargs: Any) -> Any:
     def run(ns: Any) -> Any:
         v = ns.Variable(ns.constant([1.0, -2.0, 0.5], getattr(ns, dt)))
@@ -91,3 +91,21 @@ add(
     "optimizers/Adagrad/options",
     _adagrad("float32", 5, learning_rate=0.5, initial_accumulator_value=0.01, epsilon=1e-3),
 )
+
+
+# --- function(reduce_retracing=True) ------------------------------------------------------------
+def _retracing(shapes: list[list[int]], reduce_retracing: bool = True) -> Any:
+    """Call a function on ones of each shape: its results, then how many traces it made."""
+
+    def run(ns: Any) -> Any:
+        f = ns.function(lambda x: ns.reduce_sum(x) * 2.0, reduce_retracing=reduce_retracing)
+        results = [f(ns.ones(shape)) for shape in shapes]
+        return [*results, ns.constant(f.experimental_get_tracing_count())]
+
+    return run
+
+
+add("function/reduce_retracing/vectors", _retracing([[2], [3], [4], [5], [3]]))
+add("function/reduce_retracing/one_axis_of_two", _retracing([[2, 3], [4, 3], [5, 3], [5, 1]]))
+add("function/reduce_retracing/ranks", _retracing([[2], [3], [2, 2], [3, 3, 1], [4]]))
+add("function/reduce_retracing/off", _retracing([[2], [3], [4]], reduce_retracing=False))
