@@ -109,3 +109,83 @@ add("function/reduce_retracing/vectors", _retracing([[2], [3], [4], [5], [3]]))
 add("function/reduce_retracing/one_axis_of_two", _retracing([[2, 3], [4, 3], [5, 3], [5, 1]]))
 add("function/reduce_retracing/ranks", _retracing([[2], [3], [2, 2], [3, 3, 1], [4]]))
 add("function/reduce_retracing/off", _retracing([[2], [3], [4]], reduce_retracing=False))
+
+
+# --- TensorArray, eagerly and in a function --------------------------------------------------
+def _array(build: Any, in_function: bool = False) -> Any:
+    def run(ns: Any) -> Any:
+        return ns.function(lambda: build(ns))() if in_function else build(ns)
+
+    return run
+
+
+def _write_stack(ns: Any) -> Any:
+    ta = ns.TensorArray(ns.float32, size=3)
+    for i in range(3):
+        ta = ta.write(i, ns.constant([1.0, 2.0]) * float(i))
+    # one read each: TensorFlow's eager TensorArray clears a slot once read (clear_after_read)
+    return [ta.stack(), ta.size(), ta.concat()]
+
+
+def _read_gather(ns: Any) -> Any:
+    ta = ns.TensorArray(ns.float32, size=3).unstack(ns.constant([[1.0], [2.0], [3.0]]))
+    return [ta.read(1), ta.gather([2, 0])]
+
+
+def _dynamic(ns: Any) -> Any:
+    ta = ns.TensorArray(ns.int32, size=0, dynamic_size=True)
+    for i in range(4):
+        ta = ta.write(i, ns.constant(i * i))
+    return [ta.stack(), ta.size()]
+
+
+def _unstack_scatter(ns: Any) -> Any:
+    ta = ns.TensorArray(ns.float32, size=3).unstack(
+        ns.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    )
+    ta = ta.scatter([0, 2], ns.constant([[9.0, 9.0], [7.0, 7.0]]))
+    return [ta.stack(), ta.read(1)]
+
+
+def _unwritten(ns: Any) -> Any:
+    ta = ns.TensorArray(ns.float32, size=3, element_shape=[2])
+    return ta.write(1, ns.constant([1.0, 2.0])).stack()
+
+
+def _empty(ns: Any) -> Any:
+    return ns.TensorArray(ns.float32, size=0, element_shape=[2]).stack()
+
+
+def _past_the_end(ns: Any) -> Any:
+    return ns.TensorArray(ns.float32, size=2).write(2, 1.0).stack()
+
+
+def _wrong_shape(ns: Any) -> Any:
+    ta = ns.TensorArray(ns.float32, size=2).write(0, ns.constant([1.0, 2.0]))
+    return ta.write(1, ns.constant([1.0, 2.0, 3.0])).stack()
+
+
+def _wrong_dtype(ns: Any) -> Any:
+    return ns.TensorArray(ns.float32, size=1).write(0, ns.constant(1)).stack()
+
+
+def _read_past_the_end(ns: Any) -> Any:
+    return ns.TensorArray(ns.float32, size=2).write(0, 1.0).read(5)
+
+
+_ARRAYS = {
+    "write_stack": _write_stack,
+    "read_gather": _read_gather,
+    "dynamic_size": _dynamic,
+    "unstack_scatter": _unstack_scatter,
+    "unwritten_slot": _unwritten,
+    "empty": _empty,
+    "write_past_the_end": _past_the_end,
+    "wrong_shape": _wrong_shape,
+    "wrong_dtype": _wrong_dtype,
+    "read_past_the_end": _read_past_the_end,
+}
+for _name, _build in _ARRAYS.items():
+    add(f"tensor_array/{_name}", _array(_build))
+for _name in ("write_stack", "read_gather", "dynamic_size", "unstack_scatter", "unwritten_slot"):
+    add(f"tensor_array/{_name}/in_function", _array(_ARRAYS[_name], in_function=True))

@@ -91,6 +91,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "function": ("tf.function", "graph.function"),
     "losses": ("tf.keras.losses", "nn.losses"),
     "Adagrad": ("tf.keras.optimizers.Adagrad", "nn.Adagrad"),
+    "TensorArray": ("tf.TensorArray", "graph.TensorArray"),
 }
 
 
