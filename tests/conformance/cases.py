@@ -492,3 +492,6 @@ def _(ns: Any) -> Any:
 from cases_data import CASES as DATA_CASES  # noqa: E402
 
 CASES.update(DATA_CASES)
+
+# --- the API gaps of issue 27 (Keras losses...): their own module, joining CASES ----------------
+import cases_gaps  # noqa: E402, F401

@@ -92,6 +92,9 @@ NAMES: dict[str, tuple[str, str]] = {
     "TensorSpec": ("tf.TensorSpec", "graph.TensorSpec"),
     "Dataset": ("tf.data.Dataset", "nn.data.Dataset"),
     "AUTOTUNE": ("tf.data.AUTOTUNE", "nn.data.AUTOTUNE"),
+    "losses": ("tf.keras.losses", "nn.losses"),
+    "Adagrad": ("tf.keras.optimizers.Adagrad", "nn.Adagrad"),
+    "TensorArray": ("tf.TensorArray", "graph.TensorArray"),
 }
 
 

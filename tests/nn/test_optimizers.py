@@ -435,3 +435,35 @@ def test_optimizer_variables_do_not_join_the_models_trainable_variables() -> Non
 def test_minimize_with_no_variables_says_so():
     with pytest.raises(ValueError, match="no variables to optimize"):
         nn.GradientDescentOptimizer(0.1).minimize(lambda: ef.constant(1.0) * 2.0)
+
+
+def test_adagrad_follows_keras_formula_eagerly_and_in_a_graph() -> None:
+    """accumulator += g²; variable -= lr · g / √(accumulator + ε), against NumPy."""
+
+    start, scale = np.array([1.0, -2.0]), np.array([3.0, 0.5])
+    expected, accumulator = start.copy(), np.full(2, 0.1)
+    for _ in range(3):
+        g = 2 * scale * expected
+        accumulator += g * g
+        expected = expected - 0.5 * g / np.sqrt(accumulator + 1e-7)
+    v = Variable(start)
+    optimizer = nn.Adagrad(0.5)
+    for _ in range(3):
+        with GradientTape() as tape:
+            loss = ef.reduce_sum(scale * v * v)
+        optimizer.apply_gradients([(tape.gradient(loss, v), v)])
+    np.testing.assert_allclose(v.numpy(), expected, rtol=1e-12)
+    assert [name for name, _, _ in optimizer.slots()] == ["accumulator"]
+    with Graph().as_default():
+        w = Variable(start)
+        train = nn.Adagrad(0.5).minimize(ef.reduce_sum(scale * w * w))
+        with Session() as session:
+            session.run(global_variables_initializer())
+            for _ in range(3):
+                session.run(train)
+            np.testing.assert_allclose(session.run(w), expected, rtol=1e-12)
+
+
+def test_adagrad_checks_its_hyperparameters() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"Adagrad: epsilon must be >= 0, got -1"):
+        nn.Adagrad(epsilon=-1.0)

@@ -20,7 +20,7 @@ FIGURES = {
     # the time of one step, four ways; the buffers' lifetimes; the time of one step, six ways
     "chapters/13-compiler/": 3,
     "chapters/11-models/": 1,  # two losses and their gradients
-    "chapters/12-training/": 2,  # three optimizers on a bowl; the learned decision boundary
+    "chapters/12-training/": 3,  # optimizers on a bowl; decision boundary; a History
     "chapters/15-fizzbuzz/": 1,  # the learning curve of the learned FizzBuzz
     # digits, an edge filter, im2col, learning curves, confusion, mistakes, filters
     "chapters/16-digits-cnn/": 7,

@@ -7,7 +7,8 @@ A folder per stage, each importing only the stages above it in this list, read i
    initializers), ``state.py``, ``session.py`` (``Session`` and its ``Plan``), ``gradients.py``,
    ``subgraphs.py`` and ``control_flow.py`` (``cond``/``while_loop``) with
    ``control_flow_grad.py``, ``auto_control_deps.py``, ``draw.py`` (pictures), ``files.py``
-   (``atomic_write``) and ``seams.py``: the three calls the core makes to the stages above;
+   (``atomic_write``), ``tensor_array.py`` (``TensorArray``) and ``seams.py``: the three
+   calls the core makes to the stages above;
 2. ``autograph/`` Python ``if``/``while``/``for`` on tensors turned into ``cond``/``while_loop``
    before ``@function`` traces (its ``__init__`` says where to start);
 3. ``tracing/``   ``@function``: ``tensor_spec.py``, ``signatures.py`` (when a call reuses a
@@ -54,6 +55,7 @@ from eagerflow.graph.core.ops import (
     variables_initializer,
 )
 from eagerflow.graph.core.session import Session
+from eagerflow.graph.core.tensor_array import TensorArray
 from eagerflow.graph.export import onnx, saved_model, summary, tf_graph_def
 from eagerflow.graph.export.graph_def import read_graph_def, write_graph
 from eagerflow.graph.export.graph_def_import import import_graph_def
@@ -75,6 +77,7 @@ __all__ = [
     "RetracingWarning",
     "Session",
     "SymbolicTensor",
+    "TensorArray",
     "TensorSpec",
     "autograph",
     "cond",

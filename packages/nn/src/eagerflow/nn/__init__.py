@@ -49,6 +49,7 @@ from eagerflow.nn.losses import (
 from eagerflow.nn.module import Layer, Model
 from eagerflow.nn.normalization import BatchNormalization
 from eagerflow.nn.optimizers import (
+    Adagrad,
     AdamOptimizer,
     GradientDescentOptimizer,
     MomentumOptimizer,
@@ -59,6 +60,7 @@ from eagerflow.nn.optimizers import (
 from eagerflow.nn.training import History, batches, fit
 
 __all__ = [
+    "Adagrad",
     "AdamOptimizer",
     "AveragePool2D",
     "AveragePooling2D",

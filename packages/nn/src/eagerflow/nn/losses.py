@@ -111,7 +111,156 @@ def accuracy(labels: Any, predictions: Any) -> Tensor:
     return ef.reduce_mean(ef.cast(correct, ef.float32))
 
 
+# --- Keras' loss classes -------------------------------------------------------------------------
+REDUCTIONS = ("sum_over_batch_size", "sum", "none")
+EPSILON = 1e-7  # Keras' backend.epsilon(): how far probabilities are kept from 0 and 1
+
+
+class Loss:
+    """A Keras 3 loss object: ``loss(y_true, y_pred)`` gives one loss per example (the
+    per-element losses averaged over the last axis), then reduces them by ``reduction``:
+
+    - ``"sum_over_batch_size"`` (the default): their mean, a scalar;
+    - ``"sum"``: their sum;
+    - ``"none"``: the per-example losses themselves.
+
+    Built from public ops, so gradients come for free; ``fit(loss=...)`` takes one as it takes
+    any ``(labels, outputs)`` function. Unlike Keras, which computes in ``float32`` whatever
+    it is given, the loss keeps the predictions' float dtype.
+    """
+
+    def __init__(self, reduction: str = "sum_over_batch_size", name: str | None = None) -> None:
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"{type(self).__name__}: reduction must be one of {REDUCTIONS}, "
+                             f"got {reduction!r}")  # fmt: skip
+        self.reduction = reduction
+        self.name = name or _snake(type(self).__name__)
+
+    def call(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
+        """One loss per example (a subclass's formula)."""
+        raise NotImplementedError(f"{type(self).__name__} must define call(y_true, y_pred)")
+
+    def __call__(self, y_true: Any, y_pred: Any) -> Tensor:
+        y_pred = ef.convert_to_tensor(y_pred)
+        if not y_pred.dtype.is_floating:
+            raise DTypeError(f"{self.name}: predictions must be floats, got {describe(y_pred)}")
+        losses = self.call(ef.convert_to_tensor(y_true), y_pred)
+        if self.reduction == "none":
+            return losses
+        total = ef.reduce_sum(losses)
+        if self.reduction == "sum":
+            return total
+        return total / ef.cast(ef.size(losses), total.dtype)
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+
+def _same(name: str, y_true: Tensor, y_pred: Tensor) -> Tensor:
+    """``y_true`` cast to the predictions' dtype, checked to have their shape."""
+    labels, _ = _floats(name, ef.cast(y_true, y_pred.dtype), y_pred)
+    return labels
+
+
+class MeanSquaredError(Loss):
+    """mean((y_pred - y_true)²) over the last axis."""
+
+    def call(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
+        y_true = _same(self.name, y_true, y_pred)
+        return ef.reduce_mean(ef.square(y_pred - y_true), axis=-1)
+
+
+class MeanAbsoluteError(Loss):
+    """mean(|y_pred - y_true|) over the last axis."""
+
+    def call(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
+        y_true = _same(self.name, y_true, y_pred)
+        return ef.reduce_mean(ef.abs(y_pred - y_true), axis=-1)
+
+
+class Huber(Loss):
+    """½x² where the error x = |y_pred - y_true| is at most ``delta``, δ·x - ½δ² beyond (a
+    straight line: large errors pull linearly, not quadratically); mean over the last axis."""
+
+    def __init__(self, delta: float = 1.0, reduction: str = "sum_over_batch_size",
+                 name: str | None = None) -> None:  # fmt: skip
+        super().__init__(reduction, name)
+        self.delta = float(delta)
+
+    def call(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
+        y_true = _same(self.name, y_true, y_pred)
+        error = ef.abs(y_pred - y_true)
+        delta = ef.constant(self.delta, y_pred.dtype)
+        half = ef.constant(0.5, y_pred.dtype)
+        quadratic = half * ef.square(error)
+        linear = delta * error - half * delta * delta
+        return ef.reduce_mean(ef.where(error <= delta, quadratic, linear), axis=-1)
+
+
+class _Probabilistic(Loss):
+    def __init__(self, from_logits: bool = False, reduction: str = "sum_over_batch_size",
+                 name: str | None = None) -> None:  # fmt: skip
+        super().__init__(reduction, name)
+        self.from_logits = bool(from_logits)
+
+
+def _clipped(probabilities: Tensor) -> Tensor:
+    # log(0) is -inf: Keras keeps probabilities in [ε, 1 - ε]
+    return ef.clip_by_value(probabilities, EPSILON, 1.0 - EPSILON)
+
+
+class BinaryCrossentropy(_Probabilistic):
+    """-y log p - (1 - y) log(1 - p) per element, mean over the last axis; ``p`` is
+    ``y_pred`` (probabilities, clipped to [ε, 1 - ε]) or σ(``y_pred``) with
+    ``from_logits=True`` (then computed stably by ``sigmoid_cross_entropy_with_logits``)."""
+
+    def call(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
+        y_true = _same(self.name, y_true, y_pred)
+        if self.from_logits:
+            elements = sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred)
+        else:
+            p = _clipped(y_pred)
+            elements = -(y_true * ef.log(p) + (1.0 - y_true) * ef.log(1.0 - p))
+        return ef.reduce_mean(elements, axis=-1)
+
+
+class CategoricalCrossentropy(_Probabilistic):
+    """-Σ y log p over the last axis, for one-hot (or soft) ``y_true``; ``p`` is ``y_pred``
+    rescaled to sum to 1 and clipped, or softmax(``y_pred``) with ``from_logits=True``."""
+
+    def call(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
+        y_true = _same(self.name, y_true, y_pred)
+        if self.from_logits:
+            return softmax_cross_entropy_with_logits(labels=y_true, logits=y_pred)
+        p = _clipped(y_pred / ef.reduce_sum(y_pred, axis=-1, keepdims=True))
+        return -ef.reduce_sum(y_true * ef.log(p), axis=-1)
+
+
+class SparseCategoricalCrossentropy(_Probabilistic):
+    """-log p[label] per example, for integer class indices ``y_true`` (shape (batch,) or
+    (batch, 1)); ``p`` as in ``CategoricalCrossentropy``."""
+
+    def call(self, y_true: Tensor, y_pred: Tensor) -> Tensor:
+        shape = y_true.shape
+        if shape is not None and y_pred.shape is not None and len(shape) == len(y_pred.shape):
+            y_true = ef.squeeze(y_true, axis=-1)  # Keras takes labels of shape (batch, 1)
+        if y_true.dtype.is_floating:
+            y_true = ef.cast(y_true, ef.int64)
+        logits = y_pred
+        if not self.from_logits:  # log p: log-softmax leaves normalised log-probabilities be
+            logits = ef.log(_clipped(y_pred / ef.reduce_sum(y_pred, axis=-1, keepdims=True)))
+        return sparse_softmax_cross_entropy_with_logits(labels=y_true, logits=logits)
+
+
 __all__ = [
+    "BinaryCrossentropy",
+    "CategoricalCrossentropy",
+    "Huber",
+    "Loss",
+    "MeanAbsoluteError",
+    "MeanSquaredError",
+    "SparseCategoricalCrossentropy",
     "accuracy",
     "mean_squared_error",
     "sigmoid_cross_entropy_with_logits",

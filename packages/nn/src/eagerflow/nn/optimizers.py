@@ -300,6 +300,37 @@ class RMSPropOptimizer(Optimizer):
         return variable.assign_sub(mom_t, read_value=False)
 
 
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al., 2011), in Keras' form, under Keras' name:
+
+    accumulator += g²;  variable -= lr · g / √(accumulator + ε)
+
+    The accumulator starts at ``initial_accumulator_value`` (0.1): a weight whose gradients
+    have been large takes smaller and smaller steps, a rarely updated one keeps large ones.
+    """
+
+    slot_names = ("accumulator",)
+
+    def __init__(
+        self,
+        learning_rate: float = 0.001,
+        initial_accumulator_value: float = 0.1,
+        epsilon: float = 1e-7,
+        name: str = "Adagrad",
+    ) -> None:
+        super().__init__(learning_rate, name)
+        self.initial_accumulator_value = hyperparameter(
+            name, "initial_accumulator_value", initial_accumulator_value, ">= 0"
+        )
+        self.epsilon = hyperparameter(name, "epsilon", epsilon, ">= 0")
+
+    def _apply(self, grad: Tensor, variable: Variable) -> Any:
+        accumulator = self.slot(variable, "accumulator", initial=self.initial_accumulator_value)
+        accumulated = accumulator.assign(accumulator + ef.square(grad))
+        step = self.learning_rate * grad / ef.sqrt(accumulated + self.epsilon)
+        return variable.assign_sub(step, read_value=False)
+
+
 # --- the global step ----------------------------------------------------------------------------
 _eager_global_step: Variable | None = None
 

@@ -47,6 +47,7 @@ from eagerflow.graph.tracing.signatures import (
     bind_to_signature,
     check_input_signature,
     generalizes,
+    relax,
     retracing_message,
     signature_of,
     signature_parameters,
@@ -308,13 +309,14 @@ class Function:
         autograph: bool = True,
         input_signature: Sequence[Any] | None = None,
         jit_compile: bool = False,
+        reduce_retracing: bool = False,
     ) -> None:
         if not callable(python_function):
             got = f"{type(python_function).__name__} {python_function!r:.40}"
             raise TypeError(f"function() takes a Python function to trace, got {got}")
         self.python_function = python_function
         self.autograph = autograph
-        self.jit_compile = jit_compile
+        self.jit_compile, self.reduce_retracing = jit_compile, reduce_retracing
         self.input_signature = (
             None if input_signature is None else check_input_signature(input_signature)
         )
@@ -351,7 +353,8 @@ class Function:
         bound = bound_functions.get(self._attribute)
         if not isinstance(bound, Function):
             method = types.MethodType(self.python_function, instance)
-            bound = Function(method, self.autograph, self.input_signature, self.jit_compile)
+            bound = Function(method, self.autograph, self.input_signature, self.jit_compile,
+                             self.reduce_retracing)  # fmt: skip
             bound_functions[self._attribute] = bound
         return bound
 
@@ -435,6 +438,8 @@ class Function:
         if concrete is None:
             with self._tracing:  # threads calling first at once: one traces, the others wait
                 concrete = self._cache.get(key) or self._general_trace(key)
+                if concrete is None and self.reduce_retracing and self.input_signature is None:
+                    key, trace_as = relax(key, self._cache, trace_as)
                 if concrete is None:
                     concrete = self._trace(structure, trace_as)
                     self._note_trace(structure, trace_as)
@@ -546,6 +551,7 @@ def function(
     input_signature: Sequence[Any] | None = None,
     autograph: bool = True,
     jit_compile: bool = False,
+    reduce_retracing: bool = False,
 ) -> Function: ...
 @overload
 def function(
@@ -554,6 +560,7 @@ def function(
     input_signature: Sequence[Any] | None = None,
     autograph: bool = True,
     jit_compile: bool = False,
+    reduce_retracing: bool = False,
 ) -> Callable[[Callable[..., Any]], Function]: ...
 def function(
     python_function: Callable[..., Any] | None = None,
@@ -561,6 +568,7 @@ def function(
     input_signature: Sequence[Any] | None = None,
     autograph: bool = True,
     jit_compile: bool = False,
+    reduce_retracing: bool = False,
 ) -> Function | Callable[[Callable[..., Any]], Function]:
     """Decorator: trace ``python_function`` into a graph on the first call for each input
     signature, and run the cached graph afterwards. With ``autograph`` (the default), its
@@ -574,12 +582,13 @@ def function(
     ``jit_compile=True`` runs each trace compiled (``eagerflow.graph.compiler``): elementwise
     ops fused into loops, buffers planned, the whole graph one generated Python function.
     ``get_concrete_function(...).compiled_source()`` shows what it made.
+    ``reduce_retracing=True`` retraces for ``None`` sizes where shapes changed (``relax``).
 
     ``@function`` and ``@function(input_signature=..., autograph=False)`` both work, as in
     TensorFlow."""
     if python_function is None:
-        return lambda f: Function(f, autograph, input_signature, jit_compile)
-    return Function(python_function, autograph, input_signature, jit_compile)
+        return lambda f: Function(f, autograph, input_signature, jit_compile, reduce_retracing)
+    return Function(python_function, autograph, input_signature, jit_compile, reduce_retracing)
 
 
 __all__ = [

@@ -75,6 +75,45 @@ def _leaf_generalizes(general: Signature, specific: Signature) -> bool:
     )
 
 
+def relax(
+    key: tuple[Signature, ...], traced: Iterable[tuple[Signature, ...]], leaves: Sequence[Any]
+) -> tuple[tuple[Signature, ...], list[Any]]:
+    """``function(reduce_retracing=True)``: a call that must retrace because a tensor's shape
+    changed is traced for the shapes its signature and an earlier trace's have in common
+    (``None`` in the sizes that differ, an unknown rank if the ranks do), as TensorFlow does,
+    so that the next such call reuses that trace. Returns the key and the leaves to trace
+    (tensors whose shapes were relaxed become TensorSpecs); the first call, or one that
+    differs in more than tensor shapes, is traced as it is."""
+    for earlier in traced:
+        common = _common(earlier, key)
+        if common is not None:
+            specs = [TensorSpec(c[2], c[1]) if s != c else x
+                     for s, c, x in zip(key, common, leaves, strict=True)]  # fmt: skip
+            return common, specs
+    return key, list(leaves)
+
+
+def _common(a: tuple[Signature, ...], b: tuple[Signature, ...]) -> tuple[Signature, ...] | None:
+    """The most specific signatures both ``a`` and ``b`` fit, if they differ only in shapes."""
+    if len(a) != len(b) or a == b:
+        return None
+    common = []
+    for x, y in zip(a, b, strict=True):
+        if x == y:
+            common.append(x)
+        elif x[0] == y[0] == "tensor" and x[1] is y[1]:
+            common.append(("tensor", x[1], _common_shape(x[2], y[2])))
+        else:
+            return None
+    return tuple(common)
+
+
+def _common_shape(a: Any, b: Any) -> Any:
+    if a is None or b is None or len(a) != len(b):
+        return None  # an unknown rank
+    return tuple(i if i == j else None for i, j in zip(a, b, strict=True))
+
+
 # --- input_signature ---------------------------------------------------------------------------
 def check_input_signature(input_signature: Any) -> tuple[Any, ...]:
     """``input_signature`` as a tuple, checked: one TensorSpec (or a list, tuple or dict of
@@ -347,6 +386,7 @@ __all__ = [
     "bind_to_signature",
     "check_input_signature",
     "generalizes",
+    "relax",
     "retracing_message",
     "signature_of",
     "signature_parameters",
