@@ -15,7 +15,8 @@ Read it in this order:
    batch, map, repeat, prefetch in a background thread);
 8. ``training.py``      ``batches`` and ``fit``: the training loop (``fit`` takes
    arrays or a ``Dataset``);
-9. ``checkpoint.py``    ``Checkpoint``: save and restore every variable of an object tree;
+9. ``checkpoint.py``    ``Checkpoint``: save and restore every variable of an object tree
+   (the file itself: ``checkpoint_file.py``; numbered ones kept: ``checkpoint_manager.py``);
 10. ``callbacks/``      Keras' callbacks for ``fit``: ``History``, the progress bar,
     ``EarlyStopping``, ``ModelCheckpoint``, ``LearningRateScheduler``, ``CSVLogger``;
 11. ``datasets/``       ``load_digits``: real handwritten digits, shipped in the package.
@@ -27,6 +28,7 @@ __version__ = _metadata.version("eagerflow-nn")  # from the repository's VERSION
 
 from eagerflow.nn import activations, callbacks, data, datasets, initializers
 from eagerflow.nn.checkpoint import Checkpoint, CheckpointError
+from eagerflow.nn.checkpoint_manager import CheckpointManager, latest_checkpoint
 from eagerflow.nn.conv_layers import (
     AveragePool2D,
     AveragePooling2D,
@@ -61,6 +63,7 @@ __all__ = [
     "BatchNormalization",
     "Checkpoint",
     "CheckpointError",
+    "CheckpointManager",
     "Conv2D",
     "Dense",
     "Dropout",
@@ -84,6 +87,7 @@ __all__ = [
     "fit",
     "get_or_create_global_step",
     "initializers",
+    "latest_checkpoint",
     "mean_squared_error",
     "sigmoid_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits",
