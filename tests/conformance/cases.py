@@ -486,3 +486,6 @@ def _(ns: Any) -> Any:
 def _(ns: Any) -> Any:
     f = ns.function(lambda x, y: ns.reduce_sum(ns.matmul(x, y)) + ns.reduce_max(x))
     return f(ns.constant([[1.0, 2.0]]), ns.constant([[3.0], [4.0]]))
+
+
+import cases_tf1  # noqa: E402,F401  (adds the TensorFlow 1 and checkpoint cases)

@@ -89,6 +89,15 @@ NAMES: dict[str, tuple[str, str]] = {
     "GradientTape": ("tf.GradientTape", "autodiff.GradientTape"),
     "Variable": ("tf.Variable", "autodiff.Variable"),
     "function": ("tf.function", "graph.function"),
+    # TensorFlow 1's graph names (cases_tf1.py), as eagerflow.graph spells them
+    **{
+        name: (f"tf.compat.v1.{name}", f"graph.{name}")
+        for name in ["Graph", "Session", "gradients", "placeholder_with_default"]
+    },
+    **{
+        name: (f"tf.train.{name}", f"nn.{name}")
+        for name in ["Checkpoint", "CheckpointManager", "latest_checkpoint"]
+    },
 }
 
 
@@ -112,5 +121,6 @@ def eagerflow() -> SimpleNamespace:
         "ef": importlib.import_module("eagerflow.tensor"),
         "autodiff": importlib.import_module("eagerflow.autodiff"),
         "graph": importlib.import_module("eagerflow.graph"),
+        "nn": importlib.import_module("eagerflow.nn"),
     }
     return SimpleNamespace(**{k: _resolve(e, roots) for k, (_, e) in NAMES.items()})

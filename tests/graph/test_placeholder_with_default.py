@@ -57,3 +57,14 @@ def test_its_gradient_is_the_identity_and_eagerly_it_is_its_default() -> None:
         assert np.array_equal(session.run(dx), 2 * np.array(DEFAULT, np.float32))
     eager = placeholder_with_default(np.int64(7), [])
     assert eager.dtype == ef.int64 and eager.numpy() == 7
+
+
+def test_a_sum_of_a_tensor_of_unknown_rank_has_a_gradient() -> None:
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder_with_default(ef.constant(DEFAULT), None)
+        (dx,) = gradients(ef.reduce_sum(x), [x])
+    assert x.shape is None
+    with Session(graph=graph) as session:
+        assert np.array_equal(session.run(dx), np.ones((1, 3), np.float32))
+        assert np.array_equal(session.run(dx, {x: np.zeros(4, np.float32)}), np.ones(4))

@@ -100,3 +100,16 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
         CheckpointManager(Checkpoint(v=Variable(1.0)), tmp_path, 0)
     with pytest.raises(ValueError, match="checkpoint_name"):
         CheckpointManager(Checkpoint(v=Variable(1.0)), tmp_path, 1, checkpoint_name="a/b")
+
+
+def test_a_list_tensorflow_wrote_is_read(tmp_path: Path) -> None:
+    Checkpoint(v=Variable(5.0)).write(tmp_path / "ckpt-7")
+    (tmp_path / "checkpoint").write_text(
+        'model_checkpoint_path: "ckpt-7"\n'
+        'all_model_checkpoint_paths: "ckpt-7"\n'
+        "all_model_checkpoint_timestamps: 1795875220.8700595\n"
+        "last_preserved_timestamp: 1795875219.8346605\n"
+    )
+    assert latest_checkpoint(tmp_path) == str(tmp_path / "ckpt-7")
+    manager = CheckpointManager(Checkpoint(v=Variable(1.0)), tmp_path, max_to_keep=3)
+    assert manager.save() == str(tmp_path / "ckpt-8")

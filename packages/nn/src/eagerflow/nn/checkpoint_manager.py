@@ -31,6 +31,8 @@ from eagerflow.nn.checkpoint_file import CheckpointError
 STATE = "checkpoint"  # the list's file name, as TensorFlow names it
 _NAME = r'[^"/\\]+'  # a plain file name: no folder, no quote
 _LINE = re.compile(rf'(model_checkpoint_path|all_model_checkpoint_paths): "({_NAME})"')
+# TensorFlow's lists also hold times, which a manager here neither writes nor needs
+_TIME = re.compile(r"(all_model_checkpoint_timestamps|last_preserved_timestamp): [0-9.e+-]+")
 _MAX_STATE_BYTES = 1 << 20  # a list of checkpoint names: anything larger is not one
 
 
@@ -114,7 +116,7 @@ def _read_state(directory: Path, latest: bool = False) -> list[str]:
     for number, line in enumerate(path.read_text("utf8").splitlines(), 1):
         match = _LINE.fullmatch(line.strip())
         if match is None or match[2] in (".", ".."):
-            if line.strip():
+            if line.strip() and not _TIME.fullmatch(line.strip()):
                 raise CheckpointError(f"{path}, line {number}: not a checkpoint list entry: "
                                       f"{line.strip()[:80]!r}")  # fmt: skip
             continue
