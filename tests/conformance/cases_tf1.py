@@ -108,3 +108,36 @@ def _(ns: Any) -> Any:
         ns.Checkpoint(v=restored).restore(latest)
         return [int(empty), int(same), [_number(p) for p in manager.checkpoints],
                 restored.read_value()]  # fmt: skip
+
+
+@case("tf1/optimizer/compute_gradients/eager")
+def _(ns: Any) -> Any:
+    v, unused = ns.Variable([1.0, 2.0]), ns.Variable(5.0)
+    optimizer = ns.GradientDescentOptimizer(0.5)
+    pairs = optimizer.compute_gradients(lambda: ns.reduce_sum(v * v), [v, unused])
+    optimizer.apply_gradients(pairs)
+    return [pairs[0][0], pairs[1][0], int(pairs[0][1] is v), v.read_value()]
+
+
+@case("tf1/optimizer/compute_gradients/graph")
+def _(ns: Any) -> Any:
+    graph = ns.Graph()
+    with graph.as_default():
+        v, unused = ns.Variable([1.0, 2.0]), ns.Variable(5.0)
+        optimizer = ns.GradientDescentOptimizer(0.5)
+        pairs = optimizer.compute_gradients(ns.reduce_sum(v * v), [v, unused])
+        scaled = [(g * 2.0, w) for g, w in pairs if g is not None]
+        train = optimizer.apply_gradients(scaled)
+        init = ns.global_variables_initializer()
+    with ns.Session(graph=graph) as session:
+        session.run(init)
+        grad = session.run(pairs[0][0])
+        session.run(train)
+        value = session.run(v)
+    return [ns.constant(grad), int(pairs[1][0] is None), ns.constant(value)]
+
+
+@case("tf1/optimizer/compute_gradients/eager_tensor_loss")
+def _(ns: Any) -> Any:
+    v = ns.Variable(1.0)
+    return ns.GradientDescentOptimizer(0.5).compute_gradients(v * 2.0, [v])

@@ -92,8 +92,18 @@ NAMES: dict[str, tuple[str, str]] = {
     # TensorFlow 1's graph names (cases_tf1.py), as eagerflow.graph spells them
     **{
         name: (f"tf.compat.v1.{name}", f"graph.{name}")
-        for name in ["Graph", "Session", "gradients", "placeholder_with_default"]
+        for name in [
+            "Graph",
+            "Session",
+            "gradients",
+            "global_variables_initializer",
+            "placeholder_with_default",
+        ]
     },
+    "GradientDescentOptimizer": (
+        "tf.compat.v1.train.GradientDescentOptimizer",
+        "nn.GradientDescentOptimizer",
+    ),
     **{
         name: (f"tf.train.{name}", f"nn.{name}")
         for name in ["Checkpoint", "CheckpointManager", "latest_checkpoint"]
