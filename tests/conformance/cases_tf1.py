@@ -141,3 +141,32 @@ def _(ns: Any) -> Any:
 def _(ns: Any) -> Any:
     v = ns.Variable(1.0)
     return ns.GradientDescentOptimizer(0.5).compute_gradients(v * 2.0, [v])
+
+
+def _saver_graph(ns: Any, scale: float) -> Any:
+    graph = ns.Graph()
+    with graph.as_default():
+        w = ns.Variable([scale, scale], name="w")
+        double = w.assign(w * 2.0)
+        init = ns.global_variables_initializer()
+        saver = ns.Saver(max_to_keep=2)
+    return graph, w, double, init, saver
+
+
+@case("train/saver/save_restore")
+def _(ns: Any) -> Any:
+    with tempfile.TemporaryDirectory() as folder:
+        graph, _, double, init, saver = _saver_graph(ns, 1.0)
+        with ns.Session(graph=graph) as session:
+            session.run(init)
+            for step in range(3):
+                session.run(double)
+                saver.save(session, os.path.join(folder, "m"), global_step=step)
+        kept = [_number(p) for p in saver.last_checkpoints]
+        latest = ns.latest_checkpoint(folder)
+        graph, w, _, init, saver = _saver_graph(ns, 0.0)
+        with ns.Session(graph=graph) as session:
+            session.run(init)
+            saver.restore(session, latest)
+            value = session.run(w)
+        return [kept, _number(latest), ns.constant(value)]

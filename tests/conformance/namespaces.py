@@ -100,6 +100,7 @@ NAMES: dict[str, tuple[str, str]] = {
             "placeholder_with_default",
         ]
     },
+    "Saver": ("tf.compat.v1.train.Saver", "nn.Saver"),
     "GradientDescentOptimizer": (
         "tf.compat.v1.train.GradientDescentOptimizer",
         "nn.GradientDescentOptimizer",

@@ -16,7 +16,8 @@ Read it in this order:
 8. ``training.py``      ``batches`` and ``fit``: the training loop (``fit`` takes
    arrays or a ``Dataset``);
 9. ``checkpoint.py``    ``Checkpoint``: save and restore every variable of an object tree
-   (the file itself: ``checkpoint_file.py``; numbered ones kept: ``checkpoint_manager.py``);
+   (the file itself: ``checkpoint_file.py``; numbered ones kept: ``checkpoint_manager.py``;
+   TensorFlow 1's ``Saver``, by variable name: ``saver.py``);
 10. ``callbacks/``      Keras' callbacks for ``fit``: ``History``, the progress bar,
     ``EarlyStopping``, ``ModelCheckpoint``, ``LearningRateScheduler``, ``CSVLogger``;
 11. ``datasets/``       ``load_digits``: real handwritten digits, shipped in the package.
@@ -54,6 +55,7 @@ from eagerflow.nn.optimizers import (
     RMSPropOptimizer,
     get_or_create_global_step,
 )
+from eagerflow.nn.saver import Saver
 from eagerflow.nn.training import History, batches, fit
 
 __all__ = [
@@ -77,6 +79,7 @@ __all__ = [
     "MomentumOptimizer",
     "Optimizer",
     "RMSPropOptimizer",
+    "Saver",
     "Sequential",
     "accuracy",
     "activations",

@@ -61,7 +61,7 @@ class CheckpointManager:
         self.checkpoint, self.max_to_keep = checkpoint, max_to_keep
         self.directory = Path(directory)
         self._prefix = self.directory / checkpoint_name
-        self._names = [n for n in _read_state(self.directory) if (self.directory / n).is_file()]
+        self._names = [n for n in read_state(self.directory) if (self.directory / n).is_file()]
 
     @property
     def checkpoints(self) -> list[str]:
@@ -82,7 +82,7 @@ class CheckpointManager:
         path = Path(self.checkpoint.save(self._prefix, session=session))
         names = [n for n in self._names if n != path.name] + [path.name]
         keep = names if self.max_to_keep is None else names[-self.max_to_keep :]
-        _write_state(self.directory, keep)  # the list first: it never names a deleted file
+        write_state(self.directory, keep)  # the list first: it never names a deleted file
         self._names = keep
         for name in names[: len(names) - len(keep)]:
             (self.directory / name).unlink(missing_ok=True)
@@ -93,7 +93,7 @@ def latest_checkpoint(checkpoint_dir: str | os.PathLike[str]) -> str | None:
     """The path of the newest checkpoint a ``CheckpointManager`` recorded in
     ``checkpoint_dir``, or None if there is none (as ``tf.train.latest_checkpoint``)."""
     directory = Path(checkpoint_dir)
-    names = _read_state(directory, latest=True)
+    names = read_state(directory, latest=True)
     if not names or not (directory / names[-1]).is_file():
         return None
     return str(directory / names[-1])
@@ -104,7 +104,7 @@ def _number(name: str) -> int:
     return int(tail) if tail.isdigit() else 0
 
 
-def _read_state(directory: Path, latest: bool = False) -> list[str]:
+def read_state(directory: Path, latest: bool = False) -> list[str]:
     """The names in ``directory``'s list (oldest first; with ``latest``, the newest last
     whatever the list says of the others); [] when there is no list."""
     path = directory / STATE
@@ -129,11 +129,12 @@ def _read_state(directory: Path, latest: bool = False) -> list[str]:
     return names[-1:] if latest else names
 
 
-def _write_state(directory: Path, names: list[str]) -> None:
+def write_state(directory: Path, names: list[str]) -> None:
+    """Write ``directory``'s list (atomically): ``names`` oldest first, the last the newest."""
     lines = [f'model_checkpoint_path: "{names[-1]}"']
     lines += [f'all_model_checkpoint_paths: "{name}"' for name in names]
     with atomic_write(directory / STATE, "w") as file:
         file.write("\n".join(lines) + "\n")
 
 
-__all__ = ["STATE", "CheckpointManager", "latest_checkpoint"]
+__all__ = ["STATE", "CheckpointManager", "latest_checkpoint", "read_state", "write_state"]
