@@ -65,7 +65,7 @@ def test_a_crash_never_leaves_the_list_naming_a_missing_file(tmp_path, monkeypat
         raise KeyboardInterrupt
 
     if step == "list":
-        monkeypatch.setattr(manager_module, "_write_state", crash)
+        monkeypatch.setattr(manager_module, "write_state", crash)
     else:
         monkeypatch.setattr(Path, "unlink", crash)
     v.assign(2.0)
