@@ -106,6 +106,7 @@ def _graph_ops() -> None:
     graph = eg.Graph()
     with graph.as_default():
         p = eg.placeholder("float32", [None, 2])
+        eg.placeholder_with_default(ef.constant([1.0, 2.0]), [None])
         Variable([1.0, 2.0])
         eg.cond(ef.constant(True), lambda: p + 1.0, lambda: p - 1.0)
         eg.while_loop(lambda n: n < 3, lambda n: [n + 1], [ef.constant(0)])

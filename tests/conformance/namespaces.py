@@ -95,6 +95,26 @@ NAMES: dict[str, tuple[str, str]] = {
     "losses": ("tf.keras.losses", "nn.losses"),
     "Adagrad": ("tf.keras.optimizers.Adagrad", "nn.Adagrad"),
     "TensorArray": ("tf.TensorArray", "graph.TensorArray"),
+    # TensorFlow 1's graph names (cases_tf1.py), as eagerflow.graph spells them
+    **{
+        name: (f"tf.compat.v1.{name}", f"graph.{name}")
+        for name in [
+            "Graph",
+            "Session",
+            "gradients",
+            "global_variables_initializer",
+            "placeholder_with_default",
+        ]
+    },
+    "Saver": ("tf.compat.v1.train.Saver", "nn.Saver"),
+    "GradientDescentOptimizer": (
+        "tf.compat.v1.train.GradientDescentOptimizer",
+        "nn.GradientDescentOptimizer",
+    ),
+    **{
+        name: (f"tf.train.{name}", f"nn.{name}")
+        for name in ["Checkpoint", "CheckpointManager", "latest_checkpoint"]
+    },
 }
 
 

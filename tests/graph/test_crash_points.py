@@ -139,7 +139,7 @@ def _checkpoint_value(path: Path) -> float:
 
 def test_a_checkpoint_survives_a_crash_at_every_step(tmp_path: Path) -> None:
     def save(value: float, path: Path) -> object:
-        return Checkpoint(v=Variable(np.full(3, value, np.float32))).save(path)
+        return Checkpoint(v=Variable(np.full(3, value, np.float32))).write(path)
 
     save(1.0, tmp_path / "probe.ckpt")
     for k, name in each_crash_point(lambda: save(2.0, tmp_path / "probe.ckpt")):

@@ -34,6 +34,7 @@ from eagerflow.graph import (
     name_scope,
     no_op,
     placeholder,
+    placeholder_with_default,
     read_graph_def,
     while_loop,
     write_graph,
@@ -228,6 +229,10 @@ EXTRA: dict[str, tuple[Build, list[np.ndarray]]] = {
     "OnesLike": (lambda x: ef.ones_like(x), [INTS]),
     "PartitionedCall": (_call, [F32]),
     "Placeholder": (lambda x: x, [F32]),
+    "PlaceholderWithDefault": (
+        lambda x: x * placeholder_with_default(ef.constant([1.0, 2.0, 3.0, 4.0]), [None]),
+        [F32],
+    ),
     "PrintV2": (_print, [F32]),
     "WriteSummary": (_summary, [F32]),
     "RandomNormal": (lambda x: x + ef.random_normal((4,), 1.0, 2.0), [F32]),

@@ -66,7 +66,7 @@ def test_round_trip_is_bit_exact(tmp_path: Path) -> None:
     checkpoint = Checkpoint(model=model, optimizer=optimizer, step=step)
     saved = snapshot(checkpoint)
     path = tmp_path / "ckpt.npz"
-    assert checkpoint.save(path) == str(path)
+    assert checkpoint.write(path) == str(path)
     perturb(checkpoint)
     assert not np.array_equal(model.layers[0].kernel.numpy(), saved["model/layers/0/kernel"])
     checkpoint.restore(path)
@@ -77,7 +77,7 @@ def test_round_trip_is_bit_exact(tmp_path: Path) -> None:
 def test_keys_are_paths_in_the_object_tree(tmp_path: Path) -> None:
     model, optimizer, step = trained()
     path = tmp_path / "ckpt"
-    Checkpoint(model=model, optimizer=optimizer, step=step).save(path)
+    Checkpoint(model=model, optimizer=optimizer, step=step).write(path)
     with np.load(path, allow_pickle=False) as data:  # loadable without pickle
         files = set(data.files)
         kernel = data["model/layers/0/kernel"]
@@ -94,7 +94,7 @@ def test_keys_are_paths_in_the_object_tree(tmp_path: Path) -> None:
 def test_restore_into_a_fresh_model_with_other_layer_names(tmp_path: Path) -> None:
     model, _, _ = trained()
     path = tmp_path / "ckpt"
-    Checkpoint(model=model).save(path)
+    Checkpoint(model=model).write(path)
     fresh = nn.Sequential([nn.Dense(4, activation="relu"), nn.Dense(2)])
     fresh(X)  # build
     assert fresh.layers[0].name != model.layers[0].name
@@ -107,7 +107,7 @@ def test_restore_into_a_fresh_model_with_other_layer_names(tmp_path: Path) -> No
 def test_restore_creates_optimizer_slots_not_made_yet(tmp_path: Path) -> None:
     model, optimizer, step = trained()
     path = tmp_path / "ckpt"
-    Checkpoint(model=model, optimizer=optimizer, step=step).save(path)
+    Checkpoint(model=model, optimizer=optimizer, step=step).write(path)
     fresh_optimizer = nn.AdamOptimizer(0.01)
     assert fresh_optimizer.variables() == []
     Checkpoint(model=model, optimizer=fresh_optimizer, step=step).restore(path)
@@ -124,7 +124,7 @@ def test_restored_optimizer_continues_like_the_original(tmp_path: Path) -> None:
     """One more Adam step after restoring gives what the original's next step gives."""
     model, optimizer, _ = trained()
     path = tmp_path / "ckpt"
-    Checkpoint(model=model, optimizer=optimizer).save(path)
+    Checkpoint(model=model, optimizer=optimizer).write(path)
     twin = nn.Sequential([nn.Dense(4, activation="relu"), nn.Dense(2)])
     twin(X)
     twin_optimizer = nn.AdamOptimizer(0.01)
@@ -136,7 +136,7 @@ def test_restored_optimizer_continues_like_the_original(tmp_path: Path) -> None:
 def test_shape_mismatch_names_the_path_and_changes_nothing(tmp_path: Path) -> None:
     model, optimizer, step = trained(units=4)
     path = tmp_path / "ckpt"
-    Checkpoint(model=model, optimizer=optimizer, step=step).save(path)
+    Checkpoint(model=model, optimizer=optimizer, step=step).write(path)
     other, other_optimizer, other_step = trained(units=5)
     checkpoint = Checkpoint(model=other, optimizer=other_optimizer, step=other_step)
     before = snapshot(checkpoint)
@@ -148,7 +148,7 @@ def test_shape_mismatch_names_the_path_and_changes_nothing(tmp_path: Path) -> No
 
 def test_dtype_mismatch_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "ckpt"
-    Checkpoint(w=Variable(np.zeros(3, np.float64))).save(path)
+    Checkpoint(w=Variable(np.zeros(3, np.float64))).write(path)
     target = Variable(np.ones(3, np.float32))
     with pytest.raises(CheckpointError, match=r"'w'.*float64"):
         Checkpoint(w=target).restore(path)
@@ -158,7 +158,7 @@ def test_dtype_mismatch_is_an_error(tmp_path: Path) -> None:
 def test_mismatch_does_not_create_optimizer_slots(tmp_path: Path) -> None:
     model, optimizer, _ = trained(units=4)
     path = tmp_path / "ckpt"
-    Checkpoint(model=model, optimizer=optimizer).save(path)
+    Checkpoint(model=model, optimizer=optimizer).write(path)
     other = nn.Sequential([nn.Dense(5, activation="relu"), nn.Dense(2)])
     other(X)
     fresh_optimizer = nn.AdamOptimizer(0.01)
@@ -170,8 +170,8 @@ def test_mismatch_does_not_create_optimizer_slots(tmp_path: Path) -> None:
 def test_missing_and_unknown_values_are_named_by_assert_consumed(tmp_path: Path) -> None:
     a, b = Variable(1.0), Variable(2.0)
     only_a, both = tmp_path / "only_a", tmp_path / "both"
-    Checkpoint(a=Variable(7.0)).save(only_a)
-    Checkpoint(a=Variable(5.0), b=Variable(6.0)).save(both)
+    Checkpoint(a=Variable(7.0)).write(only_a)
+    Checkpoint(a=Variable(5.0), b=Variable(6.0)).write(both)
     status = Checkpoint(a=a, b=b).restore(only_a)
     assert float(a) == 7.0  # what matched is restored, as in TensorFlow 2
     with pytest.raises(CheckpointError, match=r"variables with no value in the file: \['b'\]"):
@@ -183,7 +183,7 @@ def test_missing_and_unknown_values_are_named_by_assert_consumed(tmp_path: Path)
 
 
 def test_unmatched_values_warn_unless_partial_restores_are_expected(tmp_path: Path) -> None:
-    path = Checkpoint(a=Variable(5.0), b=Variable(6.0)).save(tmp_path / "both")
+    path = Checkpoint(a=Variable(5.0), b=Variable(6.0)).write(tmp_path / "both")
     with pytest.warns(CheckpointWarning, match=r"values in the file with no variable: \['b'\]"):
         Checkpoint(a=Variable(1.0)).restore(path)  # the status, dropped at once, warns
     with warnings.catch_warnings():
@@ -195,7 +195,7 @@ def test_unmatched_values_warn_unless_partial_restores_are_expected(tmp_path: Pa
 def test_a_full_restore_passes_assert_consumed(tmp_path: Path) -> None:
     model, optimizer, step = trained()
     checkpoint = Checkpoint(model=model, optimizer=optimizer, step=step)
-    path = checkpoint.save(tmp_path / "ckpt")
+    path = checkpoint.write(tmp_path / "ckpt")
     status = checkpoint.restore(path)
     assert status.assert_consumed() is status
     # 4 weights, Adam's m and v for each, its two powers, and the step
@@ -207,7 +207,7 @@ def test_truncated_file_names_the_file_and_changes_nothing(tmp_path: Path) -> No
     model, optimizer, step = trained()
     checkpoint = Checkpoint(model=model, optimizer=optimizer, step=step)
     good = tmp_path / "good"
-    checkpoint.save(good)
+    checkpoint.write(good)
     data = good.read_bytes()
     truncated = tmp_path / "truncated"
     truncated.write_bytes(data[: len(data) // 2])
@@ -231,7 +231,7 @@ def test_text_file_is_not_a_checkpoint(tmp_path: Path) -> None:
 def test_save_into_a_folder_that_does_not_exist_yet_creates_it(tmp_path: Path) -> None:
     w = Variable([1.0, 2.0])
     path = tmp_path / "runs" / "1" / "ckpt.npz"
-    assert Checkpoint(w=w).save(path) == str(path)
+    assert Checkpoint(w=w).write(path) == str(path)
     w.assign([0.0, 0.0])
     Checkpoint(w=w).restore(path)
     np.testing.assert_array_equal(w.numpy(), [1.0, 2.0])
@@ -239,7 +239,7 @@ def test_save_into_a_folder_that_does_not_exist_yet_creates_it(tmp_path: Path) -
 
 def test_save_to_a_folder_is_an_error_and_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match=re.escape(f"{tmp_path}: it is a folder")):
-        Checkpoint(w=Variable([1.0])).save(tmp_path)
+        Checkpoint(w=Variable([1.0])).write(tmp_path)
     assert list(tmp_path.parent.glob(f".{tmp_path.name}.*")) == []  # no temporary file
 
 
@@ -273,7 +273,7 @@ def test_a_failed_save_keeps_the_old_checkpoint_and_leaves_no_temporary(
     w = Variable(np.arange(1000, dtype=np.float64))
     checkpoint = Checkpoint(w=w)
     path = tmp_path / "ckpt"
-    checkpoint.save(path)
+    checkpoint.write(path)
     old = path.read_bytes()
 
     def failing_savez(file, *args, **kwargs) -> None:
@@ -283,7 +283,7 @@ def test_a_failed_save_keeps_the_old_checkpoint_and_leaves_no_temporary(
     monkeypatch.setattr(np, "savez", failing_savez)
     w.assign(np.zeros(1000))
     with pytest.raises(OSError, match="disk full"):
-        checkpoint.save(path)
+        checkpoint.write(path)
     assert path.read_bytes() == old
     assert os.listdir(tmp_path) == ["ckpt"]
 
@@ -291,9 +291,9 @@ def test_a_failed_save_keeps_the_old_checkpoint_and_leaves_no_temporary(
 def test_save_overwrites_an_existing_checkpoint(tmp_path: Path) -> None:
     w = Variable(1.0)
     path = tmp_path / "ckpt"
-    Checkpoint(w=w).save(path)
+    Checkpoint(w=w).write(path)
     w.assign(2.0)
-    Checkpoint(w=w).save(path)
+    Checkpoint(w=w).write(path)
     w.assign(3.0)
     Checkpoint(w=w).restore(path)
     assert float(w) == 2.0
@@ -319,7 +319,7 @@ def test_graph_mode_save_and_restore_with_a_session(tmp_path: Path) -> None:
         session.run(init)
         saved = session.run(model.variables)
         expected = session.run(out, {x: X})
-        checkpoint.save(path, session=session)
+        checkpoint.write(path, session=session)
     with np.load(path, allow_pickle=False) as data:
         np.testing.assert_array_equal(data["model/layers/0/kernel"], saved[0])
     with Session(g) as session:  # a new Session: restoring stands in for the initializer
@@ -332,10 +332,10 @@ def test_graph_mode_save_and_restore_with_a_session(tmp_path: Path) -> None:
 def test_graph_variables_need_a_session(tmp_path: Path) -> None:
     _, model, _, _, _ = graph_model()
     with pytest.raises(CheckpointError, match="session"):
-        Checkpoint(model=model).save(tmp_path / "ckpt")
+        Checkpoint(model=model).write(tmp_path / "ckpt")
     eager_model = nn.Sequential([nn.Dense(4, activation="relu"), nn.Dense(2)])
     eager_model(X)
-    Checkpoint(model=eager_model).save(tmp_path / "ckpt")
+    Checkpoint(model=eager_model).write(tmp_path / "ckpt")
     with pytest.raises(CheckpointError, match="session"):
         Checkpoint(model=model).restore(tmp_path / "ckpt")
 
@@ -343,7 +343,7 @@ def test_graph_variables_need_a_session(tmp_path: Path) -> None:
 def test_eager_checkpoint_restores_into_a_graph_model(tmp_path: Path) -> None:
     eager_model, _, _ = trained()
     path = tmp_path / "ckpt"
-    Checkpoint(model=eager_model).save(path)
+    Checkpoint(model=eager_model).write(path)
     g, model, x, out, _ = graph_model()
     with Session(g) as session:
         Checkpoint(model=model).restore(path, session=session)
@@ -372,7 +372,7 @@ def test_another_optimizers_slots_are_not_matched(tmp_path):
     w = Variable([1.0, 2.0], name="w")
     momentum = nn.MomentumOptimizer(0.1, 0.9)
     momentum.apply_gradients([(ef.constant([1.0, 1.0]), w)])
-    path = nn.Checkpoint(w=w, optimizer=momentum).save(tmp_path / "ckpt.npz")
+    path = nn.Checkpoint(w=w, optimizer=momentum).write(tmp_path / "ckpt.npz")
     before = w.numpy()
     w.assign([5.0, 5.0])
     adam = nn.AdamOptimizer()
@@ -390,7 +390,7 @@ def unbuilt(units: int = 4) -> nn.Sequential:
 
 def test_a_model_alone_restores_from_a_checkpoint_with_optimizer_state(tmp_path: Path) -> None:
     model, optimizer, step = trained()
-    path = Checkpoint(model=model, optimizer=optimizer, step=step).save(tmp_path / "ckpt")
+    path = Checkpoint(model=model, optimizer=optimizer, step=step).write(tmp_path / "ckpt")
     fresh = unbuilt()
     fresh(X)
     status = Checkpoint(model=fresh).restore(path).expect_partial()
@@ -404,7 +404,7 @@ def test_a_model_alone_restores_from_a_checkpoint_with_optimizer_state(tmp_path:
 
 def test_restore_into_a_model_not_built_yet_waits_for_its_variables(tmp_path: Path) -> None:
     model, _, _ = trained()
-    path = Checkpoint(model=model).save(tmp_path / "ckpt")
+    path = Checkpoint(model=model).write(tmp_path / "ckpt")
     fresh = unbuilt()
     status = Checkpoint(model=fresh).restore(path)
     assert fresh.variables == []
@@ -419,7 +419,7 @@ def test_restore_into_a_model_not_built_yet_waits_for_its_variables(tmp_path: Pa
 
 def test_waiting_values_are_applied_by_build_called_by_hand(tmp_path: Path) -> None:
     model, _, _ = trained()
-    path = Checkpoint(model=model).save(tmp_path / "ckpt")
+    path = Checkpoint(model=model).write(tmp_path / "ckpt")
     fresh = unbuilt()
     Checkpoint(model=fresh).restore(path)
     fresh.build((None, 3))
@@ -428,7 +428,7 @@ def test_waiting_values_are_applied_by_build_called_by_hand(tmp_path: Path) -> N
 
 def test_restore_into_a_model_built_from_its_input_shape_needs_no_call(tmp_path: Path) -> None:
     model, _, _ = trained()
-    path = Checkpoint(model=model).save(tmp_path / "ckpt")
+    path = Checkpoint(model=model).write(tmp_path / "ckpt")
     fresh = nn.Sequential([nn.Dense(4, activation="relu", input_shape=(3,)), nn.Dense(2)])
     Checkpoint(model=fresh).restore(path).assert_consumed()
     np.testing.assert_array_equal(fresh.layers[0].kernel.numpy(), model.layers[0].kernel.numpy())
@@ -438,7 +438,7 @@ def test_waiting_optimizer_slots_are_made_when_their_variables_are(tmp_path: Pat
     """Restore model and Adam before the model is built; after the build, one more step
     gives what the original's next step gives."""
     model, optimizer, _ = trained()
-    path = Checkpoint(model=model, optimizer=optimizer).save(tmp_path / "ckpt")
+    path = Checkpoint(model=model, optimizer=optimizer).write(tmp_path / "ckpt")
     twin, twin_optimizer = unbuilt(), nn.AdamOptimizer(0.01)
     status = Checkpoint(model=twin, optimizer=twin_optimizer).restore(path)
     assert len(twin_optimizer.slots()) == 0 and len(twin_optimizer.non_slots()) == 2
@@ -450,7 +450,7 @@ def test_waiting_optimizer_slots_are_made_when_their_variables_are(tmp_path: Pat
 
 def test_a_waiting_value_of_another_shape_is_an_error_at_build(tmp_path: Path) -> None:
     model, _, _ = trained(units=4)
-    path = Checkpoint(model=model).save(tmp_path / "ckpt")
+    path = Checkpoint(model=model).write(tmp_path / "ckpt")
     other = unbuilt(units=5)
     status = Checkpoint(model=other).restore(path)
     with pytest.raises(CheckpointError, match=re.escape("model/layers/0/kernel")) as info:
@@ -464,7 +464,7 @@ def test_a_waiting_value_of_another_shape_is_an_error_at_build(tmp_path: Path) -
 
 def test_waiting_values_go_to_the_initializers_of_graph_variables(tmp_path: Path) -> None:
     model, _, _ = trained()
-    path = Checkpoint(model=model).save(tmp_path / "ckpt")
+    path = Checkpoint(model=model).write(tmp_path / "ckpt")
     g = Graph()
     with g.as_default():
         fresh = unbuilt()
@@ -480,7 +480,7 @@ def test_waiting_values_go_to_the_initializers_of_graph_variables(tmp_path: Path
 
 def test_waiting_values_are_restored_when_a_function_builds_the_model(tmp_path: Path) -> None:
     model, _, _ = trained()
-    path = Checkpoint(model=model).save(tmp_path / "ckpt")
+    path = Checkpoint(model=model).write(tmp_path / "ckpt")
     fresh = unbuilt()
     status = Checkpoint(model=fresh).restore(path)
     out = function(lambda x: fresh(x))(ef.constant(X))
@@ -490,7 +490,7 @@ def test_waiting_values_are_restored_when_a_function_builds_the_model(tmp_path: 
 
 def test_a_value_for_a_layer_that_is_built_and_lacks_it_is_unmatched(tmp_path: Path) -> None:
     model, _, _ = trained()
-    path = Checkpoint(model=model).save(tmp_path / "ckpt")
+    path = Checkpoint(model=model).write(tmp_path / "ckpt")
     shorter = nn.Sequential([nn.Dense(4, activation="relu", input_shape=(3,))])
     with pytest.warns(CheckpointWarning, match=r"model/layers/1/bias"):
         Checkpoint(model=shorter).restore(path)
@@ -516,7 +516,7 @@ def test_a_file_in_the_first_format_restores(tmp_path: Path) -> None:
     status.assert_consumed()
     restored = {f"model/{p}": v.numpy() for p, v in fresh.variable_paths()} | {"step": step.numpy()}
     assert_same(restored, arrays)
-    Checkpoint(model=fresh, step=step).save(tmp_path / "again.npz")
+    Checkpoint(model=fresh, step=step).write(tmp_path / "again.npz")
     with np.load(tmp_path / "again.npz") as again:
         assert sorted(again.files) == sorted([*arrays, "__eagerflow_checkpoint__"])
 
@@ -524,7 +524,7 @@ def test_a_file_in_the_first_format_restores(tmp_path: Path) -> None:
 @pytest.mark.parametrize("built", [True, False], ids=["built", "unbuilt"])
 def test_an_optimizer_slot_of_the_wrong_shape_is_refused(tmp_path: Path, built: bool) -> None:
     model, optimizer, _ = trained()
-    path = Checkpoint(model=model, optimizer=optimizer).save(tmp_path / "ckpt")
+    path = Checkpoint(model=model, optimizer=optimizer).write(tmp_path / "ckpt")
     with np.load(path) as saved:
         arrays = dict(saved)
     arrays["optimizer/slots/model/layers/0/kernel/m"] = np.zeros((7, 7), np.float32)

@@ -287,8 +287,9 @@ def _unreduce(op: OpRecord, grad: Tensor) -> Tensor:
 
 
 def _broadcast_like(grad: Tensor, x: Tensor) -> Tensor:
-    """``grad`` broadcast to x's shape (multiplying by ones where x's shape is not static)."""
-    if None in x.shape:
+    """``grad`` broadcast to x's shape (multiplying by ones where x's shape is not static:
+    a size or the rank unknown)."""
+    if x.shape is None or None in x.shape:
         return grad * ef.ones_like(x)
     return ef.broadcast_to(grad, x.shape)  # type: ignore[arg-type]
 

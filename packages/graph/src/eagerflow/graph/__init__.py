@@ -51,6 +51,7 @@ from eagerflow.graph.core.ops import (
     name_scope,
     no_op,
     placeholder,
+    placeholder_with_default,
     trainable_variables,
     variables_initializer,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "no_op",
     "onnx",
     "placeholder",
+    "placeholder_with_default",
     "read_graph_def",
     "reset_default_graph",
     "run_functions_eagerly",

@@ -16,7 +16,9 @@ Read it in this order:
    its kinds (zip, concatenate, padded_batch, from_generator, cache...);
 8. ``training.py``      ``batches`` and ``fit``: the training loop (``fit`` takes
    arrays or a ``Dataset``);
-9. ``checkpoint.py``    ``Checkpoint``: save and restore every variable of an object tree;
+9. ``checkpoint.py``    ``Checkpoint``: save and restore every variable of an object tree
+   (the file itself: ``checkpoint_file.py``; numbered ones kept: ``checkpoint_manager.py``;
+   TensorFlow 1's ``Saver``, by variable name: ``saver.py``);
 10. ``callbacks/``      Keras' callbacks for ``fit``: ``History``, the progress bar,
     ``EarlyStopping``, ``ModelCheckpoint``, ``LearningRateScheduler``, ``CSVLogger``;
 11. ``datasets/``       ``load_digits``: real handwritten digits, shipped in the package.
@@ -31,6 +33,7 @@ from eagerflow.nn import activations, callbacks, data, datasets, initializers
 # Dataset's other kinds (zip, padded_batch...): importing the module registers them.
 from eagerflow.nn import data_kinds as _data_kinds  # noqa: F401
 from eagerflow.nn.checkpoint import Checkpoint, CheckpointError
+from eagerflow.nn.checkpoint_manager import CheckpointManager, latest_checkpoint
 from eagerflow.nn.conv_layers import (
     AveragePool2D,
     AveragePooling2D,
@@ -57,6 +60,7 @@ from eagerflow.nn.optimizers import (
     RMSPropOptimizer,
     get_or_create_global_step,
 )
+from eagerflow.nn.saver import Saver
 from eagerflow.nn.training import History, batches, fit
 
 __all__ = [
@@ -67,6 +71,7 @@ __all__ = [
     "BatchNormalization",
     "Checkpoint",
     "CheckpointError",
+    "CheckpointManager",
     "Conv2D",
     "Dense",
     "Dropout",
@@ -80,6 +85,7 @@ __all__ = [
     "MomentumOptimizer",
     "Optimizer",
     "RMSPropOptimizer",
+    "Saver",
     "Sequential",
     "accuracy",
     "activations",
@@ -90,6 +96,7 @@ __all__ = [
     "fit",
     "get_or_create_global_step",
     "initializers",
+    "latest_checkpoint",
     "mean_squared_error",
     "sigmoid_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits",

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import warnings
-import zipfile
 from collections.abc import Iterable, Set
 from pathlib import Path
 from typing import Any
@@ -39,20 +38,21 @@ from typing import Any
 import numpy as np
 
 from eagerflow.autodiff import Variable
-from eagerflow.graph.core.files import atomic_write
-from eagerflow.graph.export.limits import check_name, read_npz
+from eagerflow.nn.checkpoint_file import (
+    FORMAT,
+    MARKER,
+    CheckpointError,
+    assign_values,
+    check_value,
+    load_arrays,
+    read_values,
+    write_arrays,
+)
 from eagerflow.nn.module import Layer
 from eagerflow.nn.optimizers import Optimizer
-from eagerflow.tensor.errors import EagerflowError, InvalidAttrError, format_shape
 from eagerflow.tensor.execution import context
 
-MARKER = "__eagerflow_checkpoint__"  # an array every checkpoint has; its value is the format
-FORMAT = 1
 Trackable = Layer | Optimizer | Variable
-
-
-class CheckpointError(EagerflowError, ValueError):
-    """A checkpoint file that cannot be restored: unreadable, foreign, or not matching."""
 
 
 class CheckpointWarning(UserWarning):
@@ -60,7 +60,8 @@ class CheckpointWarning(UserWarning):
 
 
 class Checkpoint:
-    """``Checkpoint(model=model, optimizer=opt, step=global_step)``; then ``save(path)`` and
+    """``Checkpoint(model=model, optimizer=opt, step=global_step)``; then ``write(path)`` (or
+    ``save(prefix)``, which numbers its files: ``prefix-1``, ``prefix-2``...) and
     ``restore(path)``, which returns a ``CheckpointLoadStatus``: ``.assert_consumed()`` checks
     that everything matched, ``.expect_partial()`` says that a partial match is intended.
     Pass ``session=`` to either for variables that live in a graph."""
@@ -71,6 +72,7 @@ class Checkpoint:
                 raise TypeError(f"Checkpoint: '{key}' must be a Layer, Model, Optimizer or "
                                 f"Variable, got {type(obj).__name__}")  # fmt: skip
         self.objects = objects
+        self.save_counter = 0  # how many numbered checkpoints ``save`` wrote (the last's number)
 
     def variables(self) -> dict[str, Variable]:
         """``{path: variable}`` for every variable this checkpoint saves, in a stable order."""
@@ -90,26 +92,30 @@ class Checkpoint:
         return found
 
     # --- save ---------------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str], session: Any = None) -> str:
-        """Write every variable to ``path`` (atomically); returns the path."""
+    def write(self, path: str | os.PathLike[str], session: Any = None) -> str:
+        """Write every variable to ``path`` (atomically, over any file there); returns the
+        path. ``save`` numbers its files instead."""
         path = Path(path)
         if path.is_dir():
             raise CheckpointError(f"cannot save a checkpoint to {path}: it is a folder")
         variables = self.variables()
-        values = _read(list(variables.values()), session)
-        arrays = {check_name(f"checkpoint {path}", key): value
-                  for key, value in zip(variables, values, strict=True)}  # fmt: skip
-        arrays[MARKER] = np.array(FORMAT)
-        path.parent.mkdir(parents=True, exist_ok=True)  # as TensorFlow's Checkpoint.save does
-        with atomic_write(path, "wb") as file:  # readers see the old file or the new one
-            np.savez(file, **arrays)  # type: ignore[arg-type]
+        values = read_values(list(variables.values()), session)
+        write_arrays(path, dict(zip(variables, values, strict=True)))
         return str(path)
+
+    def save(self, file_prefix: str | os.PathLike[str], session: Any = None) -> str:
+        """Write a new numbered checkpoint, ``{file_prefix}-{n}``, ``n`` being one more than
+        ``save_counter`` (which it counts up); returns its path. (``save_counter`` is a number
+        of this object, not a variable in the file as in TensorFlow.)"""
+        path = self.write(f"{os.fspath(file_prefix)}-{self.save_counter + 1}", session)
+        self.save_counter += 1  # only once the file is whole
+        return path
 
     # --- restore ------------------------------------------------------------------------------
     def restore(self, path: str | os.PathLike[str], session: Any = None) -> CheckpointLoadStatus:
         """Give each variable its value from ``path``; a value whose variable its layer has not
         made yet waits for ``build``. On a shape or dtype mismatch nothing changes."""
-        arrays = _load(Path(path))
+        arrays = load_arrays(Path(path))
         variables = self.variables()
         pending, waiting_slots = self._missing_optimizer_state(arrays, variables)
         now = {key: v for key, v in variables.items() if key in arrays}
@@ -117,15 +123,15 @@ class Checkpoint:
         maybe_waiting = self._for_layers_to_make(arrays, known)
         # check everything first, so that a file that does not fit changes nothing
         for key, variable in now.items():
-            _check(path, key, arrays[key], variable.shape, variable.dtype.np)
+            check_value(path, key, arrays[key], variable.shape, variable.dtype.np)
         for key, (_, shape, dtype) in pending.items():
-            _check(path, key, arrays[key], shape, dtype)
+            check_value(path, key, arrays[key], shape, dtype)
         for key, (primary, _, _) in waiting_slots.items():
             if primary in maybe_waiting:  # a slot has its variable's shape and dtype
-                _check(path, key, arrays[key], arrays[primary].shape, arrays[primary].dtype)
+                check_value(path, key, arrays[key], arrays[primary].shape, arrays[primary].dtype)
         for key, (create, _, _) in pending.items():
             now[key] = create()
-        _write(now, arrays, session)
+        assign_values(now, arrays, session)
         waiting = _defer(str(path), arrays, maybe_waiting, waiting_slots)
         used = now.keys() | waiting.keys() | {k for w in waiting.values() for k, *_ in w.slots}
         unused = sorted(arrays.keys() - used)
@@ -185,7 +191,7 @@ class Waiting:
         self.done = False
 
     def check(self, variable: Variable) -> None:
-        _check(self.path, self.key, self.array, variable.shape, variable.dtype.np)
+        check_value(self.path, self.key, self.array, variable.shape, variable.dtype.np)
 
     def assign(self, variable: Variable) -> None:
         _assign_or_initialize(variable, self.array)
@@ -296,43 +302,6 @@ def _non_slot_maker(optimizer: Optimizer, name: str, array: np.ndarray) -> Any:
     return lambda: optimizer.non_slot(name, array)
 
 
-def _load(path: Path) -> dict[str, np.ndarray]:
-    if not path.exists():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    if path.is_file() and not zipfile.is_zipfile(path) and not _is_npy(path):
-        raise CheckpointError(f"{path} is not an eagerflow checkpoint (not an .npz archive)")
-    if path.is_file() and _is_npy(path):  # a lone .npy array
-        raise CheckpointError(f"{path} holds a single array, not an eagerflow checkpoint")
-    try:  # every member's name and header checked before any array is made (limits)
-        arrays = read_npz(str(path))
-    except InvalidAttrError as error:
-        raise CheckpointError(f"checkpoint {error}") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
-        raise CheckpointError(f"cannot read checkpoint {path}: {error}") from error
-    marker = arrays.pop(MARKER, None)
-    if marker is None:
-        raise CheckpointError(f"{path} is not an eagerflow checkpoint (no '{MARKER}' entry)")
-    if marker.shape != () or int(marker) != FORMAT:
-        raise CheckpointError(f"{path} has checkpoint format {marker}, this eagerflow reads "
-                              f"format {FORMAT}")  # fmt: skip
-    return arrays
-
-
-def _is_npy(path: Path) -> bool:
-    with path.open("rb") as file:
-        return file.read(6) == b"\x93NUMPY"  # the magic string every .npy file starts with
-
-
-def _check(
-    path: str | os.PathLike[str], key: str, array: np.ndarray, shape: tuple[int, ...], dtype: Any
-) -> None:
-    if array.shape != tuple(shape) or array.dtype != dtype:
-        raise CheckpointError(
-            f"checkpoint {path}: '{key}' is {array.dtype} {format_shape(array.shape)} in the "
-            f"file but {np.dtype(dtype)} {format_shape(shape)} here"
-        )
-
-
 def _assign_or_initialize(variable: Variable, array: np.ndarray) -> None:
     """Assign an eager variable now. A graph variable's value lives in each Session, so the
     saved value becomes its initial value, for ``global_variables_initializer`` to assign."""
@@ -341,28 +310,6 @@ def _assign_or_initialize(variable: Variable, array: np.ndarray) -> None:
             variable.assign(array)
     else:
         variable.initializer = variable.assign(array, read_value=False).op
-
-
-def _read(variables: list[Variable], session: Any) -> list[np.ndarray]:
-    if not all(v.holds_value for v in variables):  # graph variables: their values are per Session
-        if session is None:
-            raise CheckpointError("these variables live in a graph: pass session= to save()")
-        return [np.asarray(a) for a in session.run(variables)]
-    return [np.array(v.numpy()) for v in variables]
-
-
-def _write(variables: dict[str, Variable], arrays: dict[str, np.ndarray], session: Any) -> None:
-    in_graph = {k: v for k, v in variables.items() if not v.holds_value}
-    if in_graph and session is None:
-        raise CheckpointError("these variables live in a graph: pass session= to restore()")
-    with context(None):  # eager variables are assigned now, even inside a graph's block
-        for key, variable in variables.items():
-            if key not in in_graph:
-                variable.assign(arrays[key])
-    if in_graph:
-        with session.graph.as_default():
-            assigns = [v.assign(arrays[k], read_value=False) for k, v in in_graph.items()]
-        session.run(assigns)
 
 
 __all__ = [

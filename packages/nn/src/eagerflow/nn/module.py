@@ -27,8 +27,10 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -38,6 +40,14 @@ from eagerflow.autodiff import Variable
 from eagerflow.graph import Operation, SymbolicTensor, get_default_graph, name_scope
 from eagerflow.graph.core.subgraphs import FunctionGraph
 from eagerflow.nn import initializers
+from eagerflow.nn.checkpoint_file import (
+    CheckpointError,
+    assign_values,
+    check_value,
+    load_arrays,
+    read_values,
+    write_arrays,
+)
 from eagerflow.tensor import DType, Tensor
 from eagerflow.tensor.errors import EagerflowError, ShapeError, describe, format_shape
 from eagerflow.tensor.rules import compatible
@@ -308,7 +318,33 @@ class Layer(metaclass=LayerType):
 
 
 class Model(Layer):
-    """A layer you subclass to hold your whole network; ``summary()`` prints it."""
+    """A layer you subclass to hold your whole network; ``summary()`` prints it,
+    ``save_weights(path)`` and ``load_weights(path)`` keep its variables in a file."""
+
+    def save_weights(self, filepath: str | os.PathLike[str], session: Any = None) -> str:
+        """Write every variable, keyed by its path (``layers/0/kernel``), to ``filepath``:
+        an ``.npz`` checkpoint file, written atomically. Returns the path. Graph variables
+        need the ``session`` that holds their values."""
+        paths = dict(self.variable_paths())
+        values = read_values(list(paths.values()), session)
+        write_arrays(Path(filepath), dict(zip(paths, values, strict=True)))
+        return str(filepath)
+
+    def load_weights(self, filepath: str | os.PathLike[str], session: Any = None) -> None:
+        """Give every variable its value from ``filepath`` (written by ``save_weights``). The
+        file must hold exactly this model's variables with their shapes and dtypes, all
+        checked before any is assigned: a file that does not fit changes nothing."""
+        arrays = load_arrays(Path(filepath))
+        paths = dict(self.variable_paths())
+        missing, extra = sorted(paths.keys() - arrays.keys()), sorted(arrays.keys() - paths.keys())
+        if missing or extra:
+            hint = " (build the model, or call it once, first)" if not paths else ""
+            raise CheckpointError(f"load_weights: {filepath} does not fit {self.name}{hint}: "
+                                  f"variables with no value {missing}, values with no "
+                                  f"variable {extra}")  # fmt: skip
+        for key, variable in paths.items():
+            check_value(filepath, key, arrays[key], variable.shape, variable.dtype.np)
+        assign_values(paths, arrays, session)
 
     def summary(self, print_fn: Callable[[str], None] = print) -> None:
         """A table of this model's direct layers and variables, shapes and parameter counts."""

@@ -74,32 +74,42 @@ class Optimizer:
         var_list: Sequence[Variable] | None = None,
         global_step: Variable | None = None,
     ) -> Operation | None:
-        """Compute the gradients of ``loss`` and apply them.
+        """Compute the gradients of ``loss`` and apply them (``compute_gradients``, then
+        ``apply_gradients``).
 
         Graph mode: ``loss`` is a tensor; returns the train op. Eager mode: ``loss`` is a
         zero-argument callable (it must run under a tape); returns None.
         """
+        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step)
+
+    def compute_gradients(
+        self, loss: Any, var_list: Sequence[Variable] | None = None
+    ) -> list[tuple[Any, Variable]]:
+        """The ``(gradient, variable)`` pairs of ``loss``, for ``apply_gradients`` (change
+        them in between: clip, scale, add noise). A gradient is None where ``loss`` does not
+        depend on the variable. ``var_list`` defaults to the trainable variables (eagerly: those
+        the loss read). ``loss`` is a tensor in a graph, a zero-argument callable eagerly."""
         if ef.executing_eagerly():
             if not callable(loss):
                 raise TypeError(
-                    f"{self.name}.minimize: in eager mode `loss` must be a zero-argument "
-                    f"callable returning the loss (got {type(loss).__name__}), so the "
-                    "optimizer can record it on a GradientTape"
+                    f"{self.name}.compute_gradients: in eager mode `loss` must be a "
+                    f"zero-argument callable returning the loss (got {type(loss).__name__}), "
+                    "so the optimizer can record it on a GradientTape"
                 )
             with GradientTape() as tape:
                 value = loss()
             var_list = list(var_list) if var_list is not None else tape.watched_variables()
             if not var_list:
-                raise ValueError(f"{self.name}.minimize: no variables to optimize")
+                raise ValueError(f"{self.name}.compute_gradients: no variables to optimize")
             grads = tape.gradient(value, var_list)
         else:
             if callable(loss):
                 loss = loss()
             var_list = list(var_list) if var_list is not None else trainable_variables()
             if not var_list:
-                raise ValueError(f"{self.name}.minimize: no variables to optimize")
+                raise ValueError(f"{self.name}.compute_gradients: no variables to optimize")
             grads = gradients(loss, var_list)
-        return self.apply_gradients(zip(grads, var_list, strict=True), global_step)
+        return list(zip(grads, var_list, strict=True))
 
     def apply_gradients(
         self, grads_and_vars: GradsAndVars, global_step: Variable | None = None

@@ -8,14 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from eagerflow.autodiff import Variable, not_differentiable
+from eagerflow.autodiff import Variable, not_differentiable, register_gradient
 from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor, get_default_graph
-from eagerflow.tensor import dtypes
-from eagerflow.tensor.dtypes import DType
-from eagerflow.tensor.errors import InvalidArgumentError
+from eagerflow.tensor import convert_to_tensor, dtypes
+from eagerflow.tensor.dtypes import ANY, DType
+from eagerflow.tensor.errors import InvalidArgumentError, ShapeError, format_shape
 from eagerflow.tensor.execution import execute, executing_eagerly
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
-from eagerflow.tensor.rules import attr_dtype_rule
+from eagerflow.tensor.rules import attr_dtype_rule, compatible, same_dtype
 from eagerflow.tensor.schema import DTypeAttr, Ints, Maybe
 
 
@@ -48,6 +48,41 @@ def placeholder(
         "dtype": dtypes.as_dtype(dtype),
     }
     return execute("Placeholder", (), attrs, name or "Placeholder")[0]  # type: ignore[return-value]
+
+
+def _with_default_shape(shapes: Sequence[Shape], attrs: Attrs) -> list[Shape]:
+    # the given shape may be more general than the default's (None sizes), never different
+    (default,), given = shapes, attrs["shape"]
+    if not compatible(default, given):
+        raise ShapeError(f"PlaceholderWithDefault: the default's shape {format_shape(default)} "
+                         f"does not fit the given shape {format_shape(given)}")  # fmt: skip
+    return [given]
+
+
+def with_default_kernel(default: np.ndarray, shape: Any) -> np.ndarray:
+    return default  # unfed, it is its default
+
+
+@op("PlaceholderWithDefault", with_default_kernel, shape=_with_default_shape,
+    dtype=same_dtype(ANY), attrs={"shape": PLACEHOLDER_ATTRS["shape"]})  # fmt: skip
+def placeholder_with_default(
+    input: Any,
+    shape: Sequence[int | None] | None,
+    name: str | None = None,
+) -> Any:
+    """A graph input that may be fed, and is ``input`` when it is not. ``shape`` (``None``
+    sizes, or ``None``: any shape) must fit ``input``'s shape and is the output's static
+    shape, so a graph built on it works for any fed size. Eagerly it is ``input``."""
+    attrs = {
+        "shape": None if shape is None else tuple(None if d is None else int(d) for d in shape)
+    }
+    default = convert_to_tensor(input)
+    return execute("PlaceholderWithDefault", (default,), attrs, name or "PlaceholderWithDefault")[0]
+
+
+@register_gradient("PlaceholderWithDefault")
+def _with_default_grad(op: Any, grad: Any) -> tuple[Any]:
+    return (grad,)  # unfed it is an identity (as TensorFlow's gradient says)
 
 
 def _no_outputs(inputs: Sequence[Any], attrs: Attrs) -> list[Any]:
@@ -132,6 +167,7 @@ __all__ = [
     "no_op",
     "no_op_kernel",
     "placeholder",
+    "placeholder_with_default",
     "trainable_variables",
     "variables_initializer",
 ]

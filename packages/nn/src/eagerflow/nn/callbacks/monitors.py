@@ -135,7 +135,7 @@ class ModelCheckpoint(Callback):
         optimizer = self.optimizer or self.params.get("optimizer")
         if not self.save_weights_only and optimizer is not None:
             objects["optimizer"] = optimizer
-        self.saved.append(Checkpoint(**objects).save(path))
+        self.saved.append(Checkpoint(**objects).write(path))
 
 
 class LearningRateScheduler(Callback):
