@@ -111,3 +111,21 @@ def test_a_mutated_saved_model_is_refused_or_loads(
         shutil.rmtree(target)
     if path_in[0] in ("variables", "graph_def") and "node" not in path_in:
         np.testing.assert_array_equal(result, expected)  # names and layout: the same model
+
+
+@pytest.mark.parametrize("field", ["function", "inputs", "outputs"])
+@pytest.mark.parametrize("value", [[], 5, {"a": 1}, ["x", 3]])
+def test_a_signature_named_by_other_than_strings_is_refused(
+    exported: tuple[Path, np.ndarray], tmp_path: Path, field: str, value: Any
+) -> None:
+    """What the fuzzing found: a list as a signature's function name escaped as a TypeError
+    (unhashable) instead of the loader's own refusal."""
+    original, _ = exported
+    document = json.loads((original / "saved_model.json").read_text())
+    target = tmp_path / "model"
+    shutil.copytree(original, target)
+    (target / "saved_model.json").write_text(
+        json.dumps(_mutated(document, ("signatures", "serving_default", field), value))
+    )
+    with pytest.raises(saved_model.SavedModelError, match="serving_default"):
+        saved_model.load(target)

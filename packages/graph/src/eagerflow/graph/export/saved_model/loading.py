@@ -291,6 +291,10 @@ def _loaded_functions(
     return loaded
 
 
+def _all_strings(*values: object) -> bool:
+    return all(isinstance(value, str) for value in values)
+
+
 def _loaded_signatures(
     signatures: dict[str, tuple[str, list[str], list[str]]],
     loaded: dict[str, LoadedFunction],
@@ -299,6 +303,12 @@ def _loaded_signatures(
     """Each serving signature over its loaded function, which it must fit."""
     loaded_signatures = {}
     for key, (name, inputs, outputs) in signatures.items():
+        lists = isinstance(inputs, list) and isinstance(outputs, list)
+        if not (isinstance(name, str) and lists and _all_strings(*inputs, *outputs)):
+            raise SavedModelError(
+                f"{path}: signature {key!r} must name a function and its inputs and outputs "
+                "by strings"
+            )
         if name not in loaded:
             raise SavedModelError(f"{path}: signature {key!r} names no saved function {name!r}")
         function = loaded[name]
