@@ -75,13 +75,13 @@ def axis_argument(axis: Any, op: str) -> int:
 
 def axes_argument(axis: Any, op: str) -> tuple[int, ...]:
     """An ``axis`` argument that may also be a sequence of integers, as a tuple."""
-    if isinstance(axis, tuple | list):  # (first: a failed operator.index costs ~1 us)
+    if isinstance(axis, (tuple, list)):  # (first: a failed operator.index costs ~1 us)
         return tuple(axis_argument(a, op) for a in axis)
     try:
         return (operator.index(axis),)
     except TypeError:
         pass
-    if isinstance(axis, str) or not isinstance(axis, Sequence | np.ndarray):
+    if isinstance(axis, str) or not isinstance(axis, (Sequence, np.ndarray)):
         raise TypeError(f"{op}: axis must be an integer or a sequence of integers, got "
                         f"{type(axis).__name__} {axis!r:.40}")  # fmt: skip
     return tuple(axis_argument(a, op) for a in axis)

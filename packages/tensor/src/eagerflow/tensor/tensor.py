@@ -290,7 +290,7 @@ def is_tensor_like(value: Any) -> bool:
 
 def holds_tensors(value: Any) -> bool:
     """Whether a (nested) list or tuple holds a tensor-like value somewhere."""
-    return isinstance(value, list | tuple) and any(
+    return isinstance(value, (list, tuple)) and any(
         is_tensor_like(v) or holds_tensors(v) for v in value
     )
 

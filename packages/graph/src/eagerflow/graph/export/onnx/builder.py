@@ -239,6 +239,7 @@ NOT_EXPORTABLE = {
     "RandomUniform": "draws random numbers from eagerflow's generator, which ONNX has not",
     "RandomShuffle": "draws random numbers from eagerflow's generator, which ONNX has not",
     "Placeholder": "a placeholder the function does not take as an input",
+    "PlaceholderWithDefault": "not written yet (a graph input whose initializer is its default)",
     "VariableV2": "a graph variable's node (export a function of eager variables)",
     "StridedSliceGrad": "the gradient of indexing: no rule yet (export the forward function)",
     "Conv2DBackpropInput": "a convolution's gradient: no rule yet (export the forward function)",

@@ -531,6 +531,7 @@ NO_TF_COUNTERPART = {
     "RandomNormal": _RANDOM, "RandomUniform": _RANDOM, "RandomShuffle": _RANDOM,
     "If": _FUNCTIONS, "While": _FUNCTIONS, "PartitionedCall": _FUNCTIONS,
     "CustomGradient": "holds a Python function, which no GraphDef can carry",
+    "PlaceholderWithDefault": "TensorFlow has the op (its default an input): not written yet",
     "PrintV2": "prints when it runs: an inference GraphDef has no effects",
     "WriteSummary": "writes to a summary file when it runs: an inference GraphDef has no "
                     "effects (TensorFlow's WriteSummary takes a writer resource)",
