@@ -338,6 +338,8 @@ CASES: dict[str, Callable[[st.DrawFn], Case]] = {
 # Ops whose gradient is tested elsewhere (their value is a user's function, or not an array op).
 ELSEWHERE = {
     "CustomGradient": "tests/autodiff/test_tape.py",
+    # a graph input: eagerly it is its default itself (no op), in a graph an identity
+    "PlaceholderWithDefault": "tests/graph/test_placeholder_with_default.py",
     "If": "tests/graph/test_control_flow.py",  # gradients through cond, first and second order
     "PartitionedCall": "tests/graph/test_function.py",  # gradients through @function calls
     "While": "tests/graph/test_while_gradients.py",  # first and second order, graph and tape

@@ -581,3 +581,8 @@ class _Prefetch(_Transformation, kind="prefetch"):
 
     def _describe(self) -> str:
         return f".prefetch({self._buffer_size})"
+
+
+# Nothing here is for other modules to import: each kind registers itself with Dataset
+# (``kind=...``), and Dataset's methods make it.
+__all__: list[str] = []
