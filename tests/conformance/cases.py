@@ -191,6 +191,16 @@ def _(ns: Any) -> Any:
     return ns.constant(1.5)
 
 
+@case("constant/empty_list_as_int64")
+def _(ns: Any) -> Any:
+    return ns.constant([], ns.int64)
+
+
+@case("constant/empty_nested_list_as_bool")
+def _(ns: Any) -> Any:
+    return ns.constant([[], []], ns.bool)
+
+
 @case("constant/python_int")
 def _(ns: Any) -> Any:
     return ns.constant(7)

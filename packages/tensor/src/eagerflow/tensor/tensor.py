@@ -359,7 +359,8 @@ def _natural_dtype(array: np.ndarray, value: Any, from_numpy: bool) -> DType:
 
 
 def _check_lossless(array: np.ndarray, natural: DType, target: DType, value: Any) -> None:
-    ok = natural.kind == target.kind or (natural.kind == "i" and target.kind == "f")
+    # an empty list ([] reads as float32) holds nothing to lose: it takes any dtype, as in TF
+    ok = not array.size or natural.kind == target.kind or (natural.kind, target.kind) == ("i", "f")
     if ok and target.is_integer and array.size:
         info = np.iinfo(target.np)
         ok = info.min <= array.min() and array.max() <= info.max
