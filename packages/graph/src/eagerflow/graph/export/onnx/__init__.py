@@ -66,7 +66,6 @@ imported only when ``export`` runs: ``import eagerflow.graph`` never imports it.
 
 from __future__ import annotations
 
-import inspect
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -85,8 +84,8 @@ from eagerflow.graph.export.onnx.builder import (
     rule,
     unsupported,
 )
+from eagerflow.graph.export.traced import concrete_of, input_names_of
 from eagerflow.graph.tracing.function import ConcreteFunction, Function
-from eagerflow.graph.tracing.tensor_spec import TensorSpec
 
 if TYPE_CHECKING:
     import onnx
@@ -103,22 +102,6 @@ def _import_onnx() -> Any:
     return onnx
 
 
-def _concrete(function: Function | ConcreteFunction) -> ConcreteFunction:
-    if isinstance(function, ConcreteFunction):
-        return function
-    if isinstance(function, Function):
-        if function.input_signature is None:
-            raise ValueError(
-                "export needs the function's input shapes: decorate it with "
-                "function(input_signature=[TensorSpec(...)]), or pass a ConcreteFunction "
-                "(f.get_concrete_function(TensorSpec((None, 3))))"
-            )
-        return function.get_concrete_function()
-    raise TypeError(
-        f"export takes an eagerflow.graph Function or ConcreteFunction, got {function!r:.60}"
-    )
-
-
 def to_model(function: Function | ConcreteFunction, opset: int = 17) -> onnx.ModelProto:
     """The ONNX ``ModelProto`` of a traced function (see the module docs), checked by
     ``onnx.checker.check_model``; ``export`` writes it to a file."""
@@ -131,8 +114,8 @@ def to_model(function: Function | ConcreteFunction, opset: int = 17) -> onnx.Mod
             f"opset must be between {MIN_OPSET} and {onnx.defs.onnx_opset_version()} (the "
             f"newest this onnx package knows), got {opset}"
         )
-    concrete = _concrete(function)
-    input_names = _input_names(function, concrete)
+    concrete = concrete_of(function)
+    input_names = input_names_of(function, concrete)
     found: list[tuple[str, str, str]] = []
     unsupported([concrete], found, set())
     if found:  # ops with no rule at all: refused before anything is built
@@ -168,24 +151,6 @@ def to_model(function: Function | ConcreteFunction, opset: int = 17) -> onnx.Mod
     )  # fmt: skip
     onnx.checker.check_model(model)
     return model
-
-
-def _input_names(function: Function | ConcreteFunction, concrete: ConcreteFunction) -> list[str]:
-    """The model's input names: a Function's parameter names when its input_signature is one
-    TensorSpec per parameter (a spec's own name first), else the trace's placeholder names."""
-    names = [t.op.name for t in concrete.arguments]
-    if not isinstance(function, Function):
-        return names
-    signature = function.input_signature
-    if signature is None or not all(isinstance(s, TensorSpec) for s in signature):
-        return names
-    try:
-        parameters = list(inspect.signature(function.python_function).parameters)
-    except (TypeError, ValueError):
-        return names
-    if len(parameters) < len(names):
-        return names
-    return [s.name or p for s, p in zip(signature, parameters, strict=False)]
 
 
 def export(

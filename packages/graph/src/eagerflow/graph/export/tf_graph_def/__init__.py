@@ -55,7 +55,6 @@ from eagerflow.graph.core.files import atomic_write
 from eagerflow.graph.core.graph import Graph, SymbolicTensor
 from eagerflow.graph.export import graph_def_import
 from eagerflow.graph.export.graph_def import GraphDef
-from eagerflow.graph.export.onnx import _concrete, _input_names
 from eagerflow.graph.export.tf_graph_def import protos as pb
 from eagerflow.graph.export.tf_graph_def.protos import TfGraphDefError
 from eagerflow.graph.export.tf_graph_def.reading import UnknownTfOpError, to_eagerflow
@@ -66,6 +65,7 @@ from eagerflow.graph.export.tf_graph_def.rules import (
     TfRule,
 )
 from eagerflow.graph.export.tf_graph_def.writing import to_proto as _to_proto
+from eagerflow.graph.export.traced import concrete_of, input_names_of
 from eagerflow.graph.tracing.function import ConcreteFunction, Function
 
 TEXT_SUFFIX = ".pbtxt"
@@ -83,8 +83,8 @@ def to_proto(source: Source, outputs: Sequence[SymbolicTensor] = ()) -> Any:
         if not outputs:
             raise ValueError("writing a Graph needs the outputs to write: to_proto(g, [y])")
         return _to_proto(source, [], list(outputs), [])
-    concrete = _concrete(source)
-    names = _input_names(source, concrete)
+    concrete = concrete_of(source)
+    names = input_names_of(source, concrete)
     return _to_proto(concrete.graph, concrete.arguments, concrete.outputs, names)
 
 
