@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
+from eagerflow.graph.core.names import UniqueNames
 from eagerflow.graph.core.walks import needed_in_order
 from eagerflow.graph.export.tf_graph_def import protos as pb
 from eagerflow.graph.export.tf_graph_def.rules import (
@@ -39,21 +40,6 @@ def translated(operations: list[Operation]) -> list[tuple[Operation, TfNode]]:
     return done
 
 
-class _Names:
-    """Node names used once in the GraphDef: ``hint``, else ``hint_1``, ``hint_2``..."""
-
-    def __init__(self) -> None:
-        self.used: set[str] = set()
-
-    def __call__(self, hint: str) -> str:
-        candidate, n = hint, 0
-        while candidate in self.used:
-            n += 1
-            candidate = f"{hint}_{n}"
-        self.used.add(candidate)
-        return candidate
-
-
 def to_proto(
     graph: Graph,
     arguments: Sequence[SymbolicTensor],
@@ -66,7 +52,7 @@ def to_proto(
     now, and the outputs are ``Identity`` nodes ``output_0``, ``output_1``..."""
     graph_def = pb.protos().GraphDef()
     graph_def.versions.producer = PRODUCER
-    names = _Names()
+    names = UniqueNames()  # node names used once in the GraphDef
     for name in input_names:
         names(name)
     renamed = {t.op: name for t, name in zip(arguments, input_names, strict=True)}
