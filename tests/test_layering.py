@@ -27,7 +27,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES_DIR = REPO / "packages"
-LAYERS = ("tensor", "autodiff", "graph", "nn")  # lowest first
+LAYERS = ("tensor", "autodiff", "graph", "nn", "distribute")  # lowest first
 
 
 def higher_layers(layer: str) -> tuple[str, ...]:

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES_DIR = REPO / "packages"
-LAYERS = ("tensor", "autodiff", "graph", "nn")  # lowest first; each depends on the one before
+# lowest first; each depends on the one before
+LAYERS = ("tensor", "autodiff", "graph", "nn", "distribute")
 NO_VERSION_CHECK = "--disable-pip-version-check"
 PIP_QUIET = [NO_VERSION_CHECK, "-q"]  # not for pip list/check: -q silences their output too
 VERSION = (REPO / "VERSION").read_text().strip()  # every package's version (tests/test_version.py)

@@ -22,6 +22,7 @@ from eagerflow.nn.callbacks.progbar import PROGRESS_EVERY, LineStream
 from eagerflow.nn.data import INFINITE_CARDINALITY, Dataset
 from eagerflow.nn.module import Layer
 from eagerflow.nn.optimizers import Optimizer
+from eagerflow.nn.replicas import current_replica_hook
 from eagerflow.tensor import Tensor, nest
 
 LossFn = Callable[[Any, Any], Tensor]
@@ -207,8 +208,11 @@ def _train_epoch(
     averaged over the epoch's examples (each batch weighted by its size); {} if it had none."""
     sums = dict.fromkeys(["loss", *metric_fns], 0.0)
     seen = 0
+    replicas = current_replica_hook()  # under a distribution strategy: this replica's rows
     for batch, (xb, yb) in enumerate(epoch):
         hooks.on_train_batch_begin(batch)
+        if replicas is not None:
+            xb, yb = replicas.shard(xb), replicas.shard(yb)
         with GradientTape() as tape:
             outputs = model(xb, training=True)
             value = loss_fn(yb, outputs)
