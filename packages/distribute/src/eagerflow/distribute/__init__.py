@@ -13,20 +13,50 @@ Read it in this order:
 
 MPI (``mpi4py`` and the ``mpich`` wheel) is the ``[mpi]`` extra: importing this package works
 without it, and using MPI without it is an ImportError naming the extra.
+
+The names below (and ``__version__``) are found when first used (PEP 562), so that the
+launcher and the supervisor, which start before every task, do not pay for importing
+eagerflow.nn (~1 s).
 """
 
-from importlib import metadata as _metadata
+from __future__ import annotations
 
-from eagerflow.distribute.collective import all_reduce_sum, all_reduce_tensors
-from eagerflow.distribute.communicator import Communicator, MPICommunicator, Request
-from eagerflow.distribute.strategy import (
-    ClusterResolver,
-    DistributedDataset,
-    MultiWorkerMirroredStrategy,
-    ReduceOp,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__version__ = _metadata.version("eagerflow-distribute")  # from the repository's VERSION file
+if TYPE_CHECKING:
+    from eagerflow.distribute.collective import all_reduce_sum, all_reduce_tensors
+    from eagerflow.distribute.communicator import Communicator, MPICommunicator, Request
+    from eagerflow.distribute.strategy import (
+        ClusterResolver,
+        DistributedDataset,
+        MultiWorkerMirroredStrategy,
+        ReduceOp,
+    )
+
+_HOMES = {
+    "all_reduce_sum": "collective",
+    "all_reduce_tensors": "collective",
+    "Communicator": "communicator",
+    "MPICommunicator": "communicator",
+    "Request": "communicator",
+    "ClusterResolver": "strategy",
+    "DistributedDataset": "strategy",
+    "MultiWorkerMirroredStrategy": "strategy",
+    "ReduceOp": "strategy",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module the first time it is asked for."""
+    if name == "__version__":  # from the repository's VERSION file (importlib.metadata: ~0.1 s)
+        from importlib import metadata
+
+        return metadata.version("eagerflow-distribute")
+    if name not in _HOMES:
+        raise AttributeError(f"module 'eagerflow.distribute' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"eagerflow.distribute.{_HOMES[name]}"), name)
+
 
 __all__ = [
     "ClusterResolver",

@@ -88,8 +88,9 @@ def mpiexec_command(options: argparse.Namespace, env: dict[str, str]) -> list[st
     return [mpiexec, "-n", str(options.num_workers), *hosts, *task]
 
 
-def explain_failure(status_dir: str, num_workers: int, timed_out: float | None) -> str:
-    """Which tasks failed and how, from the statuses their supervisors wrote."""
+def explain_failure(status_dir: str, num_workers: int, code: int, timed_out: float | None) -> str:
+    """Which tasks failed and how, from the statuses their supervisors wrote. (A task that
+    MPI aborted, as an uncaught exception does, says so itself, prefixed by its task.)"""
     failed, unfinished = [], []
     for rank in range(num_workers):
         path = Path(status_dir) / f"task-{rank}"
@@ -97,12 +98,16 @@ def explain_failure(status_dir: str, num_workers: int, timed_out: float | None) 
             unfinished.append(rank)
         elif (code := int(path.read_text())) != 0:
             failed.append(f"task {rank} (/job:worker/task:{rank}) {describe_status(code)}")
-    lines = [f"the job ran past --timeout {timed_out:g} s and was ended"] if timed_out else []
+    if timed_out:
+        lines = [f"the job ran past --timeout {timed_out:g} s and was ended"]
+    else:
+        lines = [f"the job failed with status {code}"]
     lines += failed
     if unfinished:
         which = ", ".join(str(r) for r in unfinished)
-        lines.append(f"tasks {which} did not finish (ended when the job was)")
-    return "eagerflow.distribute.run: " + "; ".join(lines or ["the job failed"])
+        tasks = "task" if len(unfinished) == 1 else "tasks"
+        lines.append(f"{tasks} {which} did not finish (ended with the job)")
+    return "eagerflow.distribute.run: " + "; ".join(lines)
 
 
 def launch(options: argparse.Namespace) -> int:
@@ -120,8 +125,9 @@ def launch(options: argparse.Namespace) -> int:
         timed_out = time.monotonic() - start >= options.timeout
         if code == 0 and not timed_out:
             return 0
-        print(explain_failure(status_dir, options.num_workers, options.timeout if timed_out
-                              else None), file=sys.stderr, flush=True)  # fmt: skip
+        limit = options.timeout if timed_out else None
+        report = explain_failure(status_dir, options.num_workers, code, limit)
+        print(report, file=sys.stderr, flush=True)
         return TIMED_OUT if timed_out else (code or 1)
 
 

@@ -94,7 +94,9 @@ def supervise(command: list[str]) -> int:
 
 def main() -> None:
     """``python -m eagerflow.distribute.supervisor script.py [args]`` (the launcher's)."""
-    sys.exit(supervise([sys.executable, "-u", *sys.argv[1:]]))
+    # mpi4py's runner: an uncaught exception aborts the whole job (MPI_Abort) rather than
+    # leaving the task in MPI_Finalize, waiting for the others, which wait for it
+    sys.exit(supervise([sys.executable, "-u", "-m", "mpi4py", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":
