@@ -1,4 +1,4 @@
-"""One version for the four packages, written once: the repository's VERSION file.
+"""One version for the five packages, written once: the repository's VERSION file.
 
 Each package's build reads it (``[tool.hatch.version]``), and the three packages that depend on
 the layer below pin it at that version through their ``hatch_build.py`` hook. What cannot be
