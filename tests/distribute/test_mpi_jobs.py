@@ -71,14 +71,17 @@ def test_a_hanging_task_is_ended_by_the_timeout():
 
 
 def test_two_workers_train_as_one_process_on_the_global_batch(tmp_path):
-    modes = ("eager", "function", "fit")
+    # (digits: a small CNN on handwritten digits, global batch 64, through fit)
+    modes = ("eager", "function", "fit", "digits")
     done, _ = launch("-n", "2", str(JOBS / "train.py"), str(tmp_path), *modes)
     assert done.returncode == 0, done.stdout + done.stderr
     for mode in modes:
         alone = workload.train(None, mode)
+        batch = workload.DIGITS_BATCH if mode == "digits" else workload.GLOBAL_BATCH
+        assert alone["rows"] == [batch]
         for rank in (0, 1):
             got = np.load(tmp_path / f"{mode}-{rank}.npz")
-            assert list(got["rows"]) == [workload.GLOBAL_BATCH // 2]
+            assert list(got["rows"]) == [batch // 2]
             np.testing.assert_allclose(got["losses"], alone["losses"], rtol=1e-5)
             for i, want in enumerate(alone["weights"]):
                 np.testing.assert_allclose(got[f"w{i}"], want, rtol=1e-5, atol=1e-6)

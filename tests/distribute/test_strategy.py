@@ -116,16 +116,17 @@ def test_a_global_batch_is_cut_into_shards_of_nearly_equal_size():
     np.testing.assert_array_equal(np.concatenate([s[1]["y"] for s in shards]), batch[1]["y"])
 
 
-@pytest.mark.parametrize("mode", workload.MODES)
+@pytest.mark.parametrize("mode", [*workload.MODES, "digits"])
 def test_two_replicas_train_as_one_process_on_the_global_batch(mode):
     alone = workload.train(None, mode)
 
     def task(comm):
         return workload.train(MultiWorkerMirroredStrategy(communicator=comm), mode)
 
-    assert alone["rows"] == [workload.GLOBAL_BATCH]
+    batch = workload.DIGITS_BATCH if mode == "digits" else workload.GLOBAL_BATCH
+    assert alone["rows"] == [batch]
     for replica in run_on_threads(2, task):
-        assert replica["rows"] == [workload.GLOBAL_BATCH // 2]  # each its half of each batch
+        assert replica["rows"] == [batch // 2]  # each its half of each global batch
         np.testing.assert_allclose(replica["losses"], alone["losses"], rtol=1e-5)
         for got, want in zip(replica["weights"], alone["weights"], strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -135,3 +136,16 @@ def test_without_mpi4py_using_mpi_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "mpi4py", None)
     with pytest.raises(ImportError, match=r"eagerflow-distribute\[mpi\]"):
         MPICommunicator()
+
+
+def test_fit_under_a_strategy_needs_one_shuffling_order():
+    def task(comm):
+        strategy = MultiWorkerMirroredStrategy(communicator=comm)
+        x, y = workload.data()
+        with strategy.scope():
+            model = nn.Sequential([nn.Dense(3)])
+            with pytest.raises(ValueError, match="give seed="):
+                nn.fit(model, x, y, loss="sparse_softmax_cross_entropy", verbose=0,
+                       optimizer=nn.GradientDescentOptimizer(0.1))  # fmt: skip
+
+    run_on_threads(2, task)

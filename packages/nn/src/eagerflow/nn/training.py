@@ -116,6 +116,7 @@ def fit(
     metric_fns = {_label(m): _named(m, METRICS, "metric") for m in metrics}
     epoch_batches, steps = _epoch_source(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed)
     _check_fit_arguments(optimizer, epochs, verbose, validation_data)
+    _check_replicated_order(x, shuffle, seed)
     params = {"epochs": epochs, "steps": steps, "verbose": int(verbose), "optimizer": optimizer,
               "input_shape": _input_shape(x)}  # fmt: skip
     hooks, history = _callback_list(callbacks, model, params, print_fn)
@@ -132,6 +133,15 @@ def fit(
             break
     hooks.on_train_end(logs)
     return history
+
+
+def _check_replicated_order(x: Any, shuffle: bool | None, seed: int | None) -> None:
+    """Under a distribution strategy each replica shuffles arrays on its own: they must draw
+    the same orders (one seed) to cut the same global batches."""
+    unseeded = seed is None and shuffle is not False and not isinstance(x, Dataset)
+    if unseeded and current_replica_hook() is not None:
+        raise ValueError("fit: under a distribution strategy give seed= (or shuffle=False), "
+                         "so that every replica cuts the same global batches")  # fmt: skip
 
 
 def _validate(
