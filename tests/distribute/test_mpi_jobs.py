@@ -41,9 +41,11 @@ def test_the_launcher_runs_n_tasks_with_prefixed_output_and_one_blas_thread():
     for rank in (0, 1):
         mine = [line for line in lines if line.startswith(f"[worker {rank}] ")]
         assert f"[worker {rank}] rank {rank} of 2 sum [3.0, 3.0, 3.0] args ['a', '--b']" in mine
+        other = float(1 - rank)
+        assert f"[worker {rank}] max [1] broadcast [11.0, 11.0] received [{other}, {other}]" in mine
         assert f"[worker {rank}] threads 1 1" in mine
         assert f"[worker {rank}] mpiexec {Path(sys.executable).parent / 'mpiexec'}" in mine
-    assert len(lines) == 6
+    assert len(lines) == 8
 
 
 @pytest.mark.parametrize(

@@ -96,8 +96,8 @@ def explain_failure(status_dir: str, num_workers: int, code: int, timed_out: flo
         path = Path(status_dir) / f"task-{rank}"
         if not path.exists():
             unfinished.append(rank)
-        elif (code := int(path.read_text())) != 0:
-            failed.append(f"task {rank} (/job:worker/task:{rank}) {describe_status(code)}")
+        elif (status := int(path.read_text())) != 0:
+            failed.append(f"task {rank} (/job:worker/task:{rank}) {describe_status(status)}")
     if timed_out:
         lines = [f"the job ran past --timeout {timed_out:g} s and was ended"]
     else:
