@@ -149,3 +149,21 @@ def test_fit_under_a_strategy_needs_one_shuffling_order():
                        optimizer=nn.GradientDescentOptimizer(0.1))  # fmt: skip
 
     run_on_threads(2, task)
+
+
+def test_in_a_session_graph_apply_gradients_averages_over_replicas():
+    def task(comm):
+        strategy = MultiWorkerMirroredStrategy(communicator=comm)
+        with eg.Graph().as_default():
+            x = eg.placeholder(ef.float32, (None, 2))
+            w = Variable(np.ones((2, 1), np.float32))
+            loss = ef.reduce_mean(ef.matmul(x, w) ** 2)
+            train = strategy.run(lambda: nn.GradientDescentOptimizer(0.1).minimize(loss))
+            with eg.Session() as session:
+                session.run(w.initializer)
+                session.run(train, {x: np.full((1, 2), comm.rank + 1.0, np.float32)})
+                return session.run(w.read_value())
+
+    # d loss/d w = 2 (x.w) x: 4 on task 0 (x = 1), 16 on task 1 (x = 2); mean 10: w = 1 - 1
+    for w in run_on_threads(2, task):
+        np.testing.assert_array_equal(w, np.zeros((2, 1)))
