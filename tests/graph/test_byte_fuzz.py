@@ -137,3 +137,34 @@ def test_a_values_file_compressed_by_an_unknown_method_is_refused(
     values.write_bytes(rewrite(values.read_bytes(), lambda i, b: [(i.filename, b)], 99))
     with pytest.raises(SavedModelError, match=r"not an \.npz archive.*NotImplementedError"):
         saved_model.load(target)
+
+
+@pytest.mark.skipif(not HAS_TF_PROTO, reason="needs the tf-proto extra (tensorboard)")
+def test_splat_constants_past_the_byte_limit_are_refused_before_they_are_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``Const`` whose one value fills its whole shape is a few bytes in the file, however
+    big the tensor: the bytes all constants declare are counted against ``limits.
+    MAX_VARIABLE_BYTES`` before any is made (each one alone was under its element limit, and
+    so were ten of them, which made 10 x 2 GiB of float64 from a file of 300 bytes)."""
+    from eagerflow.graph.export import limits
+    from eagerflow.graph.export.tf_graph_def import TfGraphDefError, import_graph_def
+    from eagerflow.graph.export.tf_graph_def.protos import protos, tensor_proto
+
+    graph_def = protos().GraphDef()
+    for i in range(3):
+        node = graph_def.node.add(name=f"c{i}", op="Const")
+        value = tensor_proto(np.zeros((), np.float64))
+        value.tensor_shape.Clear()  # one value, declared for a [1000, 100] tensor: 800 kB
+        value.tensor_shape.dim.add(size=1000)
+        value.tensor_shape.dim.add(size=100)
+        value.ClearField("tensor_content")
+        value.double_val.append(1.0)
+        node.attr["value"].tensor.CopyFrom(value)
+        node.attr["dtype"].type = value.dtype
+    monkeypatch.setattr(limits, "MAX_VARIABLE_BYTES", 2_000_000)
+    with Graph().as_default(), pytest.raises(TfGraphDefError, match=r"node 'c2' \(Const\)"):
+        _within_memory(lambda: import_graph_def(graph_def.SerializeToString()))
+    monkeypatch.setattr(limits, "MAX_VARIABLE_BYTES", 3_000_000)
+    with Graph().as_default():
+        import_graph_def(graph_def.SerializeToString())  # under the limit: read

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from byte_mutations import examples, npz_mutation, raw_mutation, rewrite
+from byte_mutations import PAYLOADS, examples, npz_mutation, raw_mutation, rewrite
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -208,5 +208,27 @@ def test_an_unknown_compression_method_is_refused(tmp_path: Path, load: str) -> 
     path.write_bytes(rewrite(data, lambda i, b: [(i.filename, b)], compress_type=99))
     before = _perturbed()
     with pytest.raises(CheckpointError, match=r"not an \.npz archive.*NotImplementedError"):
+        CHECKPOINT.restore(path) if load == "restore" else MODEL.load_weights(path)
+    _each_from_file_or_before(before, None)
+
+
+@pytest.mark.parametrize("load", ["restore", "load_weights"])
+def test_an_object_array_is_refused_without_unpickling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, load: str
+) -> None:
+    """An object array's bytes are a pickle: refused from its header, pickle never called."""
+    import pickle
+
+    def no(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("pickle was used")
+
+    monkeypatch.setattr(pickle, "load", no)
+    monkeypatch.setattr(pickle, "loads", no)
+    data = CHECKPOINT_BYTES if load == "restore" else WEIGHTS_BYTES
+    path = tmp_path / "ckpt"
+    path.write_bytes(rewrite(data, lambda i, b: [(i.filename, PAYLOADS["object array"]
+                                                  if "kernel" in i.filename else b)]))  # fmt: skip
+    before = _perturbed()
+    with pytest.raises(CheckpointError, match="dtype: an object array"):
         CHECKPOINT.restore(path) if load == "restore" else MODEL.load_weights(path)
     _each_from_file_or_before(before, None)

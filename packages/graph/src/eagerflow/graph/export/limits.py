@@ -2,10 +2,11 @@
 
 A file we load is untrusted, so its size is not: a GraphDef or SavedModel JSON file of more
 than ``MAX_FILE_BYTES`` is refused before it is read; JSON nested deeper than ``MAX_DEPTH``
-is refused (and so never reaches a recursive decoder); the variables of one def, and the
-arrays of one ``.npz`` values file or checkpoint, may hold at most ``MAX_VARIABLE_BYTES``
-together, counted from the shapes they declare before any array is made (a variable of
-shape [1e6, 1e6] is refused, not allocated); and a library function may not call itself, or
+is refused (and so never reaches a recursive decoder); the variables of one def, the
+arrays of one ``.npz`` values file or checkpoint, and the tensors of a TensorFlow GraphDef's
+attributes may hold at most ``MAX_VARIABLE_BYTES`` together, counted from the shapes they
+declare before any array is made (a variable of shape [1e6, 1e6] is refused, not
+allocated); and a library function may not call itself, or
 nest calls deeper than ``MAX_DEPTH`` (``import_graph_def`` checks this as it builds).
 
 An ``.npz`` archive is read member by member after its headers were checked: each member's
