@@ -1,7 +1,9 @@
 """Fuzzing the graph loaders with tampered bytes (``tests/byte_mutations.py``), where
 ``test_import_fuzz.py`` tampers with their JSON: a SavedModel's variables ``.npz`` ends in a
 ``SavedModelError`` or a model that computes what the original did; a TensorFlow ``.pb``
-GraphDef (the ``tf-proto`` extra) in an eagerflow error (``TfGraphDefError``,
+GraphDef (the ``tf-proto`` extra), its bytes or one field of a node changed (a splat of a
+huge shape, a dtype, a tensor's bytes, an attribute's kind, an input, an op), in an eagerflow
+error (``TfGraphDefError``,
 ``UnknownTfOpError``, or ``import_graph_def``'s own) or a graph that runs. Never another
 exception, a hang or a huge allocation. Derandomized on CI (``tests/conftest.py``)."""
 
@@ -19,6 +21,7 @@ import numpy as np
 import pytest
 from byte_mutations import examples, npz_mutation, raw_mutation, rewrite
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
@@ -41,15 +44,15 @@ def predict(x: ef.Tensor) -> ef.Tensor:
 EXPECTED = predict(X).numpy()
 
 
-def _within_memory(load: Callable[[], Any]) -> Any:
-    """``load()``, failing the test if it allocated more than ``MAX_ALLOCATED`` at its peak."""
+def _within_memory(load: Callable[[], Any], most: int = MAX_ALLOCATED) -> Any:
+    """``load()``, failing the test if it allocated ``most`` bytes or more at its peak."""
     tracemalloc.start()
     try:
         return load()
     finally:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        assert peak < MAX_ALLOCATED, f"the load allocated {peak} bytes"
+        assert peak < most, f"the load allocated {peak} bytes"
 
 
 @pytest.fixture(scope="module")
@@ -100,18 +103,75 @@ def _tf_graph_def_bytes() -> bytes:
 PB_BYTES = _tf_graph_def_bytes()
 
 
+SIZES = [0, 1, 3, 2**9, 2**18, 2**31, 2**62]  # a dimension a tampered shape may declare
+
+
+def _tamper(node: Any, how: str, draw: st.DrawFn) -> str:
+    """Change one field of ``node`` (a NodeDef) in place, as ``how`` says; says what it did."""
+    tensors = [a.tensor for a in node.attr.values() if a.WhichOneof("value") == "tensor"]
+    if how == "sizes" and tensors:  # one value declared for a shape of any size: a splat
+        sizes = draw(st.lists(st.sampled_from(SIZES), min_size=1, max_size=3))
+        tensors[0].tensor_shape.Clear()
+        for size in sizes:
+            tensors[0].tensor_shape.dim.add(size=size)
+        tensors[0].ClearField("tensor_content")
+        tensors[0].double_val.append(1.0)
+        tensors[0].float_val.append(1.0)
+        return f"{node.name}: a splat of shape {sizes}"
+    if how == "dtype":
+        enum = draw(st.integers(0, 30))
+        for attr in node.attr.values():
+            if attr.WhichOneof("value") == "type":
+                attr.type = enum
+        for tensor in tensors:
+            tensor.dtype = enum
+        return f"{node.name}: dtype {enum}"
+    if how == "content" and tensors:
+        cut = draw(st.integers(-3, 3))
+        tensors[0].tensor_content = tensors[0].tensor_content[:cut] if cut < 0 else (
+            tensors[0].tensor_content + bytes(cut))  # fmt: skip
+        return f"{node.name}: content {cut:+d} bytes"
+    if how == "attr kind" and node.attr:
+        key = draw(st.sampled_from(sorted(node.attr)))
+        node.attr[key].s = b"x"  # (a oneof: the old value goes)
+        return f"{node.name}: attribute {key} a string"
+    if how == "input":
+        node.input.append(draw(st.sampled_from([node.name, "nowhere:0", "x:7", "^x"])))
+        return f"{node.name}: input {node.input[-1]}"
+    node.op = draw(st.sampled_from(["NoSuchOp", "Relu", "Const", "Placeholder", "MatMul"]))
+    return f"{node.name}: op {node.op}"
+
+
+@st.composite
+def proto_mutation(draw: st.DrawFn) -> tuple[str, bytes]:
+    """One field of one node of the GraphDef changed, as a tool that writes protocol buffers
+    (and not bytes at random) would: shapes, dtypes, contents, attributes, inputs, ops."""
+    from eagerflow.graph.export.tf_graph_def.protos import protos
+
+    graph_def = protos().GraphDef.FromString(PB_BYTES)
+    how = draw(st.sampled_from(["sizes", "sizes", "dtype", "content", "attr kind", "input", "op"]))
+    nodes = list(graph_def.node)
+    if how in ("sizes", "content"):  # the nodes with a tensor: constants
+        nodes = [n for n in nodes if any(a.HasField("tensor") for a in n.attr.values())]
+    what = _tamper(draw(st.sampled_from(nodes)), how, draw)
+    return what, graph_def.SerializeToString()
+
+
 @pytest.mark.skipif(not HAS_TF_PROTO, reason="needs the tf-proto extra (tensorboard)")
 @pytest.mark.timeout(60)
 @FUZZ
-@given(mutation=raw_mutation(PB_BYTES))
-def test_a_tampered_tensorflow_graph_def_is_refused_or_runs(mutation: tuple[str, bytes]) -> None:
-    from eagerflow.graph.export import tf_graph_def
+@given(mutation=st.one_of(raw_mutation(PB_BYTES), proto_mutation()))
+def test_a_tampered_tensorflow_graph_def_is_refused_or_runs(
+    monkeypatch: pytest.MonkeyPatch, mutation: tuple[str, bytes]
+) -> None:
+    from eagerflow.graph.export import limits, tf_graph_def
 
+    monkeypatch.setattr(limits, "MAX_VARIABLE_BYTES", 1 << 16)  # small: a splat must be refused
     graph = Graph()
     try:
         with graph.as_default():
             outputs = _within_memory(lambda: tf_graph_def.import_graph_def(
-                mutation[1], return_elements=["output_0:0"]))  # fmt: skip
+                mutation[1], return_elements=["output_0:0"]), 1 << 19)  # fmt: skip
     except EagerflowError:
         return  # TfGraphDefError, UnknownTfOpError, or import_graph_def's and the ops' own
     # it loaded: it runs, or an op refuses; a placeholder it reshaped refuses our feed
