@@ -112,3 +112,5 @@ def test_each_kept_error_class_is_still_raised() -> None:
     shown = {(RECORDED["cases"][n]["raises"], ours.__name__)
              for n in RAISING if (ours := raised_here(n)) is not None}  # fmt: skip
     assert set(KEPT_CLASSES) <= shown, f"no case raises {set(KEPT_CLASSES) - shown}"
+    cited = "tests/conformance/error_classes.py"  # the page names the mapping's file
+    assert f"`{cited}`" in NAMES_PAGE and (HERE.parents[1] / cited).is_file()
