@@ -73,7 +73,7 @@ def differences(ours: Outcome, theirs: Outcome, where: str = "") -> list[str]:
     """How ``ours`` differs from ``theirs`` (TensorFlow's), one line each; [] if it agrees."""
     if "raises" in theirs or "raises" in ours:
         if ("raises" in theirs) == ("raises" in ours):
-            return []  # both refuse (the error classes are compared apart, if at all)
+            return []  # both refuse (the classes: test_the_error_class_agrees_with_tensorflow)
         if "raises" in theirs:
             return [f"{where}TensorFlow raises {theirs['raises']}; eagerflow gives {ours}"]
         return [f"{where}eagerflow raises {ours['raises']}; TensorFlow gives {theirs}"]

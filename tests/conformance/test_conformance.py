@@ -1,6 +1,8 @@
 """eagerflow against TensorFlow: every case of ``cases.py`` run here and compared with what
 TensorFlow 2.21 gave for it (``tensorflow_results.json``, recorded by ``record.py``, so CI needs
-no TensorFlow): the dtype, the shape and the values of each result, and which inputs raise.
+no TensorFlow): the dtype, the shape and the values of each result, and which inputs raise;
+where both raise, the error classes, by the mapping of ``error_classes.py`` (TensorFlow's
+``InvalidArgumentError`` agrees with eagerflow's, or a subclass: ``ShapeError``, ...).
 
 A case that disagrees is one of two kinds, and each is listed with its reason:
 
@@ -13,6 +15,7 @@ A case that disagrees is one of two kinds, and each is listed with its reason:
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import warnings
@@ -26,6 +29,7 @@ sys.path.insert(0, str(HERE))
 import cases  # noqa: E402
 import namespaces  # noqa: E402
 from disagreements import _ROOT_CAUSES, KEPT, TO_FIX  # noqa: E402
+from error_classes import KEPT_CLASSES, agrees  # noqa: E402
 from outcome import differences, outcome  # noqa: E402
 
 RECORDED = json.loads((HERE / "tensorflow_results.json").read_text(encoding="utf8"))
@@ -72,3 +76,41 @@ def test_the_lists_name_cases() -> None:
     assert set(KEPT) <= set(cases.CASES) and set(TO_FIX) <= set(cases.CASES)
     assert not set(KEPT) & set(TO_FIX)
     assert all(_ROOT_CAUSES.values()), "a root cause with no case left: delete it"
+
+
+RAISING = sorted(n for n in cases.CASES if "raises" in RECORDED["cases"].get(n, {}))
+
+
+@functools.cache
+def raised_here(name: str) -> type[BaseException] | None:
+    """The class of what case ``name`` raised here, or None if it gave a value."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cases.CASES[name](EAGERFLOW)
+        except Exception as error:
+            return type(error)
+    return None
+
+
+@pytest.mark.parametrize("name", RAISING)
+def test_the_error_class_agrees_with_tensorflow(name: str) -> None:
+    """Where TensorFlow raises, eagerflow raises the class ``error_classes.AGREEING`` maps
+    TensorFlow's to, or one ``KEPT_CLASSES`` keeps (documented in tensorflow-names.md)."""
+    theirs, ours = RECORDED["cases"][name]["raises"], raised_here(name)
+    if ours is None:  # a value where TensorFlow raises: a disagreement of the value test's
+        assert name in TO_FIX or name in KEPT, f"{name}: eagerflow does not raise"
+        return
+    if not agrees(theirs, ours):
+        phrase = KEPT_CLASSES.get((theirs, ours.__name__))
+        assert phrase, f"{name}: eagerflow raises {ours.__name__}, TensorFlow {theirs}"
+        assert phrase in NAMES_PAGE, f"tensorflow-names.md does not say: {phrase!r}"
+
+
+def test_each_kept_error_class_is_still_raised() -> None:
+    """A kept pair of classes that no case shows any more is taken off ``KEPT_CLASSES``."""
+    shown = {(RECORDED["cases"][n]["raises"], ours.__name__)
+             for n in RAISING if (ours := raised_here(n)) is not None}  # fmt: skip
+    assert set(KEPT_CLASSES) <= shown, f"no case raises {set(KEPT_CLASSES) - shown}"
+    cited = "tests/conformance/error_classes.py"  # the page names the mapping's file
+    assert f"`{cited}`" in NAMES_PAGE and (HERE.parents[1] / cited).is_file()

@@ -481,7 +481,7 @@ def test_loading_never_unpickles(saved: Path, monkeypatch: Any) -> None:
     with pytest.raises(SavedModelError, match=r"member 'w:0.npy': dtype: an object array"):
         load(saved)
     path.write_bytes(b"not a zip file at all")
-    with pytest.raises(SavedModelError, match=r"not a variables .npz file"):
+    with pytest.raises(SavedModelError, match=r"not an .npz archive of .npy arrays"):
         load(saved)
 
 

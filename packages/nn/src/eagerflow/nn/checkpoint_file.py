@@ -49,7 +49,7 @@ def load_arrays(path: Path) -> dict[str, np.ndarray]:
         arrays = read_npz(str(path))
     except InvalidAttrError as error:
         raise CheckpointError(f"checkpoint {error}") from None
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+    except OSError as error:
         raise CheckpointError(f"cannot read checkpoint {path}: {error}") from error
     marker = arrays.pop(MARKER, None)
     if marker is None:

@@ -112,8 +112,12 @@ def read_state(directory: Path, latest: bool = False) -> list[str]:
         return []
     if path.stat().st_size > _MAX_STATE_BYTES:
         raise CheckpointError(f"{path} is not a checkpoint list: {path.stat().st_size} bytes")
+    try:
+        text = path.read_bytes().decode("utf8")
+    except UnicodeDecodeError as e:  # a tampered or foreign file: not a list of names
+        raise CheckpointError(f"{path} is not a checkpoint list: not UTF-8 text ({e})") from None
     newest, names = None, []
-    for number, line in enumerate(path.read_text("utf8").splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         match = _LINE.fullmatch(line.strip())
         if match is None or match[2] in (".", ".."):
             if line.strip() and not _TIME.fullmatch(line.strip()):

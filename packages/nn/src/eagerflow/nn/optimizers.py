@@ -91,8 +91,8 @@ class Optimizer:
         depend on the variable. ``var_list`` defaults to the trainable variables (eagerly: those
         the loss read). ``loss`` is a tensor in a graph, a zero-argument callable eagerly."""
         if ef.executing_eagerly():
-            if not callable(loss):
-                raise TypeError(
+            if not callable(loss):  # a RuntimeError, as TensorFlow's: eager mode is the state
+                raise RuntimeError(
                     f"{self.name}.compute_gradients: in eager mode `loss` must be a "
                     f"zero-argument callable returning the loss (got {type(loss).__name__}), "
                     "so the optimizer can record it on a GradientTape"

@@ -2,9 +2,11 @@
 
 Each is also a subclass of the built-in exception a Python user would expect
 (``ShapeError`` is a ``ValueError``, ``DTypeError`` a ``TypeError``), so ``except
-ValueError`` keeps working. Shape and dtype rules raise them with a short reason; the
-execution seam then adds the op's name and its inputs' dtypes and shapes (see ``at_op``),
-so every message reads like ``MatMul(float32[2,3], float32[4,5]): inner dimensions ...``.
+ValueError`` keeps working; and a bad shape or axis is an ``InvalidArgumentError``, as in
+TensorFlow (``site/docs/tensorflow-names.md`` maps TensorFlow's error classes to these).
+Shape and dtype rules raise them with a short reason; the execution seam then adds the op's
+name and its inputs' dtypes and shapes (see ``at_op``), so every message reads like
+``MatMul(float32[2,3], float32[4,5]): inner dimensions ...``.
 """
 
 from __future__ import annotations
@@ -27,14 +29,6 @@ class EagerflowError(Exception):
         return self
 
 
-class ShapeError(EagerflowError, ValueError):
-    """Shapes that do not fit: broadcasting, matmul, reshape, concat, ragged lists, ..."""
-
-
-class AxisError(EagerflowError, ValueError):
-    """An axis out of range for a tensor's rank."""
-
-
 class DTypeError(EagerflowError, TypeError):
     """A dtype an op does not accept, two dtypes that differ, or a value with no dtype."""
 
@@ -44,7 +38,18 @@ class OutOfRangeError(EagerflowError, IndexError):
 
 
 class InvalidArgumentError(EagerflowError, ValueError):
-    """Any other bad argument (a negative depth, a zero integer divisor, ...)."""
+    """A bad argument: shapes that do not fit, an axis out of range, a negative depth, a zero
+    integer divisor, ... (``ShapeError``, ``AxisError`` and ``InvalidAttrError`` are the ones
+    with a class of their own). TensorFlow's eager kernels raise its ``InvalidArgumentError``
+    for all of these, so ``except InvalidArgumentError`` catches what it catches there."""
+
+
+class ShapeError(InvalidArgumentError):
+    """Shapes that do not fit: broadcasting, matmul, reshape, concat, ragged lists, ..."""
+
+
+class AxisError(InvalidArgumentError):
+    """An axis out of range for a tensor's rank."""
 
 
 class InvalidAttrError(InvalidArgumentError):

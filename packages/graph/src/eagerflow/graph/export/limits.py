@@ -2,10 +2,11 @@
 
 A file we load is untrusted, so its size is not: a GraphDef or SavedModel JSON file of more
 than ``MAX_FILE_BYTES`` is refused before it is read; JSON nested deeper than ``MAX_DEPTH``
-is refused (and so never reaches a recursive decoder); the variables of one def, and the
-arrays of one ``.npz`` values file or checkpoint, may hold at most ``MAX_VARIABLE_BYTES``
-together, counted from the shapes they declare before any array is made (a variable of
-shape [1e6, 1e6] is refused, not allocated); and a library function may not call itself, or
+is refused (and so never reaches a recursive decoder); the variables of one def, the
+arrays of one ``.npz`` values file or checkpoint, and the tensors of a TensorFlow GraphDef's
+attributes may hold at most ``MAX_VARIABLE_BYTES`` together, counted from the shapes they
+declare before any array is made (a variable of shape [1e6, 1e6] is refused, not
+allocated); and a library function may not call itself, or
 nest calls deeper than ``MAX_DEPTH`` (``import_graph_def`` checks this as it builds).
 
 An ``.npz`` archive is read member by member after its headers were checked: each member's
@@ -23,7 +24,9 @@ import json
 import math
 import os
 import re
+import struct
 import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -100,9 +103,27 @@ def check_name(where: str, name: Any) -> str:
 
 def read_npz(path: str) -> dict[str, np.ndarray]:
     """Every array of the ``.npz`` archive ``path``, by key, read without pickle once every
-    member's name and header passed (see the module docs). Errors: ``InvalidAttrError`` for a
-    refused member; ``zipfile.BadZipFile``, ``ValueError`` or ``OSError`` for a file that is
-    not an archive of ``.npy`` arrays, for the caller to name."""
+    member's name and header passed (see the module docs). Every refusal is an
+    ``InvalidAttrError``: a refused member, and a file that is not a readable archive of
+    ``.npy`` arrays (a bad zip, an unknown compression method, an encrypted or corrupt
+    member, a bad ``.npy`` header), whatever the zip or ``.npy`` reader raised for it. An
+    ``OSError`` (a missing or unreadable file) is left to the caller."""
+    try:
+        _check_npz(path)
+        with np.load(path, allow_pickle=False) as npz:
+            return {key: npz[key] for key in npz.files}
+    except (InvalidAttrError, OSError):
+        raise
+    # what zipfile, zlib and numpy's .npy reader raise for bytes they cannot read
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, NotImplementedError,
+            RuntimeError, zlib.error, struct.error) as e:  # fmt: skip
+        raise refuse(path, "archive", f"not an .npz archive of .npy arrays: "
+                     f"{type(e).__name__}: {e}") from None  # fmt: skip
+
+
+def _check_npz(path: str) -> None:
+    """Refuse a member whose name, ``.npy`` header or declared size is bad, before any array
+    is made (``zipfile.BadZipFile`` and the like escape, for ``read_npz`` to name)."""
     with zipfile.ZipFile(path) as archive:
         total = 0
         for info in archive.infolist():
@@ -114,8 +135,6 @@ def read_npz(path: str) -> dict[str, np.ndarray]:
                 if math.prod(shape) * dtype.itemsize > info.file_size:
                     raise refuse(where, "shape", f"{list(shape)} of {dtype} is more than the "
                                  f"member's {info.file_size} bytes")  # fmt: skip
-    with np.load(path, allow_pickle=False) as npz:
-        return {key: npz[key] for key in npz.files}
 
 
 def _npy_header(member: Any, where: str) -> tuple[tuple[int, ...], np.dtype[Any]]:

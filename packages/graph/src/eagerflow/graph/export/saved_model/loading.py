@@ -162,12 +162,10 @@ def _read_values(path: str) -> dict[str, np.ndarray]:
         raise FileNotFoundError(f"{path}: the SavedModel's variables file is missing")
     try:
         return read_npz(path)
-    except InvalidAttrError as e:  # a member's name, header or size refused
+    except InvalidAttrError as e:  # not an archive of .npy files, or a member refused
         raise SavedModelError(str(e), e.attr) from None
-    except Exception as e:  # not a zip of .npy files: BadZipFile, a bad header, ...
-        raise SavedModelError(
-            f"{path}: not a variables .npz file: {type(e).__name__}: {e}"
-        ) from None
+    except OSError as e:  # there, but unreadable
+        raise SavedModelError(f"{path}: cannot read the variables file: {e}") from None
 
 
 def _check_document(document: Any, path: str) -> dict[str, Any]:

@@ -6,7 +6,9 @@ Reading is strict: every op TensorFlow's graph uses must have a reading rule (el
 ``UnknownTfOpError`` lists them all, before anything else is read), every attribute a rule
 reads must have the right type (``TfGraphDefError`` naming the node and the attribute), and
 the inputs TensorFlow passes where eagerflow keeps attributes (``Reshape``'s shape) must be
-``Const`` nodes, as they are in a frozen graph.
+``Const`` nodes, as they are in a frozen graph. The tensors all attributes declare may hold
+``limits.MAX_VARIABLE_BYTES`` together, counted from their shapes before any is made: a
+constant whose one value fills its whole shape is a few bytes in the file, however big.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from eagerflow.graph.export.graph_def import FORMAT, VERSION, GraphDef, encode_attr
+from eagerflow.graph.export.limits import check_bytes
 from eagerflow.graph.export.tf_graph_def import protos as pb
 from eagerflow.graph.export.tf_graph_def.rules import TF_RULES, TfAttrs, TfRule, reading_rules
-from eagerflow.tensor.errors import UnknownOpError
+from eagerflow.tensor.errors import InvalidAttrError, UnknownOpError
 
 
 class UnknownTfOpError(UnknownOpError):
@@ -55,6 +58,25 @@ def _attrs(node: Any) -> TfAttrs:
         except (TypeError, ValueError) as e:
             raise TfAttrs(node.name, node.op, {}).error(key, f"cannot be read: {e}") from None
     return TfAttrs(node.name, node.op, values)
+
+
+def _check_sizes(proto: Any) -> None:
+    """Refuse the file if its tensors declare more than ``MAX_VARIABLE_BYTES`` together
+    (a shape or dtype that cannot be read is left for ``_attrs`` to refuse)."""
+    total = 0
+    for node in proto.node:
+        for key, attr in node.attr.items():
+            if attr.WhichOneof("value") != "tensor":
+                continue
+            sizes = tuple(d.size for d in attr.tensor.tensor_shape.dim)
+            try:
+                dtype = pb.dtype_of(attr.tensor.dtype).np
+            except TypeError:
+                continue
+            try:
+                total = check_bytes("the tensors", tuple(max(s, 0) for s in sizes), dtype, total)
+            except InvalidAttrError as e:
+                raise TfAttrs(node.name, node.op, {}).error(key, f"declares {e}") from None
 
 
 def _tensor_name(ref: str) -> str:
@@ -116,6 +138,7 @@ def to_eagerflow(proto: Any) -> GraphDef:
     """eagerflow's GraphDef (a dict) of TensorFlow's ``GraphDef`` proto (see module docs)."""
     known = reading_rules()
     _unknown_ops(proto, known)
+    _check_sizes(proto)
     const_rule = TF_RULES["Const"]
     consts = {}
     for node in proto.node:
