@@ -18,7 +18,7 @@ import eagerflow.tensor as ef
 import eagerflow.tensor.nn  # noqa: F401  (ef.nn)
 from eagerflow import nn
 from eagerflow.autodiff import GradientTape
-from eagerflow.graph import Function, TensorSpec, function, tf_graph_def
+from eagerflow.graph import Function, TensorSpec, cond, function, tf_graph_def, while_loop
 
 
 def _fizzbuzz() -> tuple[Function, np.ndarray]:
@@ -104,7 +104,22 @@ OP_CASES: dict[str, Callable[[Any, Any], Any]] = {
     "slices": lambda x, i: ef.concat([ef.reshape(x[-1:, None, ::-2, 1:3], (-1,)),
                                       x[..., -1][0], x[1, 1:2, :][0]], axis=0),
     "conv": lambda x, i: ef.nn.conv2d(x[..., None], ef.ones((2, 2, 1, 3)), 1, "SAME"),
+    # control flow: FunctionDefs of the GraphDef's library (each branch taken once)
+    "cond": lambda x, i: cond(ef.reduce_sum(x) > 0.0, lambda: x * 2.0, lambda: -x)
+        + cond(i[0] > 5, lambda: x, lambda: ef.exp(x)),
+    "while": lambda x, i: while_loop(
+        lambda k, acc: k < i[0] + 1,
+        lambda k, acc: (k + 1, cond(k % 2 == 0, lambda: acc * 0.5, lambda: acc + x)),
+        [ef.constant(0), x])[1],
+    "call": lambda x, i: _scaled(x, ef.cast(i, ef.float32)) + _scaled(-x, ef.ones((2,))),
 }  # fmt: skip
+
+
+@function(input_signature=[TensorSpec((2, 3, 4)), TensorSpec((2,))])
+def _scaled(x: Any, scale: Any) -> Any:
+    """A traced function the ``call`` case calls (a PartitionedCall), with a cond inside."""
+    y = x * scale[0] + scale[1]
+    return cond(ef.reduce_max(y) > 100.0, lambda: y - 100.0, lambda: ef.relu(y))
 
 
 def _relu_gradient(x):
