@@ -18,7 +18,15 @@ import eagerflow.tensor as ef
 import eagerflow.tensor.nn  # noqa: F401  (ef.nn)
 from eagerflow import nn
 from eagerflow.autodiff import GradientTape
-from eagerflow.graph import Function, TensorSpec, cond, function, tf_graph_def, while_loop
+from eagerflow.graph import (
+    Function,
+    TensorSpec,
+    cond,
+    function,
+    placeholder_with_default,
+    tf_graph_def,
+    while_loop,
+)
 
 
 def _fizzbuzz() -> tuple[Function, np.ndarray]:
@@ -104,6 +112,11 @@ OP_CASES: dict[str, Callable[[Any, Any], Any]] = {
     "slices": lambda x, i: ef.concat([ef.reshape(x[-1:, None, ::-2, 1:3], (-1,)),
                                       x[..., -1][0], x[1, 1:2, :][0]], axis=0),
     "conv": lambda x, i: ef.nn.conv2d(x[..., None], ef.ones((2, 2, 1, 3)), 1, "SAME"),
+    "split_size": lambda x, i: ef.concat(ef.split(x, [1, 3], axis=2)[::-1], axis=2)
+        * ef.cast(ef.size(x), ef.float32) + ef.unsorted_segment_sum(x, i, 3)[:2],
+    "ranges": lambda x, i: x + ef.range(0.5, 4.0, 1.0) + ef.linspace(-1.0, 1.0, 4)
+        + ef.reshape(ef.cast(ef.range(i[1], i[0]), ef.float32), (-1, 1, 1)),
+    "with_default": lambda x, i: placeholder_with_default(x, (None, 3, 4)) * 2.0,
     # control flow: FunctionDefs of the GraphDef's library (each branch taken once)
     "cond": lambda x, i: cond(ef.reduce_sum(x) > 0.0, lambda: x * 2.0, lambda: -x)
         + cond(i[0] > 5, lambda: x, lambda: ef.exp(x)),

@@ -61,6 +61,7 @@ from eagerflow.graph.core.files import atomic_write
 from eagerflow.graph.core.graph import Graph, SymbolicTensor
 from eagerflow.graph.export import graph_def_import
 from eagerflow.graph.export.graph_def import GraphDef
+from eagerflow.graph.export.tf_graph_def import array_rules as _array_rules  # noqa: F401
 from eagerflow.graph.export.tf_graph_def import control_flow as _control_flow  # noqa: F401
 from eagerflow.graph.export.tf_graph_def import protos as pb
 from eagerflow.graph.export.tf_graph_def.protos import TfGraphDefError

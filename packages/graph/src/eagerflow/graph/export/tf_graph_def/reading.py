@@ -201,6 +201,11 @@ def _in_function(node: Any) -> Any:
 
 
 def _results(fdef: Any) -> list[str]:
+    """The tensors a FunctionDef returns, by its ``ret`` map (which must name each)."""
+    missing = [a.name for a in fdef.signature.output_arg if a.name not in fdef.ret]
+    if missing:
+        name = fdef.signature.name
+        raise TfGraphDefError(f"function {name!r}: ret names no tensor for {missing}", "ret")
     return [_function_ref(fdef.ret[a.name]) for a in fdef.signature.output_arg]
 
 
