@@ -92,7 +92,7 @@ def test_the_stateful_spellings_read_as_the_stateless_ones(renames) -> None:
 
 def test_unknown_ops_inside_functions_are_listed_with_the_others() -> None:
     proto = _frozen("control")
-    body = next(f for f in proto.library.function if f.signature.name.startswith("while_body"))
+    body = _function(proto, "while_body")
     _node(body, "AddV2").op = "Relu6"
     _node(proto, "Sum").op = "EuclideanNorm"
     with pytest.raises(tf_graph_def.UnknownTfOpError) as caught:
@@ -105,6 +105,43 @@ def test_a_function_missing_from_the_library_is_named() -> None:
     _node(proto, "StatelessIf").attr["then_branch"].func.name = "nowhere"
     with pytest.raises(tf_graph_def.TfGraphDefError, match="'nowhere'"):
         tf_graph_def.read(proto)
+
+
+def _function(proto, prefix: str):
+    """The FunctionDef named ``prefix`` and TensorFlow's number (``while_cond_23``)."""
+    pattern = re.compile(rf"{prefix}_\d+")
+    return next(f for f in proto.library.function if pattern.fullmatch(f.signature.name))
+
+
+def test_a_reference_to_another_output_argument_is_refused() -> None:
+    """``Less`` returns ``z``: ``Less:output:0`` names nothing (eagerflow would otherwise
+    take its index alone)."""
+    proto = _frozen("control")
+    cond = _function(proto, "while_cond")
+    identity = _node(cond, "Identity")
+    identity.input[0] = identity.input[0].replace(":z:", ":output:")
+    with pytest.raises(tf_graph_def.TfGraphDefError, match="Less"):
+        tf_graph_def.read(proto)
+
+
+def test_a_function_without_a_returned_tensor_is_named() -> None:
+    proto = _frozen("control")
+    body = _function(proto, "while_body")
+    del body.ret[body.signature.output_arg[0].name]
+    with pytest.raises(tf_graph_def.TfGraphDefError, match="ret"):
+        tf_graph_def.read(proto)
+
+
+@pytest.mark.timeout(60)
+def test_a_function_that_calls_itself_is_refused() -> None:
+    """A branch whose If runs the branch again would never end: refused before it runs."""
+    proto = _frozen("control")
+    then = _function(proto, "cond_true")
+    node = then.node_def.add(name="again", op="StatelessIf", input=[f"{then.node_def[0].name}"])
+    node.attr["then_branch"].func.name = then.signature.name
+    node.attr["else_branch"].func.name = then.signature.name
+    with g.Graph().as_default(), pytest.raises(ef.InvalidArgumentError, match="uses itself"):
+        tf_graph_def.import_graph_def(proto)
 
 
 def _frozen(name: str):

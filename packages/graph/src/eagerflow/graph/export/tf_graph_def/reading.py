@@ -23,7 +23,7 @@ import numpy as np
 
 from eagerflow.graph.export.graph_def import FORMAT, VERSION, GraphDef, encode_attr
 from eagerflow.graph.export.tf_graph_def import protos as pb
-from eagerflow.graph.export.tf_graph_def.functions import LibraryRef
+from eagerflow.graph.export.tf_graph_def.functions import OUTPUT_ARG, LibraryRef
 from eagerflow.graph.export.tf_graph_def.protos import TfGraphDefError
 from eagerflow.graph.export.tf_graph_def.rules import TF_RULES, TfAttrs, TfRule, reading_rules
 from eagerflow.tensor.errors import UnknownOpError
@@ -167,7 +167,8 @@ class _Library:
         arguments = [a.name for a in fdef.signature.input_arg]
         if name not in self.graphs:
             self.graphs[name] = {}
-            node_defs = [_in_function(node) for node in fdef.node_def]
+            ops = {node.name: node.op for node in fdef.node_def}
+            node_defs = [_in_function(node, name, ops) for node in fdef.node_def]
             clash = set(arguments) & {n.name for n in node_defs}
             if clash:
                 raise TfGraphDefError(
@@ -183,20 +184,26 @@ class _Library:
         return [f"{a}:0" for a in arguments], self.graphs[name]["results"]
 
 
-def _function_ref(ref: str) -> str:
-    """GraphDef's ``node:index`` of a FunctionDef's ``node:arg:index`` or argument ``arg``."""
+def _function_ref(ref: str, name: str, ops: dict[str, str]) -> str:
+    """GraphDef's ``node:index`` of a FunctionDef's ``node:arg:index`` or argument ``arg``;
+    ``arg`` must be the output argument of the node's op (``OUTPUT_ARG``)."""
     if ref.startswith("^"):
         return ref
     parts = ref.split(":")
+    if len(parts) == 3:
+        op = ops.get(parts[0])
+        if op is not None and parts[1] != OUTPUT_ARG.get(op, "output"):
+            where = f"function {name!r}: input {ref!r}"
+            raise TfGraphDefError(f"{where} names no output of {op} that eagerflow reads", "input")
     return f"{parts[0]}:{parts[-1] if len(parts) == 3 else 0}"
 
 
-def _in_function(node: Any) -> Any:
+def _in_function(node: Any, name: str, ops: dict[str, str]) -> Any:
     """A FunctionDef's node with its inputs named as a GraphDef names them."""
     copy = type(node)()
     copy.CopyFrom(node)
     del copy.input[:]
-    copy.input.extend(_function_ref(i) for i in node.input)
+    copy.input.extend(_function_ref(i, name, ops) for i in node.input)
     return copy
 
 
@@ -206,7 +213,9 @@ def _results(fdef: Any) -> list[str]:
     if missing:
         name = fdef.signature.name
         raise TfGraphDefError(f"function {name!r}: ret names no tensor for {missing}", "ret")
-    return [_function_ref(fdef.ret[a.name]) for a in fdef.signature.output_arg]
+    ops = {node.name: node.op for node in fdef.node_def}
+    name = fdef.signature.name
+    return [_function_ref(fdef.ret[a.name], name, ops) for a in fdef.signature.output_arg]
 
 
 def _argument(fdef: Any, i: int) -> dict[str, Any]:
