@@ -117,6 +117,10 @@ OP_CASES: dict[str, Callable[[Any, Any], Any]] = {
     "ranges": lambda x, i: x + ef.range(0.5, 4.0, 1.0) + ef.linspace(-1.0, 1.0, 4)
         + ef.reshape(ef.cast(ef.range(i[1], i[0]), ef.float32), (-1, 1, 1)),
     "with_default": lambda x, i: placeholder_with_default(x, (None, 3, 4)) * 2.0,
+    "where": lambda x, i: ef.cast(ef.where(x > 0.5), ef.float32),
+    # the loss's gradient is the op's second output, read inside a cond's FunctionDef
+    "sparse_xent": lambda x, i: cond(i[0] > 0, lambda: _xent_gradient(x[:, 0, :], i),
+                                     lambda: x[:, 0, :]),
     # control flow: FunctionDefs of the GraphDef's library (each branch taken once)
     "cond": lambda x, i: cond(ef.reduce_sum(x) > 0.0, lambda: x * 2.0, lambda: -x)
         + cond(i[0] > 5, lambda: x, lambda: ef.exp(x)),
@@ -133,6 +137,13 @@ def _scaled(x: Any, scale: Any) -> Any:
     """A traced function the ``call`` case calls (a PartitionedCall), with a cond inside."""
     y = x * scale[0] + scale[1]
     return cond(ef.reduce_max(y) > 100.0, lambda: y - 100.0, lambda: ef.relu(y))
+
+
+def _xent_gradient(logits, labels):
+    with GradientTape() as tape:
+        tape.watch(logits)
+        loss = ef.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    return tape.gradient(loss, logits) + loss[:, None]
 
 
 def _relu_gradient(x):

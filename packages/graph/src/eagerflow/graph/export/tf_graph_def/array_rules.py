@@ -9,7 +9,10 @@
 - ``LinSpace``: ``start``, ``stop`` and ``num`` are ``Const`` inputs;
 - ``UnsortedSegmentSum``: ``num_segments`` is a ``Const`` input;
 - ``Size``: the result's dtype is ``out_type``;
-- ``PlaceholderWithDefault``: the default is the input, ``dtype`` and ``shape`` attributes.
+- ``PlaceholderWithDefault``: the default is the input, ``dtype`` and ``shape`` attributes;
+- ``Where`` of one input: the int64 coordinates of the true elements, one row each;
+- ``SparseSoftmaxCrossEntropyWithLogits``: the loss and its gradient (``backprop``), two
+  outputs as eagerflow's; TensorFlow's kernel takes logits of rank 2 only.
 """
 
 from __future__ import annotations
@@ -22,14 +25,20 @@ from eagerflow.graph.core.graph import Operation
 from eagerflow.graph.export.tf_graph_def.protos import TfShape
 from eagerflow.graph.export.tf_graph_def.rules import (
     INT32,
+    NotTranslated,
     TfAttrs,
     TfNode,
     dtype_of_input,
     int_of,
     ints_of,
+    rank_of,
     tf_rule,
 )
 from eagerflow.tensor.dtypes import DType
+
+
+def _no_attrs(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, Any]:
+    return {}
 
 
 def _read_split(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, Any]:
@@ -104,6 +113,20 @@ def _read_with_default(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, An
 def _with_default(op: Operation) -> TfNode:
     attrs = {"dtype": dtype_of_input(op), "shape": TfShape(op.attrs["shape"])}
     return TfNode("PlaceholderWithDefault", attrs)
+
+
+@tf_rule("Where", "Where", read=_no_attrs)
+def _where(op: Operation) -> TfNode:
+    return TfNode("Where", {"T": dtype_of_input(op)})
+
+
+@tf_rule("SparseSoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyWithLogits",
+         read=_no_attrs)  # fmt: skip
+def _sparse_cross_entropy(op: Operation) -> TfNode:
+    if rank_of(op) != 2:
+        raise NotTranslated("TensorFlow's kernel takes logits of rank 2 (a batch of rows) only")
+    attrs = {"T": dtype_of_input(op), "Tlabels": dtype_of_input(op, 1)}
+    return TfNode("SparseSoftmaxCrossEntropyWithLogits", attrs)
 
 
 __all__: list[str] = []  # registers its rules in TF_RULES

@@ -33,7 +33,7 @@ from eagerflow.tensor.dtypes import DType
 
 # the output argument of each TensorFlow op the rules write, where it is not "output"
 # (from TensorFlow's op registry: tensorflow.python.framework.op_def_registry)
-OUTPUT_ARG = {
+OUTPUT_ARG: dict[str, str | tuple[str, ...]] = {
     "Abs": "y", "Cast": "y", "Exp": "y", "Log": "y", "LogicalNot": "y", "Neg": "y",
     "OnesLike": "y", "Sigmoid": "y", "Sign": "y", "Sqrt": "y", "Square": "y", "Tanh": "y",
     "Transpose": "y", "ZerosLike": "y",
@@ -43,8 +43,27 @@ OUTPUT_ARG = {
     "Sub": "z",
     "Elu": "activations", "LeakyRelu": "activations", "Relu": "activations",
     "Softplus": "activations", "ReluGrad": "backprops", "MatMul": "product",
-    "Softmax": "softmax", "LogSoftmax": "logsoftmax",
+    "Softmax": "softmax", "LogSoftmax": "logsoftmax", "Where": "index",
+    # an op with several output arguments, one tensor each: their names in order
+    "SparseSoftmaxCrossEntropyWithLogits": ("loss", "backprop"),
 }  # fmt: skip
+
+
+def output_arg_ref(node: str, tf_op: str, index: int) -> str:
+    """How a FunctionDef names output ``index`` of ``node`` of op ``tf_op``."""
+    arg = OUTPUT_ARG.get(tf_op, "output")
+    if isinstance(arg, tuple):
+        return f"{node}:{arg[index]}:0"
+    return f"{node}:{arg}:{index}"
+
+
+def output_index(tf_op: str, arg: str, index: int) -> int | None:
+    """Which output of an op of type ``tf_op`` a FunctionDef's ``node:arg:index`` names
+    (``None``: the op has no such output argument)."""
+    names = OUTPUT_ARG.get(tf_op, "output")
+    if isinstance(names, tuple):
+        return names.index(arg) if arg in names and index == 0 else None
+    return index if arg == names else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,4 +150,12 @@ class LibraryRef(NamedTuple):
     kind: str
 
 
-__all__ = ["OUTPUT_ARG", "FunctionAttr", "FunctionLibrary", "LibraryRef", "shapes_attr"]
+__all__ = [
+    "OUTPUT_ARG",
+    "FunctionAttr",
+    "FunctionLibrary",
+    "LibraryRef",
+    "output_arg_ref",
+    "output_index",
+    "shapes_attr",
+]

@@ -23,7 +23,7 @@ import numpy as np
 
 from eagerflow.graph.export.graph_def import FORMAT, VERSION, GraphDef, encode_attr
 from eagerflow.graph.export.tf_graph_def import protos as pb
-from eagerflow.graph.export.tf_graph_def.functions import OUTPUT_ARG, LibraryRef
+from eagerflow.graph.export.tf_graph_def.functions import LibraryRef, output_index
 from eagerflow.graph.export.tf_graph_def.protos import TfGraphDefError
 from eagerflow.graph.export.tf_graph_def.rules import TF_RULES, TfAttrs, TfRule, reading_rules
 from eagerflow.tensor.errors import UnknownOpError
@@ -190,12 +190,19 @@ def _function_ref(ref: str, name: str, ops: dict[str, str]) -> str:
     if ref.startswith("^"):
         return ref
     parts = ref.split(":")
-    if len(parts) == 3:
-        op = ops.get(parts[0])
-        if op is not None and parts[1] != OUTPUT_ARG.get(op, "output"):
-            where = f"function {name!r}: input {ref!r}"
-            raise TfGraphDefError(f"{where} names no output of {op} that eagerflow reads", "input")
-    return f"{parts[0]}:{parts[-1] if len(parts) == 3 else 0}"
+    if len(parts) != 3:
+        return f"{parts[0]}:0"
+    index = int(parts[2]) if parts[2].isdigit() else None
+    op = ops.get(parts[0])
+    if op is None:  # (naming no node: the importer says so)
+        return f"{parts[0]}:{parts[2]}"
+    output = None if index is None else output_index(op, parts[1], index)
+    if output is None:
+        raise TfGraphDefError(
+            f"function {name!r}: input {ref!r} names no output of {op} that eagerflow reads",
+            "input",
+        )
+    return f"{parts[0]}:{output}"
 
 
 def _in_function(node: Any, name: str, ops: dict[str, str]) -> Any:

@@ -534,9 +534,6 @@ NO_TF_COUNTERPART = {
     "PrintV2": "prints when it runs: an inference GraphDef has no effects",
     "WriteSummary": "writes to a summary file when it runs: an inference GraphDef has no "
                     "effects (TensorFlow's WriteSummary takes a writer resource)",
-    "Where": "TensorFlow's Where of one input returns int64 coordinates in another layout",
-    "SparseSoftmaxCrossEntropyWithLogits": "TensorFlow's op has two outputs (loss and "
-                                           "backprop), eagerflow's one",
     "StridedSliceGrad": _GRADIENT, "Conv2DBackpropInput": _GRADIENT,
     "Conv2DBackpropFilter": _GRADIENT, "MaxPoolGrad": _GRADIENT, "MaxPoolGradGrad": _GRADIENT,
     "AvgPoolGrad": _GRADIENT,

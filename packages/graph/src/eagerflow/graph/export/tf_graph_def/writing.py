@@ -16,7 +16,7 @@ from typing import Any
 from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
 from eagerflow.graph.core.walks import needed_in_order
 from eagerflow.graph.export.tf_graph_def import protos as pb
-from eagerflow.graph.export.tf_graph_def.functions import OUTPUT_ARG, FunctionLibrary
+from eagerflow.graph.export.tf_graph_def.functions import FunctionLibrary, output_arg_ref
 from eagerflow.graph.export.tf_graph_def.rules import (
     NO_TF_COUNTERPART,
     TF_RULES,
@@ -85,7 +85,7 @@ class NodeWriter:
 
     def output_ref(self, node: str, tf_op: str, index: int) -> str:
         if self.in_function:
-            return f"{node}:{OUTPUT_ARG.get(tf_op, 'output')}:{index}"
+            return output_arg_ref(node, tf_op, index)
         return node if index == 0 else f"{node}:{index}"
 
     def write(self, operations: list[Operation]) -> None:
