@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from eagerflow.graph.core.graph import Operation, SymbolicTensor
 from eagerflow.graph.core.subgraphs import Subgraph
 from eagerflow.graph.core.walks import needed_in_order
 from eagerflow.graph.export.tf_graph_def import protos as pb
@@ -118,10 +117,10 @@ class FunctionLibrary:
             function.signature.input_arg.add(name=arguments[-1], type=pb.dtype_enum(dtype))
             if t is not None:
                 writer.arguments[t] = arguments[-1]
-        fed = {t.op for t in subgraph.inputs if t is not None}
-        targets: list[SymbolicTensor | Operation] = [*subgraph.outputs, *subgraph.side_effects]
-        writer.write([o for o in needed_in_order(subgraph.graph, targets, control=False)
-                      if o not in fed])  # fmt: skip
+        # what the outputs need, from the inputs on (a frozen graph runs no effect of its
+        # own: as at the top level, an op run for its effect alone is left out)
+        fed = set(writer.arguments)
+        writer.write(needed_in_order(subgraph.graph, subgraph.outputs, fed, control=False))
         kept = len(arguments) - attr.passthrough
         returned = [writer.ref(t) for t in subgraph.outputs] + arguments[kept:]
         dtypes = [t.dtype for t in subgraph.outputs] + list(attr.dtypes[kept:])
