@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export NO_MKDOCS_2_WARNING := 1
-PACKAGES := packages/tensor packages/autodiff packages/graph packages/nn
+PACKAGES := packages/tensor packages/autodiff packages/graph packages/nn packages/distribute
 # The site's diagrams use mermaid.js. Material for MkDocs 9.x loads mermaid@11 from unpkg.com
 # unless the page already has one; site/hooks.py ships this local copy instead, so the site
 # works offline. Installed (not committed) into build/npm, which git ignores.
@@ -61,7 +61,7 @@ lint: $(STAMP)
 # The suite under coverage.py (lines and branches), then one line per package with its percentage.
 coverage: $(STAMP)
 	$(BIN)/coverage run -m pytest
-	@for layer in tensor autodiff graph nn; do \
+	@for layer in tensor autodiff graph nn distribute; do \
 	  printf '%-9s %s%%\n' $$layer \
 	    "$$($(BIN)/coverage report --include="packages/$$layer/*" --format=total)"; \
 	done

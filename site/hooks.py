@@ -185,35 +185,34 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def add_notebook(page: File, files: Files, config: MkDocsConfig, install: Install | None) -> None:
-    """Publish the chapter ``page``'s notebook, without outputs for now (``on_env`` adds them
-    once every page's code has run), so that the page can link to it."""
-    try:
-        markdown = page.content_string
-        helpers = helpers_imported(markdown, Path(config.docs_dir, CHAPTERS))
-        content = to_notebook(markdown, _title(markdown), install=install, more_helpers=helpers)
-    except Exception as error:  # e.g. a page half-written: say which, keep building
-        # A warning, so `mkdocs build --strict` (and the tests) still fail, while
-        # `mkdocs serve` goes on serving the page, without its download link.
-        log.warning("no notebook for %s: %s: %s", page.src_uri, type(error).__name__, error)
-        return
-    notebook = File.generated(config, notebook_uri(page.src_uri), content=content)
+    """Publish an empty notebook for the chapter ``page`` now, so that the page can link to it;
+    ``on_env`` writes its cells and outputs once every page's code has run (converting each
+    page once per build: a rebuild after an edit is the writer's loop)."""
+    notebook = File.generated(config, notebook_uri(page.src_uri), content="")
     files.append(notebook)
     NOTEBOOKS[page.src_uri] = (notebook, install)
 
 
 def on_env(env: Any, config: MkDocsConfig, files: Files) -> Any:
-    """Every page's code has run (and nothing is written yet): give each notebook's cells the
-    outputs its page's blocks printed."""
+    """Every page's code has run (and nothing is written yet): write each chapter's notebook,
+    its cells with the outputs its page's blocks printed."""
     cache = getattr(exec_cache, "CURRENT", None)
     printed = cache.printed if cache is not None else {}
     for src_uri, (notebook, install) in NOTEBOOKS.items():
         page = files.get_file_from_path(src_uri)
         if page is None:
             continue
-        markdown = page.content_string
-        runs = [Run(code, output) for code, output in printed.get(src_uri, [])]
-        helpers = helpers_imported(markdown, Path(config.docs_dir, CHAPTERS))
-        notebook.content_string = to_notebook(markdown, _title(markdown), runs, install, helpers)
+        try:
+            markdown = page.content_string
+            runs = [Run(code, output) for code, output in printed.get(src_uri, [])]
+            helpers = helpers_imported(markdown, Path(config.docs_dir, CHAPTERS))
+            title = _title(markdown)
+            notebook.content_string = to_notebook(markdown, title, runs, install, helpers)
+        except Exception as error:  # e.g. a page half-written: say which, keep building
+            # A warning, so `mkdocs build --strict` (and the tests) still fail, while
+            # `mkdocs serve` goes on serving the page (its download link finds no notebook).
+            log.warning("no notebook for %s: %s: %s", src_uri, type(error).__name__, error)
+            files.remove(notebook)
     return env
 
 

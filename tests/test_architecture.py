@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES_DIR = REPO / "packages"
 # The stages of eagerflow.graph, lowest first: each imports only the ones before it.
 GRAPH_STAGES = ("core", "autograph", "tracing", "compiler", "export")
-SIZE_CHECKED = ("tensor", "autodiff", "graph", "nn")  # every package, held to the limits
+# every package, held to the limits
+SIZE_CHECKED = ("tensor", "autodiff", "graph", "nn", "distribute")
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 
@@ -125,7 +126,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles(edges) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize("layer", ["tensor", "autodiff", "graph", "nn"])
+@pytest.mark.parametrize("layer", ["tensor", "autodiff", "graph", "nn", "distribute"])
 def test_no_module_is_in_an_import_cycle(layer: str) -> None:
     prefix = f"eagerflow.{layer}."
     found = [c for c in cycles(import_graph()) if any(m.startswith(prefix) for m in c)]

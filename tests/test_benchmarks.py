@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -59,3 +61,19 @@ def test_the_cnn_workload_checks_its_numpy_step_and_compares_with_pytorch():
         assert re.fullmatch(r"  \(eagerflow / pytorch: [\d.]+x; target <= 1x: (met|MISSED)\)",
                             lines[4])  # fmt: skip
         assert len(lines) == 5
+
+
+def test_distributed_prints_all_reduce_and_step_rates_on_1_and_2_workers() -> None:
+    pytest.importorskip("mpi4py")
+    lines = run_script("distributed.py", "--rounds", "1", "--steps", "2", "--calls", "2",
+                       "--sizes", "1000", "--timeout", "120")  # fmt: skip
+    number = r" *[\d.]+"
+    assert re.fullmatch(
+        rf"all-reduce of +1000 float32 on 2 workers: mpi4py{number} ms "
+        rf"\({number} GB/s\), eagerflow{number} ms,{number}x mpi4py",
+        lines[0],
+    )
+    for line, workers in zip(lines[1:], (1, 2), strict=True):
+        assert re.fullmatch(rf"data-parallel MLP step, global batch 128, {workers} worker\(s\): "
+                            rf"numpy{number} steps/s, eagerflow{number} steps/s,{number}x numpy",
+                            line), line  # fmt: skip

@@ -1,8 +1,9 @@
 """The monorepo's structural rules.
 
-* Each layer imports only the layers below it: tensor < autodiff < graph < nn. Checked twice:
-  at run time (importing a layer in a fresh interpreter loads no higher layer) and statically
-  (no ``.py`` file under ``packages/<layer>/src`` names a higher layer in an import).
+* Each layer imports only the layers below it: tensor < autodiff < graph < nn < distribute.
+  Checked twice: at run time (importing a layer in a fresh interpreter loads no higher layer)
+  and statically (no ``.py`` file under ``packages/<layer>/src`` names a higher layer in an
+  import).
 * Packages talk only through names they declare public: every module declares ``__all__``,
   every import from another layer names something in its ``__all__`` (not starting with
   ``_``), and no file reads a private attribute (``x._name``) that its own layer never
@@ -27,7 +28,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES_DIR = REPO / "packages"
-LAYERS = ("tensor", "autodiff", "graph", "nn")  # lowest first
+LAYERS = ("tensor", "autodiff", "graph", "nn", "distribute")  # lowest first
 
 
 def higher_layers(layer: str) -> tuple[str, ...]:

@@ -26,7 +26,8 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES_DIR = REPO / "packages"
-LAYERS = ("tensor", "autodiff", "graph", "nn")  # lowest first; each depends on the one before
+# lowest first; each depends on the one before
+LAYERS = ("tensor", "autodiff", "graph", "nn", "distribute")
 NO_VERSION_CHECK = "--disable-pip-version-check"
 PIP_QUIET = [NO_VERSION_CHECK, "-q"]  # not for pip list/check: -q silences their output too
 VERSION = (REPO / "VERSION").read_text().strip()  # every package's version (tests/test_version.py)
@@ -169,6 +170,10 @@ def test_wheel_ships_only_its_own_package(layer, wheels):
         assert [str(r.marker) for r in numba] == ['extra == "jit"'], [str(r) for r in numba]
         onnx = [r for r in requires if canonicalize_name(r.name) == "onnx"]
         assert [str(r.marker) for r in onnx] == ['extra == "onnx"'], [str(r) for r in onnx]
+    if layer == "distribute":  # MPI only as the [mpi] extra: never required
+        mpi = sorted(canonicalize_name(r.name) for r in requires if r.marker)
+        assert mpi == ["mpi4py", "mpich"], [str(r) for r in requires]
+        assert all(str(r.marker) == 'extra == "mpi"' for r in requires if r.marker)
     if layer == "nn":  # the digits, byte for byte the checked file (tests/nn/test_datasets.py)
         with zipfile.ZipFile(wheel) as zf:
             digits = zf.read("eagerflow/nn/datasets/digits.npz")

@@ -1,4 +1,4 @@
-"""One version for the four packages, written once: the repository's VERSION file.
+"""One version for the five packages, written once: the repository's VERSION file.
 
 Each package's build reads it (``[tool.hatch.version]``), and the three packages that depend on
 the layer below pin it at that version through their ``hatch_build.py`` hook. What cannot be
@@ -18,7 +18,8 @@ from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES_DIR = REPO / "packages"
-LAYERS = ("tensor", "autodiff", "graph", "nn")  # lowest first; each depends on the one before
+# lowest first; each depends on the one before
+LAYERS = ("tensor", "autodiff", "graph", "nn", "distribute")
 VERSION = (REPO / "VERSION").read_text().strip()
 REINSTALL = "an installed package is stale: run `make setup` (or pip install -e packages/<layer>)"
 

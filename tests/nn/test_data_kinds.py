@@ -1,10 +1,12 @@
 """eagerflow.nn.data_kinds: the subtle parts of skip, zip, from_tensors, enumerate,
-concatenate, unbatch, cache, padded_batch, from_generator and map(num_parallel_calls=).
+concatenate, unbatch, cache, padded_batch, from_generator and map(num_parallel_calls=), whose
+calls run in threads.
 Values agreeing with TensorFlow are checked in tests/conformance/cases_data.py."""
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -133,6 +135,56 @@ def test_map_checks_num_parallel_calls_and_keeps_the_order() -> None:
         Dataset.range(5).map(lambda x: x, num_parallel_calls=0)
     with pytest.raises(TypeError, match="map: deterministic must be a bool"):
         Dataset.range(5).map(lambda x: x, deterministic="yes")
+
+
+def test_map_with_parallel_calls_runs_calls_at_the_same_time() -> None:
+    # Two calls meet at a barrier: one call at a time would wait there until the timeout.
+    meet = threading.Barrier(2, timeout=10)
+
+    def both(x: ef.Tensor) -> ef.Tensor:
+        meet.wait()
+        return x + 1
+
+    assert values(Dataset.range(4).map(both, num_parallel_calls=2)) == [1, 2, 3, 4]
+
+
+def test_map_with_parallel_calls_gives_the_input_order_when_a_later_call_ends_first() -> None:
+    second_done = threading.Event()
+    ended: list[int] = []
+
+    def slow_first(x: ef.Tensor) -> ef.Tensor:
+        if int(x) == 0:
+            assert second_done.wait(10), "the second call never ran beside the first"
+        elif int(x) == 1:
+            second_done.set()
+        ended.append(int(x))
+        return x
+
+    assert values(Dataset.range(3).map(slow_first, num_parallel_calls=2)) == [0, 1, 2]
+    assert ended[:2] == [1, 0]
+
+
+def test_map_with_parallel_calls_raises_where_the_failing_element_would_come() -> None:
+    def fail_on_two(x: ef.Tensor) -> ef.Tensor:
+        if int(x) == 2:
+            raise ValueError("element 2 is bad")
+        return x
+
+    got: list[int] = []
+    with pytest.raises(ValueError, match="element 2 is bad"):
+        for v in Dataset.range(5).map(fail_on_two, num_parallel_calls=3).as_numpy_iterator():
+            got.append(int(v))
+    assert got == [0, 1]
+
+
+def test_map_with_parallel_calls_leaves_no_thread_behind() -> None:
+    it = iter(Dataset.range(100).map(lambda x: x * 2, num_parallel_calls=3))
+    assert int(next(it)) == 0
+    it.close()  # type: ignore[attr-defined]
+    for thread in threading.enumerate():
+        if thread.name.startswith("eagerflow-map"):
+            thread.join(10)
+    assert not [t for t in threading.enumerate() if t.name.startswith("eagerflow-map")]
 
 
 def test_repr_shows_the_new_steps() -> None:

@@ -22,6 +22,8 @@ Read it in this order:
 10. ``callbacks/``      Keras' callbacks for ``fit``: ``History``, the progress bar,
     ``EarlyStopping``, ``ModelCheckpoint``, ``LearningRateScheduler``, ``CSVLogger``;
 11. ``datasets/``       ``load_digits``: real handwritten digits, shipped in the package.
+12. ``replicas.py``     ``ReplicaHook``: where a distribution strategy (eagerflow.distribute)
+    plugs in, for data-parallel training; nn never imports one.
 """
 
 from importlib import metadata as _metadata

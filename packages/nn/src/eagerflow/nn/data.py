@@ -59,6 +59,7 @@ from eagerflow.nn.elements import (
     stack_elements,
     to_numpy,
 )
+from eagerflow.nn.parallel_map import ParallelMapIterator, parallel_calls
 from eagerflow.nn.prefetch import PrefetchIterator
 from eagerflow.tensor import nest
 from eagerflow.tensor.errors import InvalidArgumentError, format_shape
@@ -213,14 +214,16 @@ class Dataset:
         arguments (``lambda x, y: ...``), anything else as one argument (a dict too); the
         result may be any structure of tensors, or of values that convert to tensors.
 
-        ``num_parallel_calls`` (an int >= 1, or ``AUTOTUNE``) and ``deterministic`` are
-        checked as TensorFlow checks them, but eagerflow calls ``map_func`` on one element
-        at a time, in order: the results TensorFlow gives with ``deterministic=True``."""
-        if num_parallel_calls is not None and num_parallel_calls != AUTOTUNE:
-            count_argument("map", "num_parallel_calls", num_parallel_calls, least=1)
+        ``num_parallel_calls`` (an int >= 1, or ``AUTOTUNE``: one per core) calls
+        ``map_func`` on that many elements at once, in threads; the results still come in
+        the input's order, which TensorFlow gives with ``deterministic=True`` and allows
+        with ``False``."""
+        calls = 1 if num_parallel_calls is None else num_parallel_calls
+        if calls != AUTOTUNE:
+            count_argument("map", "num_parallel_calls", calls, least=1)
         if deterministic is not None and not isinstance(deterministic, bool):
             raise TypeError(f"map: deterministic must be a bool or None, got {deterministic!r}")
-        return _Map(self, map_func)
+        return _Map(self, map_func, parallel_calls(calls, AUTOTUNE))
 
     def enumerate(self, start: int = 0) -> Dataset:
         """``(i, element)`` pairs, ``i`` an int64 scalar counting from ``start``."""
@@ -540,12 +543,15 @@ class _Batch(_Transformation):
 
 
 class _Map(_Transformation):
-    def __init__(self, input_dataset: Dataset, fn: Callable[..., Any]) -> None:
+    def __init__(self, input_dataset: Dataset, fn: Callable[..., Any], calls: int = 1) -> None:
         super().__init__(input_dataset)
         self._fn = checked_function("map", fn)
+        self._calls = calls
         self._traced: Any = None  # element_spec, once traced
 
     def _elements(self) -> Iterator[Any]:
+        if self._calls > 1:
+            return ParallelMapIterator(self._input._elements(), self._apply, self._calls)
         return (self._apply(element) for element in self._input._elements())
 
     def _apply(self, element: Any) -> Any:

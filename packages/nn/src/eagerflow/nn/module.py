@@ -48,6 +48,7 @@ from eagerflow.nn.checkpoint_file import (
     read_values,
     write_arrays,
 )
+from eagerflow.nn.replicas import current_replica_hook
 from eagerflow.tensor import DType, Tensor
 from eagerflow.tensor.errors import EagerflowError, ShapeError, describe, format_shape
 from eagerflow.tensor.rules import compatible
@@ -170,8 +171,13 @@ class Layer(metaclass=LayerType):
         """A new variable ``<layer>/<name>``, its first value drawn by ``initializer``."""
         init = initializers.get(initializer)
         shape = tuple(int(d) for d in shape)
-        return Variable(lambda: init(shape, self.dtype), trainable=trainable,
-                        name=f"{self.name}/{name}")  # fmt: skip
+        hook = current_replica_hook()  # under a distribution strategy: task 0's value
+
+        def first_value() -> Any:
+            value = init(shape, self.dtype)
+            return value if hook is None else hook.initial_value(value)
+
+        return Variable(first_value, trainable=trainable, name=f"{self.name}/{name}")
 
     def add_update(self, updates: Sequence[Any]) -> None:
         """Note assignments that ``call`` made to the layer's own state (not by gradients).

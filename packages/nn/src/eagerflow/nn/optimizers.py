@@ -29,6 +29,7 @@ from eagerflow.graph import (
     name_scope,
     trainable_variables,
 )
+from eagerflow.nn.replicas import current_replica_hook
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import InvalidArgumentError
 
@@ -129,6 +130,9 @@ class Optimizer:
         if not kept:
             names = [v.name for _, v in pairs]
             raise ValueError(f"No gradients provided for any variable: {names}")
+        hook = current_replica_hook()  # under a distribution strategy: average over replicas
+        if hook is not None:
+            kept = hook.aggregate_gradients(kept)
         if ef.executing_eagerly():
             for grad, variable in kept:
                 self._apply(grad, variable)

@@ -22,6 +22,7 @@ from eagerflow.nn.callbacks.progbar import PROGRESS_EVERY, LineStream
 from eagerflow.nn.data import INFINITE_CARDINALITY, Dataset
 from eagerflow.nn.module import Layer
 from eagerflow.nn.optimizers import Optimizer
+from eagerflow.nn.replicas import current_replica_hook
 from eagerflow.tensor import Tensor, nest
 
 LossFn = Callable[[Any, Any], Tensor]
@@ -115,6 +116,7 @@ def fit(
     metric_fns = {_label(m): _named(m, METRICS, "metric") for m in metrics}
     epoch_batches, steps = _epoch_source(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed)
     _check_fit_arguments(optimizer, epochs, verbose, validation_data)
+    _check_replicated_order(x, shuffle, seed)
     params = {"epochs": epochs, "steps": steps, "verbose": int(verbose), "optimizer": optimizer,
               "input_shape": _input_shape(x)}  # fmt: skip
     hooks, history = _callback_list(callbacks, model, params, print_fn)
@@ -131,6 +133,15 @@ def fit(
             break
     hooks.on_train_end(logs)
     return history
+
+
+def _check_replicated_order(x: Any, shuffle: bool | None, seed: int | None) -> None:
+    """Under a distribution strategy each replica shuffles arrays on its own: they must draw
+    the same orders (one seed) to cut the same global batches."""
+    unseeded = seed is None and shuffle is not False and not isinstance(x, Dataset)
+    if unseeded and current_replica_hook() is not None:
+        raise ValueError("fit: under a distribution strategy give seed= (or shuffle=False), "
+                         "so that every replica cuts the same global batches")  # fmt: skip
 
 
 def _validate(
@@ -207,8 +218,11 @@ def _train_epoch(
     averaged over the epoch's examples (each batch weighted by its size); {} if it had none."""
     sums = dict.fromkeys(["loss", *metric_fns], 0.0)
     seen = 0
+    replicas = current_replica_hook()  # under a distribution strategy: this replica's rows
     for batch, (xb, yb) in enumerate(epoch):
         hooks.on_train_batch_begin(batch)
+        if replicas is not None:
+            xb, yb = replicas.shard(xb), replicas.shard(yb)
         with GradientTape() as tape:
             outputs = model(xb, training=True)
             value = loss_fn(yb, outputs)

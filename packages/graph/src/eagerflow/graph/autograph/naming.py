@@ -9,29 +9,31 @@ code can tell them apart.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+
+from eagerflow.graph.core.names import UniqueNames
 
 
-class Namer:
+class Namer(UniqueNames):
     """Hands out names unused in one function (and in what the converters made so far)."""
 
     def __init__(self, function: ast.AST) -> None:
-        self.used: set[str] = set()
-        for node in ast.walk(function):
-            if isinstance(node, ast.Name):
-                self.used.add(node.id)
-            elif isinstance(node, ast.arg):
-                self.used.add(node.arg)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                self.used.add(node.name)
+        super().__init__(_names_in(function))
 
     def new(self, base: str) -> str:
         """``base``, or ``base_1``, ``base_2``, ... : the first not used yet (now used)."""
-        name, count = base, 0
-        while name in self.used:
-            count += 1
-            name = f"{base}_{count}"
-        self.used.add(name)
-        return name
+        return self(base)
+
+
+def _names_in(function: ast.AST) -> Iterator[str]:
+    """Every variable, argument, function and class name ``function``'s code mentions."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, ast.arg):
+            yield node.arg
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name
 
 
 __all__ = ["Namer"]

@@ -73,6 +73,7 @@ import numpy as np
 from eagerflow.autodiff import Variable
 from eagerflow.graph.core.files import atomic_write
 from eagerflow.graph.core.graph import Graph, Operation
+from eagerflow.graph.core.names import first_unused
 from eagerflow.graph.core.seams import SEAMS
 from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
 from eagerflow.graph.export.limits import MAX_DEPTH, depth, read_json, refuse
@@ -326,18 +327,11 @@ class _Exporter:
             entry["attr"] = attrs
         return entry
 
-    def unique(self, table: Mapping[str, Any], name: str) -> str:
-        candidate, n = name, 0
-        while candidate in table:
-            n += 1
-            candidate = f"{name}_{n}"
-        return candidate
-
     def function(self, subgraph: Subgraph) -> str:
         name = self.function_names.get(subgraph)
         if name is not None:
             return name
-        name = self.unique(self.functions, self.hint)
+        name = first_unused(self.hint, self.functions)
         self.function_names[subgraph] = name
         self.functions[name] = {}  # reserved while the graph is written
         entry: dict[str, Any] = {
@@ -360,7 +354,7 @@ class _Exporter:
             return name
         if not isinstance(graph, FunctionGraph):
             raise TypeError(f"a subgraph's graph is a FunctionGraph, got {graph!r}")
-        name = self.unique(self.graphs, self.hint)
+        name = first_unused(self.hint, self.graphs)
         self.graph_names[graph] = name
         self.graphs[name] = {}  # reserved: a graph inside may name this one its outer
         outer = self.graph_names.get(graph.outer)
@@ -391,7 +385,7 @@ class _Exporter:
         key = self.variable_keys.get(id(variable))
         if key is not None:
             return key
-        key = self.unique(self.variables, variable.name)
+        key = first_unused(variable.name, self.variables)
         self.variable_keys[id(variable)] = key
         self.variable_objects[key] = variable
         node = self.variable_nodes.get(id(variable))

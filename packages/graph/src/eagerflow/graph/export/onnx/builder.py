@@ -12,6 +12,7 @@ import numpy as np
 
 from eagerflow.autodiff import Variable
 from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
+from eagerflow.graph.core.names import UniqueNames
 from eagerflow.graph.core.subgraphs import Subgraph
 from eagerflow.graph.core.walks import needed_in_order
 from eagerflow.tensor.dtypes import DType
@@ -54,19 +55,14 @@ class OnnxBuilder:
         self.opset = opset
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
-        self.used: set[str] = set()
+        self.names = UniqueNames()
         self.values: dict[int, str] = {}  # id(variable) -> its initializer's name
         self.refused: list[tuple[str, str, str]] = []  # nodes a rule could not translate
         self.current = ""  # the name of the eagerflow node being translated
 
     def name(self, hint: str) -> str:
         """``hint``, or ``hint_1``, ``hint_2``... if it is taken: a name used once."""
-        candidate, n = hint, 0
-        while candidate in self.used:
-            n += 1
-            candidate = f"{hint}_{n}"
-        self.used.add(candidate)
-        return candidate
+        return self.names(hint)
 
     def node(
         self, op_type: str, inputs: Sequence[str], outputs: int = 1, **attrs: Any

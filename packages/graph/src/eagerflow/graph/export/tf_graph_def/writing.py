@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
+from eagerflow.graph.core.names import UniqueNames
 from eagerflow.graph.core.walks import needed_in_order
 from eagerflow.graph.export.tf_graph_def import protos as pb
 from eagerflow.graph.export.tf_graph_def.functions import FunctionLibrary, output_arg_ref
@@ -48,21 +49,6 @@ def translated(operations: list[Operation]) -> list[tuple[Operation, TfNode]]:
     return done
 
 
-class Names:
-    """Names used once in one scope: ``hint``, else ``hint_1``, ``hint_2``..."""
-
-    def __init__(self) -> None:
-        self.used: set[str] = set()
-
-    def __call__(self, hint: str) -> str:
-        candidate, n = hint, 0
-        while candidate in self.used:
-            n += 1
-            candidate = f"{hint}_{n}"
-        self.used.add(candidate)
-        return candidate
-
-
 class NodeWriter:
     """Writes operations as TensorFlow nodes through ``add`` (a repeated ``NodeDef`` field's
     ``add``); ``in_function``: tensors are named as a FunctionDef names them. ``arguments``
@@ -72,7 +58,7 @@ class NodeWriter:
         self, add: Callable[..., Any], library: FunctionLibrary, in_function: bool = False
     ) -> None:
         self.add_proto, self.library, self.in_function = add, library, in_function
-        self.names = Names()
+        self.names = UniqueNames()  # node names used once in the GraphDef or FunctionDef
         self.renamed: dict[Operation, str] = {}
         self.tf_ops: dict[Operation, str] = {}
         self.arguments: dict[SymbolicTensor, str] = {}
@@ -138,4 +124,4 @@ def to_proto(
     return graph_def
 
 
-__all__ = ["PRODUCER", "Names", "NodeWriter", "to_proto", "translated"]
+__all__ = ["PRODUCER", "NodeWriter", "to_proto", "translated"]
