@@ -4,10 +4,12 @@ Run with a Python that has TensorFlow (never a dependency: CI reads the committe
 
     .venv-tf/bin/python tests/tf_interop/make_fixtures.py
 
-It builds two small models from ``tf.nn`` ops and ``tf.Variable``s (an MLP, and a CNN with
-``Conv2D``, ``BiasAdd``, ``Relu``, ``MaxPool``, ``Reshape``, ``MatMul`` and ``Softmax``),
-freezes each with ``convert_variables_to_constants_v2`` (variables become ``Const`` nodes, their
-reads ``Identity`` nodes), and writes into ``fixtures/``: ``NAME.pb`` (the frozen GraphDef),
+It builds small models from ``tf.nn`` ops: an MLP and a CNN of ``tf.Variable``s (with
+``Conv2D``, ``BiasAdd``, ``Relu``, ``MaxPool``, ``Reshape``, ``MatMul`` and ``Softmax``), each
+frozen with ``convert_variables_to_constants_v2`` (variables become ``Const`` nodes, their
+reads ``Identity`` nodes), and ``control``, whose ``tf.cond``, ``tf.while_loop`` and call of
+another ``tf.function`` are functions of the GraphDef's library. It writes into
+``fixtures/``: ``NAME.pb`` (the GraphDef),
 ``NAME.pbtxt`` (the same as text, for a reader), ``NAME_input.npy`` and ``NAME_output.npy``
 (TensorFlow's output for that input), and ``frozen.json`` (the TensorFlow version, the input
 and output tensor names, and the op types each graph uses).
@@ -61,6 +63,51 @@ def _cnn(tf, rng):
     return cnn, rng.standard_normal((3, 8, 8, 1)).astype(np.float32)
 
 
+def _control(tf, rng):
+    """A graph with TensorFlow's functional control flow: ``tf.cond`` (``StatelessIf``),
+    ``tf.while_loop`` (``StatelessWhile``, a ``cond`` inside its body) and a call of another
+    ``tf.function`` (``PartitionedCall``, with a ``cond`` of its own): its weights are
+    constants, so the graph needs no freezing, which would inline the call."""
+    w = tf.constant(rng.standard_normal((3, 2)).astype(np.float32) * 0.5)
+
+    @tf.function
+    def head(a):
+        h = tf.matmul(a, w)
+        return tf.cond(tf.reduce_max(h) > 1.0, lambda: tf.nn.relu(h), lambda: h * 0.5)
+
+    def body(i, acc):
+        step = tf.cond(i % 2 == 0, lambda: acc * 0.5, lambda: acc + 1.0)
+        return i + 1, step
+
+    @tf.function(input_signature=[tf.TensorSpec((None, 3), tf.float32, name="x")])
+    def control(x):
+        y = tf.cond(tf.reduce_sum(x) > 0.0, lambda: x * 2.0, lambda: x - 1.0)
+        _, acc = tf.while_loop(lambda i, acc: i < 3, body, (tf.constant(0), y))
+        return head(acc)
+
+    return control, rng.standard_normal((4, 3)).astype(np.float32)
+
+
+def _write_unfrozen(name, function, inputs, tf):
+    """``_write`` for a function without variables: its graph as TensorFlow traced it."""
+    from google.protobuf import text_format
+
+    concrete = function.get_concrete_function()
+    graph_def = concrete.graph.as_graph_def()
+    (FIXTURES / f"{name}.pb").write_bytes(graph_def.SerializeToString(deterministic=True))
+    (FIXTURES / f"{name}.pbtxt").write_text(text_format.MessageToString(graph_def))
+    np.save(FIXTURES / f"{name}_input.npy", inputs)
+    np.save(FIXTURES / f"{name}_output.npy", concrete(tf.constant(inputs)).numpy())
+    used = [n.op for n in graph_def.node] + [
+        n.op for f in graph_def.library.function for n in f.node_def
+    ]
+    return {
+        "input": concrete.inputs[0].name,
+        "output": concrete.outputs[0].name,
+        "ops": sorted(set(used)),
+    }
+
+
 def _write(name, function, inputs, tf):
     from google.protobuf import text_format
     from tensorflow.python.framework.convert_to_constants import (
@@ -87,6 +134,7 @@ def main() -> int:
     rng = np.random.default_rng(29)
     made = {name: _write(name, *build(tf, rng), tf) for name, build in
             [("mlp", _mlp), ("cnn", _cnn)]}  # fmt: skip
+    made["control"] = _write_unfrozen("control", *_control(tf, rng), tf)
     summary = {"tensorflow": tf.__version__, "models": made}
     (FIXTURES / "frozen.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     print(f"{len(made)} frozen models written by TensorFlow {tf.__version__} into {FIXTURES}")

@@ -18,7 +18,15 @@ import eagerflow.tensor as ef
 import eagerflow.tensor.nn  # noqa: F401  (ef.nn)
 from eagerflow import nn
 from eagerflow.autodiff import GradientTape
-from eagerflow.graph import Function, TensorSpec, function, tf_graph_def
+from eagerflow.graph import (
+    Function,
+    TensorSpec,
+    cond,
+    function,
+    placeholder_with_default,
+    tf_graph_def,
+    while_loop,
+)
 
 
 def _fizzbuzz() -> tuple[Function, np.ndarray]:
@@ -104,7 +112,38 @@ OP_CASES: dict[str, Callable[[Any, Any], Any]] = {
     "slices": lambda x, i: ef.concat([ef.reshape(x[-1:, None, ::-2, 1:3], (-1,)),
                                       x[..., -1][0], x[1, 1:2, :][0]], axis=0),
     "conv": lambda x, i: ef.nn.conv2d(x[..., None], ef.ones((2, 2, 1, 3)), 1, "SAME"),
+    "split_size": lambda x, i: ef.concat(ef.split(x, [1, 3], axis=2)[::-1], axis=2)
+        * ef.cast(ef.size(x), ef.float32) + ef.unsorted_segment_sum(x, i, 3)[:2],
+    "ranges": lambda x, i: x + ef.range(0.5, 4.0, 1.0) + ef.linspace(-1.0, 1.0, 4)
+        + ef.reshape(ef.cast(ef.range(i[1], i[0]), ef.float32), (-1, 1, 1)),
+    "with_default": lambda x, i: placeholder_with_default(x, (None, 3, 4)) * 2.0,
+    "where": lambda x, i: ef.cast(ef.where(x > 0.5), ef.float32),
+    # the loss's gradient is the op's second output, read inside a cond's FunctionDef
+    "sparse_xent": lambda x, i: cond(i[0] > 0, lambda: _xent_gradient(x[:, 0, :], i),
+                                     lambda: x[:, 0, :]),
+    # control flow: FunctionDefs of the GraphDef's library (each branch taken once)
+    "cond": lambda x, i: cond(ef.reduce_sum(x) > 0.0, lambda: x * 2.0, lambda: -x)
+        + cond(i[0] > 5, lambda: x, lambda: ef.exp(x)),
+    "while": lambda x, i: while_loop(
+        lambda k, acc: k < i[0] + 1,
+        lambda k, acc: (k + 1, cond(k % 2 == 0, lambda: acc * 0.5, lambda: acc + x)),
+        [ef.constant(0), x])[1],
+    "call": lambda x, i: _scaled(x, ef.cast(i, ef.float32)) + _scaled(-x, ef.ones((2,))),
 }  # fmt: skip
+
+
+@function(input_signature=[TensorSpec((2, 3, 4)), TensorSpec((2,))])
+def _scaled(x: Any, scale: Any) -> Any:
+    """A traced function the ``call`` case calls (a PartitionedCall), with a cond inside."""
+    y = x * scale[0] + scale[1]
+    return cond(ef.reduce_max(y) > 100.0, lambda: y - 100.0, lambda: ef.relu(y))
+
+
+def _xent_gradient(logits, labels):
+    with GradientTape() as tape:
+        tape.watch(logits)
+        loss = ef.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    return tape.gradient(loss, logits) + loss[:, None]
 
 
 def _relu_gradient(x):

@@ -31,6 +31,7 @@ import record  # noqa: E402
 
 import eagerflow.graph as g  # noqa: E402
 import eagerflow.tensor as ef  # noqa: E402
+from eagerflow.autodiff import GradientTape  # noqa: E402
 from eagerflow.graph import TensorSpec, function, tf_graph_def  # noqa: E402
 from eagerflow.graph.export.tf_graph_def.protos import tensor_proto  # noqa: E402
 from eagerflow.tensor.errors import InvalidAttrError  # noqa: E402
@@ -51,7 +52,7 @@ def _run_imported(source, name: str, inputs: np.ndarray) -> np.ndarray:
 
 
 # --- TensorFlow -> eagerflow ---------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["mlp", "cnn"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "control"])
 @pytest.mark.parametrize("suffix", [".pb", ".pbtxt"])
 def test_a_tensorflow_frozen_model_runs_in_a_session(name: str, suffix: str) -> None:
     inputs = np.load(FIXTURES / f"{name}_input.npy")
@@ -67,6 +68,82 @@ def test_the_fixtures_use_the_ops_the_issue_names() -> None:
             "Identity", "Const"} <= used  # fmt: skip
 
 
+def test_the_control_fixture_keeps_its_functions_in_the_library() -> None:
+    assert {"StatelessIf", "StatelessWhile", "PartitionedCall"} <= set(FROZEN["control"]["ops"])
+    library = _frozen("control").library.function
+    assert len(library) >= 5  # both branches of each cond, the loop's cond and body, the call
+
+
+@pytest.mark.parametrize(
+    "renames", [{"StatelessIf": "If", "StatelessWhile": "While",
+                 "PartitionedCall": "StatefulPartitionedCall"}]
+)  # fmt: skip
+def test_the_stateful_spellings_read_as_the_stateless_ones(renames) -> None:
+    """TensorFlow writes ``If``, ``While`` and ``StatefulPartitionedCall`` when a function
+    has state; with the same functions they compute the same."""
+    proto = _frozen("control")
+    for node in [*proto.node, *(n for f in proto.library.function for n in f.node_def)]:
+        node.op = renames.get(node.op, node.op)
+    assert {n.op for n in proto.node} >= {"If", "While", "StatefulPartitionedCall"}
+    inputs = np.load(FIXTURES / "control_input.npy")
+    ours = _run_imported(proto, "control", inputs)
+    np.testing.assert_allclose(ours, np.load(FIXTURES / "control_output.npy"), atol=TOLERANCE)
+
+
+def test_unknown_ops_inside_functions_are_listed_with_the_others() -> None:
+    proto = _frozen("control")
+    body = _function(proto, "while_body")
+    _node(body, "AddV2").op = "Relu6"
+    _node(proto, "Sum").op = "EuclideanNorm"
+    with pytest.raises(tf_graph_def.UnknownTfOpError) as caught:
+        tf_graph_def.read(proto)
+    assert set(caught.value.ops) == {"Relu6", "EuclideanNorm"}
+
+
+def test_a_function_missing_from_the_library_is_named() -> None:
+    proto = _frozen("control")
+    _node(proto, "StatelessIf").attr["then_branch"].func.name = "nowhere"
+    with pytest.raises(tf_graph_def.TfGraphDefError, match="'nowhere'"):
+        tf_graph_def.read(proto)
+
+
+def _function(proto, prefix: str):
+    """The FunctionDef named ``prefix`` and TensorFlow's number (``while_cond_23``)."""
+    pattern = re.compile(rf"{prefix}_\d+")
+    return next(f for f in proto.library.function if pattern.fullmatch(f.signature.name))
+
+
+def test_a_reference_to_another_output_argument_is_refused() -> None:
+    """``Less`` returns ``z``: ``Less:output:0`` names nothing (eagerflow would otherwise
+    take its index alone)."""
+    proto = _frozen("control")
+    cond = _function(proto, "while_cond")
+    identity = _node(cond, "Identity")
+    identity.input[0] = identity.input[0].replace(":z:", ":output:")
+    with pytest.raises(tf_graph_def.TfGraphDefError, match="Less"):
+        tf_graph_def.read(proto)
+
+
+def test_a_function_without_a_returned_tensor_is_named() -> None:
+    proto = _frozen("control")
+    body = _function(proto, "while_body")
+    del body.ret[body.signature.output_arg[0].name]
+    with pytest.raises(tf_graph_def.TfGraphDefError, match="ret"):
+        tf_graph_def.read(proto)
+
+
+@pytest.mark.timeout(60)
+def test_a_function_that_calls_itself_is_refused() -> None:
+    """A branch whose If runs the branch again would never end: refused before it runs."""
+    proto = _frozen("control")
+    then = _function(proto, "cond_true")
+    node = then.node_def.add(name="again", op="StatelessIf", input=[f"{then.node_def[0].name}"])
+    node.attr["then_branch"].func.name = then.signature.name
+    node.attr["else_branch"].func.name = then.signature.name
+    with g.Graph().as_default(), pytest.raises(ef.InvalidArgumentError, match="uses itself"):
+        tf_graph_def.import_graph_def(proto)
+
+
 def _frozen(name: str):
     from tensorboard.compat.proto import graph_pb2
 
@@ -74,7 +151,9 @@ def _frozen(name: str):
 
 
 def _node(proto, op: str):
-    return next(n for n in proto.node if n.op == op)
+    """The first node of type ``op`` of a GraphDef or of a FunctionDef."""
+    nodes = proto.node_def if hasattr(proto, "node_def") else proto.node
+    return next(n for n in nodes if n.op == op)
 
 
 def test_every_unknown_op_is_listed_at_once() -> None:
@@ -214,20 +293,68 @@ def test_the_written_graph_def_has_tensorflows_names_and_attributes(tmp_path) ->
         assert expected in text, expected
 
 
+def test_control_flow_is_written_as_tensorflow_writes_it(tmp_path) -> None:
+    f, _ = models.op_case("while")
+    text = Path(tf_graph_def.write(f, tmp_path / "f.pbtxt")).read_text()
+    for expected in ('op: "StatelessWhile"', 'key: "body"', 'key: "parallel_iterations"',
+                     'op: "StatelessIf"', 'key: "then_branch"', 'key: "Tcond"', "library {",
+                     "signature {", 'input_arg {', 'ret {', 'func {'):  # fmt: skip
+        assert expected in text, expected
+    g_text = Path(tf_graph_def.write(models.op_case("call")[0], tmp_path / "g.pbtxt")).read_text()
+    for expected in ('op: "PartitionedCall"', 'key: "f"', 'key: "Tin"', 'key: "Tout"'):
+        assert expected in g_text, expected
+
+
+def test_every_output_argument_belongs_to_an_op_a_rule_writes() -> None:
+    from eagerflow.graph.export.tf_graph_def.functions import OUTPUT_ARG
+
+    written = {op for rule in tf_graph_def.TF_RULES.values() for op in rule.ops}
+    assert set(OUTPUT_ARG) <= written
+
+
+def test_a_gradient_loop_over_sequences_is_refused_by_name() -> None:
+    @function(input_signature=[TensorSpec((3,))])
+    def f(x):
+        with GradientTape() as tape:
+            tape.watch(x)
+            y = while_loop_product(x)
+        return tape.gradient(y, x)
+
+    with pytest.raises(tf_graph_def.NoTfCounterpartError, match="sequences"):
+        tf_graph_def.to_proto(f)
+
+
+def while_loop_product(x):
+    return g.while_loop(lambda k, acc: k < 3, lambda k, acc: (k + 1, acc * x),
+                        [ef.constant(0), ef.ones_like(x)])[1]  # fmt: skip
+
+
 def test_ops_without_a_tensorflow_counterpart_are_all_listed() -> None:
     @function(input_signature=[TensorSpec((4,))])
     def f(x):
-        return ef.random_normal((4,)) + ef.split(x, 2)[0][0] + ef.nn.relu(x[1:][0])
+        with GradientTape() as tape:
+            tape.watch(x)
+            y = ef.reduce_sum(x[1:])
+        return ef.random_normal((4,)) + tape.gradient(y, x) + ef.nn.relu(x)
 
     with pytest.raises(tf_graph_def.NoTfCounterpartError) as caught:
         tf_graph_def.to_proto(f)
     types = {t for t, _, _ in caught.value.ops}
-    assert types == {"RandomNormal", "SplitV"}
+    assert types == {"RandomNormal", "StridedSliceGrad"}
     assert "TensorFlow's random streams" in str(caught.value)
 
 
 def _op_types(graph) -> set[str]:
-    return {o.type for o in graph.get_operations()}
+    """The op types of a graph and of the subgraphs its ops run (branches, loops, calls)."""
+    from eagerflow.graph.core.subgraphs import Subgraph
+
+    types = set()
+    for o in graph.get_operations():
+        types.add(o.type)
+        for value in o.attrs.values():
+            if isinstance(value, Subgraph):
+                types |= _op_types(value.graph)
+    return types
 
 
 def test_the_op_cases_cover_every_rule_that_reads() -> None:
@@ -261,9 +388,9 @@ def test_the_names_page_lists_what_has_no_counterpart_and_the_renamed_ops() -> N
     renamed = {ours for ours, rule in tf_graph_def.TF_RULES.items() if rule.ops != (ours,)}
     rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", section, re.MULTILINE))
     assert set(rows) == renamed
-    for ours, cell in rows.items():
-        assert set(tf_graph_def.TF_RULES[ours].ops) == set(re.findall(r"`(\w+)`", cell)) - {
-            "adj_x", "adj_y"}, ours  # fmt: skip
+    for ours, cell in rows.items():  # (attributes are named in parentheses)
+        ops = re.findall(r"`(\w+)`", re.sub(r"\([^)]*\)", "", cell))
+        assert set(tf_graph_def.TF_RULES[ours].ops) == set(ops), ours
 
 
 def test_a_graph_built_with_placeholders_is_written_and_read_back(tmp_path) -> None:

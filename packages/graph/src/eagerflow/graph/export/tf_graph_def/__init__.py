@@ -19,9 +19,15 @@ spells them. Most eagerflow ops already have TensorFlow's names (``MatMul``, ``A
 
 How each op is written and read is its **rule** in ``TF_RULES`` (``rules.py``): one entry
 per op, as the ONNX exporter has one rule per op. An op with no TensorFlow counterpart here
-(state, random numbers, functions, gradients) is named in ``NO_TF_COUNTERPART`` with the
-reason, and writing a graph that uses one is one ``NoTfCounterpartError`` listing every such
-node.
+(state, random numbers, gradients) is named in ``NO_TF_COUNTERPART`` with the reason, and
+writing a graph that uses one is one ``NoTfCounterpartError`` listing every such node.
+
+**Control flow** is written as TensorFlow 2 writes it: a ``cond`` is a ``StatelessIf``, a
+``while_loop`` a ``StatelessWhile`` and a call of a traced function a ``PartitionedCall``,
+whose branches, loop condition and body, and called function are ``FunctionDef``s of the
+GraphDef's ``library`` (``control_flow.py`` holds the rules, ``functions.py`` writes the
+FunctionDefs). Reading, ``If``, ``While`` and ``StatefulPartitionedCall`` are read too, and
+each FunctionDef becomes a graph of eagerflow's own library.
 
 **Writing** takes a traced function, or a ``Graph`` and the tensors to write
 (``write(graph, "g.pb", outputs=[y])``: the nodes of ``graph.as_graph_def()`` that ``y``
@@ -55,6 +61,8 @@ from eagerflow.graph.core.files import atomic_write
 from eagerflow.graph.core.graph import Graph, SymbolicTensor
 from eagerflow.graph.export import graph_def_import
 from eagerflow.graph.export.graph_def import GraphDef
+from eagerflow.graph.export.tf_graph_def import array_rules as _array_rules  # noqa: F401
+from eagerflow.graph.export.tf_graph_def import control_flow as _control_flow  # noqa: F401
 from eagerflow.graph.export.tf_graph_def import protos as pb
 from eagerflow.graph.export.tf_graph_def.protos import TfGraphDefError
 from eagerflow.graph.export.tf_graph_def.reading import UnknownTfOpError, to_eagerflow

@@ -4,7 +4,9 @@ the ``AttrValue`` of a node's attribute.
 A rule (``rules.py``) speaks plain Python: a node's TensorFlow attributes are a dict of
 ``bool``, ``int``, ``float``, ``str``, a ``DType`` (TensorFlow's ``type`` attributes: ``T``,
 ``DstT``), a ``TfShape`` (a ``shape`` attribute, ``None`` for an unknown size), a NumPy array
-(a ``TensorProto``: the ``value`` of a ``Const``) or a list of ints (``strides``, ``ksize``).
+(a ``TensorProto``: the ``value`` of a ``Const``), a list of ints (``strides``, ``ksize``), of
+``DType``s (``Tin``, ``Tout``), of ``TfShape``s (``output_shapes``) or a ``TfFunc`` (a
+function of the GraphDef's library, by name: ``then_branch``, ``body``, ``f``).
 This module alone knows the protocol buffers. Their classes come from the ``tensorboard``
 package (``tensorboard.compat.proto``: the same ``.proto`` files as TensorFlow's, without
 TensorFlow), an optional extra imported only when a function here runs.
@@ -48,6 +50,12 @@ class TfShape(NamedTuple):
     ``dims=None`` for an unknown rank."""
 
     dims: tuple[int | None, ...] | None
+
+
+class TfFunc(NamedTuple):
+    """A TensorFlow ``func`` attribute: the ``name`` of a FunctionDef of the library."""
+
+    name: str
 
 
 class TfGraphDefError(InvalidAttrError):
@@ -174,11 +182,27 @@ def attr_proto(value: Any) -> Any:
         attr.shape.CopyFrom(shape_proto(value.dims))
     elif isinstance(value, np.ndarray):
         attr.tensor.CopyFrom(tensor_proto(value))
-    elif isinstance(value, list) and all(type(v) is int for v in value):
-        attr.list.i.extend(value)
+    elif isinstance(value, TfFunc):
+        attr.func.name = value.name
+    elif isinstance(value, list):
+        _list_proto(attr.list, value)
     else:
         raise TypeError(f"no TensorFlow attribute holds {value!r:.60}")
     return attr
+
+
+def _list_proto(proto: Any, values: list[Any]) -> None:
+    """A ``ListValue`` of ints, dtypes or shapes (set even when empty: ``Tin: []`` is a
+    value, not a missing attribute)."""
+    proto.SetInParent()
+    if all(type(v) is int for v in values):
+        proto.i.extend(values)
+    elif all(isinstance(v, DType) for v in values):
+        proto.type.extend(dtype_enum(v) for v in values)
+    elif all(isinstance(v, TfShape) for v in values):
+        proto.shape.extend(shape_proto(v.dims) for v in values)
+    else:
+        raise TypeError(f"no TensorFlow list attribute holds {values!r:.60}")
 
 
 def attr_value(attr: Any) -> Any:
@@ -195,6 +219,8 @@ def attr_value(attr: Any) -> Any:
         return TfShape(shape_of(attr.shape))
     if kind == "tensor":
         return tensor_from_proto(attr.tensor)
+    if kind == "func":
+        return TfFunc(attr.func.name)
     if kind == "list":
         items = attr.list
         return (
@@ -202,6 +228,7 @@ def attr_value(attr: Any) -> Any:
             + [float(f) for f in items.f]
             + [s.decode("utf8", errors="replace") for s in items.s]
             + [dtype_of(t) for t in items.type]
+            + [TfShape(shape_of(s)) for s in items.shape]
         )
     raise TypeError(f"an attribute of kind {kind!r}, which no rule reads")
 
@@ -209,6 +236,7 @@ def attr_value(attr: Any) -> Any:
 __all__ = [
     "EXTRA",
     "MAX_ELEMENTS",
+    "TfFunc",
     "TfGraphDefError",
     "TfShape",
     "attr_proto",

@@ -278,7 +278,7 @@ for _name in ("Sum", "Mean", "Max", "Min", "Prod"):
 
 
 def _read_arg(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, Any]:
-    return {"axis": _int_of(attrs, consts[0]), "output_type": attrs.get("output_type", DType)}
+    return {"axis": int_of(attrs, consts[0]), "output_type": attrs.get("output_type", DType)}
 
 
 def _arg(tf_op: str) -> Write:
@@ -293,13 +293,15 @@ TF_RULES["ArgMax"] = TfRule(("ArgMax",), _arg("ArgMax"), _read_arg, consts=1)
 TF_RULES["ArgMin"] = TfRule(("ArgMin",), _arg("ArgMin"), _read_arg, consts=1)
 
 
-def _int_of(attrs: TfAttrs, value: np.ndarray) -> int:
+def int_of(attrs: TfAttrs, value: np.ndarray) -> int:
+    """A constant input that must be an integer scalar (an axis, a count)."""
     if value.ndim != 0 or value.dtype.kind not in "iu":
         raise attrs.error("<constant input>", f"must be an integer scalar, got {value!r:.40}")
     return int(value)
 
 
-def _ints_of(attrs: TfAttrs, value: np.ndarray) -> tuple[int, ...]:
+def ints_of(attrs: TfAttrs, value: np.ndarray) -> tuple[int, ...]:
+    """A constant input that must be a vector of integers (a shape, sizes)."""
     if value.ndim != 1 or value.dtype.kind not in "iu":
         raise attrs.error("<constant input>", f"must be a vector of integers, got {value!r:.40}")
     return tuple(int(v) for v in value)
@@ -374,7 +376,7 @@ def _ints_input(tf_op: str, key: str, index: str, ours: str) -> TfRule:
         return TfNode(tf_op, {"T": dtype_of_input(op), index: INT32}, (values,))
 
     def read(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, Any]:
-        return {ours: _ints_of(attrs, consts[0])}
+        return {ours: ints_of(attrs, consts[0])}
 
     return TfRule((tf_op,), write, read, consts=1)
 
@@ -386,7 +388,7 @@ TF_RULES["BroadcastTo"] = _ints_input("BroadcastTo", "shape", "Tidx", "shape")
 
 
 def _read_expand(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, Any]:
-    return {"axis": _int_of(attrs, consts[0])}
+    return {"axis": int_of(attrs, consts[0])}
 
 
 @tf_rule("ExpandDims", "ExpandDims", read=_read_expand, consts=1)
@@ -396,7 +398,7 @@ def _expand_dims(op: Operation) -> TfNode:
 
 
 def _read_concat(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, Any]:
-    return {"axis": _int_of(attrs, consts[0])}
+    return {"axis": int_of(attrs, consts[0])}
 
 
 @tf_rule("ConcatV2", "ConcatV2", read=_read_concat, consts=1)
@@ -430,7 +432,7 @@ def _squeeze(op: Operation) -> TfNode:
 def _read_gather(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, Any]:
     if attrs.get("batch_dims", int, 0) != 0:
         raise attrs.error("batch_dims", "is not 0, which eagerflow's GatherV2 does not have")
-    return {"axis": _int_of(attrs, consts[0])}
+    return {"axis": int_of(attrs, consts[0])}
 
 
 @tf_rule("GatherV2", "GatherV2", read=_read_gather, consts=1)
@@ -441,7 +443,7 @@ def _gather(op: Operation) -> TfNode:
 
 
 def _read_fill(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, Any]:
-    dims, value = _ints_of(attrs, consts[0]), consts[1]
+    dims, value = ints_of(attrs, consts[0]), consts[1]
     if value.ndim != 0:
         raise attrs.error("<value input>", "must be a scalar")
     return {"shape": dims, "value": value.item(), "dtype": dtypes.as_dtype(value.dtype.name)}
@@ -456,7 +458,7 @@ def _fill(op: Operation) -> TfNode:
 
 def _read_one_hot(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, Any]:
     depth, on, off = consts
-    return {"depth": _int_of(attrs, depth), "on_value": on.item(), "off_value": off.item(),
+    return {"depth": int_of(attrs, depth), "on_value": on.item(), "off_value": off.item(),
             "axis": attrs.get("axis", int, -1), "dtype": attrs.get("T", DType)}  # fmt: skip
 
 
@@ -485,7 +487,7 @@ def _key_entry(k: Any) -> tuple[tuple[int, int, int], dict[str, bool]]:
 
 
 def _read_strided_slice(attrs: TfAttrs, consts: list[np.ndarray]) -> dict[str, Any]:
-    begin, end, strides = (_ints_of(attrs, c) for c in consts)
+    begin, end, strides = (ints_of(attrs, c) for c in consts)
     if not len(begin) == len(end) == len(strides):
         raise attrs.error("<begin, end, strides>", "must have the same length")
     masks = {m: attrs.get(m, int, 0) for m in _MASKS}
@@ -521,7 +523,6 @@ def _strided_slice(op: Operation) -> TfNode:
 # --- what has no TensorFlow counterpart here -----------------------------------------------------
 _STATE = "changes a variable: a frozen inference GraphDef has no state"
 _RANDOM = "draws from eagerflow's generator: TensorFlow's random streams give other numbers"
-_FUNCTIONS = "needs a FunctionDefLibrary, which this writer does not write yet"
 _GRADIENT = "a gradient op: export the forward function"
 # Every registered op has a rule or its reason here (tests/tensor/test_op_rows.py).
 NO_TF_COUNTERPART = {
@@ -529,20 +530,10 @@ NO_TF_COUNTERPART = {
     "ApplyGradientDescent": _STATE,
     "VariableV2": "a graph variable's node: export a function of eager variables (frozen)",
     "RandomNormal": _RANDOM, "RandomUniform": _RANDOM, "RandomShuffle": _RANDOM,
-    "If": _FUNCTIONS, "While": _FUNCTIONS, "PartitionedCall": _FUNCTIONS,
     "CustomGradient": "holds a Python function, which no GraphDef can carry",
-    "PlaceholderWithDefault": "TensorFlow has the op (its default an input): not written yet",
     "PrintV2": "prints when it runs: an inference GraphDef has no effects",
     "WriteSummary": "writes to a summary file when it runs: an inference GraphDef has no "
                     "effects (TensorFlow's WriteSummary takes a writer resource)",
-    "Where": "TensorFlow's Where of one input returns int64 coordinates in another layout",
-    "SplitV": "several outputs of TensorFlow's SplitV: not written yet",
-    "Size": "not written yet (TensorFlow's Size takes out_type)",
-    "Range": "its bounds are attributes here, inputs in TensorFlow: not written yet",
-    "LinSpace": "its bounds are attributes here, inputs in TensorFlow: not written yet",
-    "UnsortedSegmentSum": "num_segments is an input in TensorFlow: not written yet",
-    "SparseSoftmaxCrossEntropyWithLogits": "TensorFlow's op has two outputs (loss and "
-                                           "backprop), eagerflow's one",
     "StridedSliceGrad": _GRADIENT, "Conv2DBackpropInput": _GRADIENT,
     "Conv2DBackpropFilter": _GRADIENT, "MaxPoolGrad": _GRADIENT, "MaxPoolGradGrad": _GRADIENT,
     "AvgPoolGrad": _GRADIENT,
@@ -576,6 +567,8 @@ __all__ = [
     "TfNode",
     "TfRule",
     "const_node",
+    "int_of",
+    "ints_of",
     "output_node",
     "reading_rules",
     "tf_rule",
