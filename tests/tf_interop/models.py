@@ -104,6 +104,11 @@ OP_CASES: dict[str, Callable[[Any, Any], Any]] = {
     "slices": lambda x, i: ef.concat([ef.reshape(x[-1:, None, ::-2, 1:3], (-1,)),
                                       x[..., -1][0], x[1, 1:2, :][0]], axis=0),
     "conv": lambda x, i: ef.nn.conv2d(x[..., None], ef.ones((2, 2, 1, 3)), 1, "SAME"),
+    # seeded random ops written and run (their numbers differ, so multiplied by 0; a shuffle
+    # of two rows summed is the same sum)
+    "random": lambda x, i: x + 0.0 * (ef.reduce_sum(ef.random_uniform((4,), seed=3))
+        + ef.reduce_sum(ef.random_normal((4,), seed=4)))
+        + ef.reduce_sum(ef.random_shuffle(x, seed=5), axis=0),
 }  # fmt: skip
 
 

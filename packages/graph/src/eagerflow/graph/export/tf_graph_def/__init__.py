@@ -56,6 +56,7 @@ from eagerflow.graph.core.graph import Graph, SymbolicTensor
 from eagerflow.graph.export import graph_def_import
 from eagerflow.graph.export.graph_def import GraphDef
 from eagerflow.graph.export.tf_graph_def import protos as pb
+from eagerflow.graph.export.tf_graph_def import random_rules  # noqa: F401  (registers its rules)
 from eagerflow.graph.export.tf_graph_def.protos import TfGraphDefError
 from eagerflow.graph.export.tf_graph_def.reading import UnknownTfOpError, to_eagerflow
 from eagerflow.graph.export.tf_graph_def.rules import (

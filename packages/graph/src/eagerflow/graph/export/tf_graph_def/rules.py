@@ -520,7 +520,6 @@ def _strided_slice(op: Operation) -> TfNode:
 
 # --- what has no TensorFlow counterpart here -----------------------------------------------------
 _STATE = "changes a variable: a frozen inference GraphDef has no state"
-_RANDOM = "draws from eagerflow's generator: TensorFlow's random streams give other numbers"
 _FUNCTIONS = "needs a FunctionDefLibrary, which this writer does not write yet"
 _GRADIENT = "a gradient op: export the forward function"
 # Every registered op has a rule or its reason here (tests/tensor/test_op_rows.py).
@@ -528,7 +527,6 @@ NO_TF_COUNTERPART = {
     "AssignVariableOp": _STATE, "AssignAddVariableOp": _STATE, "AssignSubVariableOp": _STATE,
     "ApplyGradientDescent": _STATE,
     "VariableV2": "a graph variable's node: export a function of eager variables (frozen)",
-    "RandomNormal": _RANDOM, "RandomUniform": _RANDOM, "RandomShuffle": _RANDOM,
     "If": _FUNCTIONS, "While": _FUNCTIONS, "PartitionedCall": _FUNCTIONS,
     "CustomGradient": "holds a Python function, which no GraphDef can carry",
     "PlaceholderWithDefault": "TensorFlow has the op (its default an input): not written yet",
