@@ -68,6 +68,8 @@ def _eager_ops() -> None:
     ef.random_normal([2], stddev=2.0)
     ef.random_uniform([2], maxval=3, dtype="int32")
     ef.random_uniform([2])
+    ef.random_uniform([2], seed=3)
+    ef.random_shuffle([1, 2, 3], seed=1)
     ef.print(x, "x", output_stream=io.StringIO())
     ef.print(x, output_stream="stdout")
 

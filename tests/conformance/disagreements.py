@@ -14,6 +14,7 @@ KEPT: dict[str, str] = {
     "optimizers/Adagrad/float64": "it applies the learning rate in the variable's own dtype",
     "losses/MeanSquaredError/float64": "a loss keeps the predictions' float dtype",
     "unary/softmax/float32/edges": "a NaN in softmax's input makes every output NaN",
+    "random/seed/two_ops_same_seeds": "two random ops of one graph with the same two seeds",
 }
 
 _ROOT_CAUSES: dict[str, list[str]] = {}

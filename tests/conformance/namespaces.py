@@ -106,6 +106,20 @@ NAMES: dict[str, tuple[str, str]] = {
             "placeholder_with_default",
         ]
     },
+    **{
+        name: (f"tf.compat.v1.{name}", f"graph.{name}")
+        for name in ["name_scope", "trainable_variables", "set_random_seed", "import_graph_def"]
+    },
+    "random_uniform": ("tf.random.uniform", "ef.random_uniform"),
+    "random_normal": ("tf.random.normal", "ef.random_normal"),
+    "set_seed": ("tf.random.set_seed", "ef.set_seed"),
+    **{
+        name: (f"tf.compat.v1.{name}", f"nn.{name}")
+        for name in ["get_variable", "variable_scope", "get_variable_scope", "AUTO_REUSE"]
+    },
+    "constant_initializer": ("tf.compat.v1.constant_initializer", "nn.initializers.constant"),
+    "saved_model": ("tf.saved_model", "graph.saved_model"),
+    "Module": ("tf.Module", "nn.Layer"),  # an object to hang functions and variables on
     "Saver": ("tf.compat.v1.train.Saver", "nn.Saver"),
     "GradientDescentOptimizer": (
         "tf.compat.v1.train.GradientDescentOptimizer",

@@ -369,6 +369,15 @@ def test_name_scopes_nest() -> None:
     assert c.op.name == "outer/mul"
 
 
+def test_a_scope_ending_in_a_slash_is_reentered_and_the_empty_one_is_the_root() -> None:
+    with Graph().as_default(), name_scope("outer"):
+        with name_scope("outer/"):  # as in TensorFlow: the whole scope, as it is (no _1)
+            a = ef.constant(1.0)
+        with name_scope(""):
+            b = ef.constant(2.0)
+    assert a.op.name == "outer/Const" and b.op.name == "Const"
+
+
 def test_a_reused_name_scope_gets_a_unique_name() -> None:
     with Graph().as_default():
         x = placeholder(ef.float32, shape=(None, 3))

@@ -129,6 +129,11 @@ OP_CASES: dict[str, Callable[[Any, Any], Any]] = {
         lambda k, acc: (k + 1, cond(k % 2 == 0, lambda: acc * 0.5, lambda: acc + x)),
         [ef.constant(0), x])[1],
     "call": lambda x, i: _scaled(x, ef.cast(i, ef.float32)) + _scaled(-x, ef.ones((2,))),
+    # seeded random ops written and run (their numbers differ, so multiplied by 0; a shuffle
+    # of two rows summed is the same sum)
+    "random": lambda x, i: x + 0.0 * (ef.reduce_sum(ef.random_uniform((4,), seed=3))
+        + ef.reduce_sum(ef.random_normal((4,), seed=4)))
+        + ef.reduce_sum(ef.random_shuffle(x, seed=5), axis=0),
 }  # fmt: skip
 
 

@@ -52,6 +52,7 @@ from eagerflow.graph.core.ops import (
     no_op,
     placeholder,
     placeholder_with_default,
+    set_random_seed,
     trainable_variables,
     variables_initializer,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "reset_default_graph",
     "run_functions_eagerly",
     "saved_model",
+    "set_random_seed",
     "summary",
     "tf_graph_def",
     "trainable_variables",

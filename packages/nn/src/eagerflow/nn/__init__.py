@@ -64,8 +64,16 @@ from eagerflow.nn.optimizers import (
 )
 from eagerflow.nn.saver import Saver
 from eagerflow.nn.training import History, batches, fit
+from eagerflow.nn.variable_scope import (
+    AUTO_REUSE,
+    VariableScope,
+    get_variable,
+    get_variable_scope,
+    variable_scope,
+)
 
 __all__ = [
+    "AUTO_REUSE",
     "Adagrad",
     "AdamOptimizer",
     "AveragePool2D",
@@ -89,6 +97,7 @@ __all__ = [
     "RMSPropOptimizer",
     "Saver",
     "Sequential",
+    "VariableScope",
     "accuracy",
     "activations",
     "batches",
@@ -97,10 +106,13 @@ __all__ = [
     "datasets",
     "fit",
     "get_or_create_global_step",
+    "get_variable",
+    "get_variable_scope",
     "initializers",
     "latest_checkpoint",
     "mean_squared_error",
     "sigmoid_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits",
     "sparse_softmax_cross_entropy_with_logits",
+    "variable_scope",
 ]

@@ -27,6 +27,15 @@ def ones(shape: Sequence[int], dtype: DType = ef.float32) -> Tensor:
     return ef.ones(shape, dtype)
 
 
+def constant(value: float = 0.0) -> Initializer:
+    """Every element ``value`` (TensorFlow's ``constant_initializer`` for a number)."""
+
+    def initializer(shape: Sequence[int], dtype: DType = ef.float32) -> Tensor:
+        return ef.fill(shape, dtype.np.type(value))  # a NumPy scalar: Fill's dtype
+
+    return initializer
+
+
 def random_normal(mean: float = 0.0, stddev: float = 0.05) -> Initializer:
     """Draws from N(mean, stddev²) (Keras' defaults)."""
 
@@ -74,4 +83,4 @@ def get(initializer: str | Initializer) -> Initializer:
     return _BY_NAME[initializer]
 
 
-__all__ = ["Initializer", "get", "glorot_uniform", "ones", "random_normal", "zeros"]
+__all__ = ["Initializer", "constant", "get", "glorot_uniform", "ones", "random_normal", "zeros"]

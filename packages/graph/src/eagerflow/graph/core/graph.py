@@ -153,6 +153,9 @@ class Graph:
         self._name_counts: dict[str, int] = {}
         self._captures: dict[int, tuple[Tensor, SymbolicTensor]] = {}
         self._building = _Building()  # this thread's name scope and control dependencies
+        # TF 1's graph-level seed (set_random_seed): with it, random ops made in this graph
+        # get seeds of their own (see eagerflow.tensor.random_ops.get_seed)
+        self.random_seed: int | None = None
 
     # --- the seam's context interface -----------------------------------------------------
     assign_returns_variable = False  # TF 1: `v.assign(x)` is a node to fetch or depend on
@@ -213,6 +216,10 @@ class Graph:
             captured = self._captures[id(t)] = (t, const.outputs[0])  # keep t alive: id stays its
         return captured[1]
 
+    def op_count(self) -> int:
+        """How many ops the graph has: a seeded graph's next random op's own seed."""
+        return len(self._operations)
+
     # --- names ----------------------------------------------------------------------------
     def unique_name(self, name: str, mark_used: bool = True) -> str:
         """``name`` inside the current scope, with ``_1``, ``_2``, ... if already taken."""
@@ -229,10 +236,13 @@ class Graph:
 
     @contextmanager
     def name_scope(self, name: str) -> Iterator[str]:
-        """Prefix the names of the ops created inside with ``name/`` (scopes nest)."""
-        if not re.fullmatch(r"[A-Za-z0-9_.\-/]+", name):
+        """Prefix the names of the ops created inside with ``name/`` (scopes nest). As in
+        TensorFlow, a name ending in ``/`` is a whole scope re-entered as it is (no ``_1``),
+        and ``""`` is the root (no prefix)."""
+        if name and not re.fullmatch(r"[A-Za-z0-9_.\-/]+", name):
             raise ValueError(f"invalid name scope {name!r}")
-        scope = self.unique_name(name.rstrip("/")) + "/"
+        absolute = name == "" or name.endswith("/")
+        scope = name if absolute else self.unique_name(name) + "/"
         outer, self._building.scope = self._building.scope, scope
         try:
             yield scope

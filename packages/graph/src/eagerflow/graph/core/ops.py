@@ -10,7 +10,7 @@ import numpy as np
 
 from eagerflow.autodiff import Variable, not_differentiable, register_gradient
 from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor, get_default_graph
-from eagerflow.tensor import convert_to_tensor, dtypes
+from eagerflow.tensor import convert_to_tensor, dtypes, set_seed
 from eagerflow.tensor.dtypes import ANY, DType
 from eagerflow.tensor.errors import InvalidArgumentError, ShapeError, format_shape
 from eagerflow.tensor.execution import execute, executing_eagerly
@@ -138,6 +138,18 @@ def global_variables_initializer() -> Operation | None:
     return variables_initializer(global_variables(), name="init")
 
 
+def set_random_seed(seed: int | None) -> None:
+    """TensorFlow 1's graph-level seed: the random ops made afterwards in the default graph
+    get seeds from it (``eagerflow.tensor.random_ops.get_seed``), so each Session, and the
+    graph written and read back, draws the same numbers. Eagerly: ``set_seed``."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise TypeError(f"set_random_seed: the seed is an int >= 0 or None, got {seed!r}")
+    if executing_eagerly():
+        set_seed(seed)
+        return
+    get_default_graph().random_seed = seed
+
+
 @contextmanager
 def name_scope(name: str) -> Iterator[str]:
     """Prefix the names of ops created inside with ``name/`` (no-op in eager mode)."""
@@ -168,6 +180,7 @@ __all__ = [
     "no_op_kernel",
     "placeholder",
     "placeholder_with_default",
+    "set_random_seed",
     "trainable_variables",
     "variables_initializer",
 ]

@@ -33,6 +33,7 @@ from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, EagerflowError, InvalidArgumentError, format_shape
 from eagerflow.tensor.execution import run_kernel
 from eagerflow.tensor.nest import flatten, pack_sequence_as
+from eagerflow.tensor.random_ops import Streams, random_streams
 from eagerflow.tensor.rules import compatible
 from eagerflow.tensor.tensor import to_array
 
@@ -239,6 +240,7 @@ class Session:
         self.graph = graph or get_default_graph()
         self.jit_compile = jit_compile  # run plans compiled (``eagerflow.graph.compiler``)
         self._values: dict[Variable, np.ndarray] = {}
+        self._streams: Streams = {}  # seeded random ops' streams: each Session starts afresh
         self._plans: dict[tuple[Any, ...], Plan] = {}
         self._compiled: dict[Plan, Any] = {}
         self._closed = False
@@ -264,6 +266,7 @@ class Session:
         """Free the session's state; running it afterwards is an error."""
         self._closed = True
         self._values.clear()
+        self._streams.clear()
         self._plans.clear()
         self._compiled.clear()
 
@@ -276,7 +279,7 @@ class Session:
             feeds[t] = _checked_feed(t, value)
         plan = self.plan(fetches, feeds)
         runner = self.compiled(plan) if self.jit_compile else plan
-        with session_values(self._values):
+        with session_values(self._values), random_streams(self._streams):
             results = runner.run(feeds)
         return pack_sequence_as(fetches, results)
 

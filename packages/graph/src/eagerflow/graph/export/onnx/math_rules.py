@@ -215,12 +215,27 @@ def _reduce_node(
     return b.one(onnx_type, [x], axes=axes, keepdims=keepdims)
 
 
-@rule("ArgMax", "ArgMin")
-def _arg(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
+@rule("ArgMax")
+def _argmax(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
+    return _arg(b, node, x, -np.inf)
+
+
+@rule("ArgMin")
+def _argmin(b: OnnxBuilder, node: Operation, x: list[str]) -> list[str]:
+    return _arg(b, node, x, np.inf)
+
+
+def _arg(b: OnnxBuilder, node: Operation, x: list[str], nan_becomes: float) -> list[str]:
     """``ArgMax``/``ArgMin`` (the first index on ties), int64, then cast to
-    ``output_type``. ONNX has no bool ArgMax: bools are cast to int32 first."""
-    if node.inputs[0].dtype.is_bool:
+    ``output_type``. ONNX has no bool ArgMax: bools are cast to int32 first. TensorFlow's
+    (and eagerflow's) skip NaN, ONNX's picks it: a NaN becomes -inf for ArgMax (+inf for
+    ArgMin: ``nan_becomes``) first, so the exported model agrees."""
+    dtype = node.inputs[0].dtype
+    if dtype.is_bool:
         x = [b.one("Cast", x, to=b.elem_type(int32))]
+    elif dtype.is_floating:
+        skipped = zero_like(b, dtype, nan_becomes)
+        x = [b.one("Where", [b.one("IsNaN", x), skipped, x[0]])]
     found = b.one(node.type, x, axis=int(node.attrs["axis"]), keepdims=0, select_last_index=0)
     return b.node("Cast", [found], to=b.elem_type(node.attrs["output_type"]))
 

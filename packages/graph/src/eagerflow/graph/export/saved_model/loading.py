@@ -118,6 +118,11 @@ class LoadedModel:
         self._call = call
 
     @property
+    def call_name(self) -> str | None:
+        """The function that calling the model calls (None: it is not callable)."""
+        return self._call
+
+    @property
     def trainable_variables(self) -> list[Variable]:
         return [v for v in self.variables if v.trainable]
 

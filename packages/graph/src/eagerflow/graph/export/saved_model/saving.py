@@ -28,15 +28,19 @@ from eagerflow.graph.export.saved_model.format import (
     spec_entry,
     tensor_entry,
 )
+from eagerflow.graph.export.saved_model.loading import LoadedFunction, LoadedModel
 from eagerflow.graph.tracing.function import ConcreteFunction, Function
 from eagerflow.graph.tracing.signatures import signature_parameters
 from eagerflow.graph.tracing.tensor_spec import TensorSpec
 from eagerflow.tensor.errors import FailedPreconditionError
 from eagerflow.tensor.nest import flatten
 
+# What save() writes: a traced function, or one loaded from a SavedModel (re-saving it).
+Saveable = Function | LoadedFunction
+
 
 # --- save ------------------------------------------------------------------------------------
-def _require_signature(function: Function, name: str) -> None:
+def _require_signature(function: Saveable, name: str) -> None:
     if function.input_signature is None:
         raise TypeError(
             f"save(): function {name!r} has no input_signature. A SavedModel runs without the "
@@ -46,8 +50,10 @@ def _require_signature(function: Function, name: str) -> None:
         )
 
 
-def _functions_of(obj: Any) -> tuple[dict[str, Function], str | None]:
+def _functions_of(obj: Any) -> tuple[dict[str, Saveable], str | None]:
     """The functions to save, by name, and the one that calling the loaded object calls."""
+    if isinstance(obj, LoadedModel):  # re-saved as it was loaded (as TensorFlow allows)
+        return dict(obj.functions), obj.call_name
     if isinstance(obj, Function):
         name = getattr(obj, "__name__", "")
         name = name if name.isidentifier() else "__call__"
@@ -62,7 +68,7 @@ def _functions_of(obj: Any) -> tuple[dict[str, Function], str | None]:
              if isinstance(v, Function)}  # fmt: skip
     with contextlib.suppress(TypeError):  # no __dict__ (__slots__): the class's only
         names |= {n for n, v in vars(obj).items() if isinstance(v, Function)}
-    found: dict[str, Function] = {}
+    found: dict[str, Saveable] = {}
     skipped = []
     for name in sorted(names):
         function = getattr(obj, name)  # a method: bound to obj (its own traces)
@@ -90,7 +96,7 @@ def _functions_of(obj: Any) -> tuple[dict[str, Function], str | None]:
     return found, "__call__" if "__call__" in found else None
 
 
-def _input_names(function: Function, parameters: Sequence[str], signature: str) -> list[str]:
+def _input_names(function: Saveable, parameters: Sequence[str], signature: str) -> list[str]:
     """The names a serving signature's inputs have: the parameter's (or its TensorSpec's
     name), ``x_0``, ``x_1``, ... for the leaves of a nested argument."""
     assert function.input_signature is not None
@@ -120,7 +126,7 @@ def _output_names(structure: Any, count: int) -> list[str]:
 def save(
     obj: Any,
     export_dir: str | os.PathLike[str],
-    signatures: Function | Mapping[str, Function] | None = None,
+    signatures: Saveable | Mapping[str, Saveable] | None = None,
 ) -> None:
     """Save ``obj``'s functions, traced from their input signatures, and the values of the
     variables they read, as a SavedModel directory ``export_dir`` (see the module docs).
@@ -134,10 +140,7 @@ def save(
     signature_functions = _add_signature_functions(_signatures(obj, signatures), functions)
     concretes = {name: f.get_concrete_function() for name, f in functions.items()}
     graph_def, library, variables = functions_as_graph_def(concretes)
-    parameters = {
-        name: signature_parameters(name, f.python_function, len(f.input_signature or ()))
-        for name, f in functions.items()
-    }
+    parameters = {name: _parameters(name, f) for name, f in functions.items()}
     entries = {
         name: _function_entry(
             f, concretes[name], library[name], name in attributes, parameters[name]
@@ -161,13 +164,22 @@ def save(
     _write_directory(os.fspath(export_dir), text, _variable_arrays(variables))
 
 
+def _parameters(name: str, function: Saveable) -> list[str]:
+    if isinstance(function, LoadedFunction):
+        return function.parameters
+    return signature_parameters(name, function.python_function, len(function.input_signature or ()))
+
+
 def _signatures(
-    obj: Any, signatures: Function | Mapping[str, Function] | None
-) -> Mapping[str, Function]:
-    """``save``'s ``signatures`` argument as a dict (see ``save``)."""
+    obj: Any, signatures: Saveable | Mapping[str, Saveable] | None
+) -> Mapping[str, Saveable]:
+    """``save``'s ``signatures`` argument as a dict (see ``save``); a loaded model keeps its
+    own unless others are given."""
+    if signatures is None and isinstance(obj, LoadedModel):
+        return {key: signature.function for key, signature in obj.signatures.items()}
     if signatures is None:
         return {DEFAULT_SERVING_SIGNATURE: obj} if isinstance(obj, Function) else {}
-    if isinstance(signatures, Function):
+    if isinstance(signatures, Saveable):
         return {DEFAULT_SERVING_SIGNATURE: signatures}
     if not isinstance(signatures, Mapping):
         raise TypeError(
@@ -177,13 +189,13 @@ def _signatures(
 
 
 def _add_signature_functions(
-    signatures: Mapping[str, Function], functions: dict[str, Function]
+    signatures: Mapping[str, Saveable], functions: dict[str, Saveable]
 ) -> dict[str, str]:
     """Each signature's function name in ``functions``; a function that is not an attribute
     is added to ``functions`` under a name of its own (saved for the signature alone)."""
     names: dict[str, str] = {}
     for key, function in signatures.items():
-        if not isinstance(key, str) or not isinstance(function, Function):
+        if not isinstance(key, str) or not isinstance(function, Saveable):
             raise TypeError(
                 f"save(): signatures maps names to functions with an input_signature, got "
                 f"{key!r}: {function!r:.60}"
@@ -200,7 +212,7 @@ def _add_signature_functions(
 
 
 def _function_entry(
-    function: Function,
+    function: Saveable,
     concrete: ConcreteFunction,
     library_name: str,
     attribute: bool,
@@ -221,7 +233,7 @@ def _function_entry(
 
 
 def _signature_entry(
-    key: str, name: str, function: Function, concrete: ConcreteFunction, parameters: list[str]
+    key: str, name: str, function: Saveable, concrete: ConcreteFunction, parameters: list[str]
 ) -> dict[str, Any]:
     """The document's entry for one serving signature: its function, named inputs, outputs."""
     inputs = _input_names(function, parameters, key)

@@ -64,6 +64,7 @@ from eagerflow.graph.export.graph_def import GraphDef
 from eagerflow.graph.export.tf_graph_def import array_rules as _array_rules  # noqa: F401
 from eagerflow.graph.export.tf_graph_def import control_flow as _control_flow  # noqa: F401
 from eagerflow.graph.export.tf_graph_def import protos as pb
+from eagerflow.graph.export.tf_graph_def import random_rules  # noqa: F401  (registers its rules)
 from eagerflow.graph.export.tf_graph_def.protos import TfGraphDefError
 from eagerflow.graph.export.tf_graph_def.reading import UnknownTfOpError, to_eagerflow
 from eagerflow.graph.export.tf_graph_def.rules import (

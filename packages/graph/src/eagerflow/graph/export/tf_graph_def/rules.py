@@ -522,14 +522,12 @@ def _strided_slice(op: Operation) -> TfNode:
 
 # --- what has no TensorFlow counterpart here -----------------------------------------------------
 _STATE = "changes a variable: a frozen inference GraphDef has no state"
-_RANDOM = "draws from eagerflow's generator: TensorFlow's random streams give other numbers"
 _GRADIENT = "a gradient op: export the forward function"
 # Every registered op has a rule or its reason here (tests/tensor/test_op_rows.py).
 NO_TF_COUNTERPART = {
     "AssignVariableOp": _STATE, "AssignAddVariableOp": _STATE, "AssignSubVariableOp": _STATE,
     "ApplyGradientDescent": _STATE,
     "VariableV2": "a graph variable's node: export a function of eager variables (frozen)",
-    "RandomNormal": _RANDOM, "RandomUniform": _RANDOM, "RandomShuffle": _RANDOM,
     "CustomGradient": "holds a Python function, which no GraphDef can carry",
     "PrintV2": "prints when it runs: an inference GraphDef has no effects",
     "WriteSummary": "writes to a summary file when it runs: an inference GraphDef has no "
