@@ -34,7 +34,11 @@ __version__ = _metadata.version("eagerflow-graph")  # from the repository's VERS
 from eagerflow.graph import autograph, compiler  # noqa: F401
 from eagerflow.graph.core import control_flow_grad, draw  # noqa: F401
 from eagerflow.graph.core.control_flow import cond, while_loop
+from eagerflow.graph.core.draw import partition_to_mermaid
 from eagerflow.graph.core.gradients import gradients
+from eagerflow.graph.core.job import Job, get_job, set_job
+from eagerflow.graph.core.partition import Part, partition
+from eagerflow.graph.core.send_recv import Rendezvous, RendezvousKey
 from eagerflow.graph.core.graph import (
     Graph,
     Operation,
@@ -45,6 +49,7 @@ from eagerflow.graph.core.graph import (
 )
 from eagerflow.graph.core.ops import (
     control_dependencies,
+    device,
     global_variables,
     global_variables_initializer,
     group,
@@ -74,7 +79,11 @@ __all__ = [
     "ConcreteFunction",
     "Function",
     "Graph",
+    "Job",
     "Operation",
+    "Part",
+    "Rendezvous",
+    "RendezvousKey",
     "RetracingWarning",
     "Session",
     "SymbolicTensor",
@@ -83,10 +92,12 @@ __all__ = [
     "autograph",
     "cond",
     "control_dependencies",
+    "device",
     "function",
     "functions_run_eagerly",
     "get_default_graph",
     "get_default_session",
+    "get_job",
     "global_variables",
     "global_variables_initializer",
     "gradients",
@@ -95,12 +106,15 @@ __all__ = [
     "name_scope",
     "no_op",
     "onnx",
+    "partition",
+    "partition_to_mermaid",
     "placeholder",
     "placeholder_with_default",
     "read_graph_def",
     "reset_default_graph",
     "run_functions_eagerly",
     "saved_model",
+    "set_job",
     "summary",
     "tf_graph_def",
     "trainable_variables",

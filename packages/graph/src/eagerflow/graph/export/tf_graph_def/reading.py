@@ -86,7 +86,8 @@ def _node(node: Any, ours: str, rule: TfRule, consts: dict[str, Any]) -> dict[st
     data = [i for i in node.input if not i.startswith("^")]
     control = [i for i in node.input if i.startswith("^")]
     inputs = [_tensor_name(i) for i in data[: len(data) - rule.consts]] + control
-    return {"name": node.name, "op": ours, "input": inputs,
+    placed = {"device": node.device} if node.device else {}
+    return {"name": node.name, "op": ours, "input": inputs, **placed,
             "attr": {k: encode_attr(v) for k, v in attrs.items()}}  # fmt: skip
 
 

@@ -80,7 +80,7 @@ def to_proto(
         for i, value in enumerate(node.consts):
             const = const_node(value)
             inputs.append(_add(graph_def, names(f"{name}/const_{i}"), const, []))
-        _add(graph_def, name, node, inputs)
+        _add(graph_def, name, node, inputs, operation.device)
     for i, t in enumerate(outputs):
         _add(graph_def, names(f"output_{i}"), output_node(t), [_ref(t, renamed)])
     return graph_def
@@ -92,8 +92,8 @@ def _ref(t: SymbolicTensor, renamed: dict[Operation, str]) -> str:
     return renamed[t.op] if index == 0 else f"{renamed[t.op]}:{index}"
 
 
-def _add(graph_def: Any, name: str, node: TfNode, inputs: list[str]) -> str:
-    proto = graph_def.node.add(name=name, op=node.op, input=inputs)
+def _add(graph_def: Any, name: str, node: TfNode, inputs: list[str], device: str = "") -> str:
+    proto = graph_def.node.add(name=name, op=node.op, input=inputs, device=device)
     for key, value in node.attrs.items():
         proto.attr[key].CopyFrom(pb.attr_proto(value))
     return name
