@@ -113,7 +113,7 @@ def test_an_imported_malformed_device_names_the_node() -> None:
     g, _ = _placed_graph()
     graph_def = g.as_graph_def()
     graph_def["node"][0]["device"] = "/job:worker/task:zero"
-    with Graph().as_default(), pytest.raises(InvalidArgumentError, match="node 'x'.*task:zero"):
+    with Graph().as_default(), pytest.raises(InvalidArgumentError, match=r"node 'x'.*task:zero"):
         import_graph_def(graph_def)
     graph_def["node"][0]["device"] = 3
     with Graph().as_default(), pytest.raises(InvalidArgumentError, match="'device' must be"):

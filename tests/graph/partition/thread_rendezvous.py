@@ -61,7 +61,7 @@ def run_job(
         try:
             with Session(graph, job=Job(i, num_tasks, rendezvous)) as session:
                 results[i] = step(session)
-        except BaseException as e:  # noqa: BLE001 - handed to the test's thread
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=task, args=(i,), daemon=True) for i in range(num_tasks)]

@@ -36,9 +36,6 @@ from eagerflow.graph.core import control_flow_grad, draw  # noqa: F401
 from eagerflow.graph.core.control_flow import cond, while_loop
 from eagerflow.graph.core.draw import partition_to_mermaid
 from eagerflow.graph.core.gradients import gradients
-from eagerflow.graph.core.job import Job, get_job, set_job
-from eagerflow.graph.core.partition import Part, partition
-from eagerflow.graph.core.send_recv import Rendezvous, RendezvousKey
 from eagerflow.graph.core.graph import (
     Graph,
     Operation,
@@ -47,6 +44,7 @@ from eagerflow.graph.core.graph import (
     get_default_session,
     reset_default_graph,
 )
+from eagerflow.graph.core.job import Job, get_job, set_job
 from eagerflow.graph.core.ops import (
     control_dependencies,
     device,
@@ -60,6 +58,8 @@ from eagerflow.graph.core.ops import (
     trainable_variables,
     variables_initializer,
 )
+from eagerflow.graph.core.partition import Part, partition
+from eagerflow.graph.core.send_recv import Rendezvous, RendezvousKey
 from eagerflow.graph.core.session import Session
 from eagerflow.graph.core.tensor_array import TensorArray
 from eagerflow.graph.export import onnx, saved_model, summary, tf_graph_def

@@ -57,7 +57,12 @@ def gradients(
             placed = graph.device(targets[0].op.device or None) if targets else placed
         with placed:  # made in this graph's block, the gradients are SymbolicTensors
             return backward(  # type: ignore[return-value]
-                entries, targets, sources, keys, grad_ys, unconnected_gradients,
+                entries,
+                targets,
+                sources,
+                keys,
+                grad_ys,
+                unconnected_gradients,
                 seeds_name="grad_ys",
             )
 

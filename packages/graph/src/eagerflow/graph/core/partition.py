@@ -29,6 +29,7 @@ from eagerflow.graph.core.device import DeviceSpec
 from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
 from eagerflow.graph.core.send_recv import task_device
 from eagerflow.tensor import dtypes
+from eagerflow.tensor.execution import execute
 from eagerflow.tensor.registry import OPS
 
 
@@ -160,20 +161,22 @@ class _Cut:
         }
         flat = _flat(name)
         sending, receiving = self.parts[sender], self.parts[task]
-        send = sending.create_op(OPS["_Send"], (source,), attrs, [], [], f"_send_{flat}_to_{task}")
-        send.device = attrs["send_device"]
+        # through the seam, as every op is made: each part is the context that builds them
+        with sending.as_default(), sending.device(attrs["send_device"]):
+            execute("_Send", (source,), attrs, f"_send_{flat}_to_{task}")
+        send = sending.get_operations()[-1]
         sending.sends[send] = (set(), False)
         recv_attrs = {**attrs, "dtype": source.dtype, "shape": source.shape}
-        recv = receiving.create_op(OPS["_Recv"], (), recv_attrs, [source.shape], [source.dtype],
-                                   f"_recv_{flat}_from_{sender}")  # fmt: skip
-        recv.device = attrs["recv_device"]
+        with receiving.as_default(), receiving.device(attrs["recv_device"]):
+            (received,) = execute("_Recv", (), recv_attrs, f"_recv_{flat}_from_{sender}")
+        recv = received.op  # type: ignore[attr-defined]
         self.send_of[recv] = (sending, send)
         return recv.outputs[0]
 
     def _used(self, received: SymbolicTensor, user: Operation | None) -> None:
         """Note that ``user`` (None: a fetch) needs what ``received`` brings."""
         sending, send = self.send_of[received.op]
-        users, fetched = sending.sends[send]
+        users, _ = sending.sends[send]
         if user is None:
             sending.sends[send] = (users, True)
         else:

@@ -41,7 +41,10 @@ class Rendezvous(Protocol):
         """Start sending ``value`` under ``key``; return at once (never block)."""
 
     def recv(self, key: str) -> np.ndarray:
-        """The value sent under ``key``, waiting until it arrives."""
+        """The value sent under ``key``, waiting until it arrives. A failure (a task that
+        died, a timeout) is best an ``EagerflowError``, which comes out of ``Session.run``
+        as raised; any other comes out as the ``_Recv`` kernel's ``InvalidArgumentError``
+        naming it. Either way the error's note names the graph node."""
 
     def wait(self) -> None:
         """Block until every send started in this step has completed."""
@@ -70,8 +73,10 @@ class RendezvousKey(NamedTuple):
         """The key ``str(key)`` wrote; a ``ValueError`` for anything else."""
         parts = key.split(";")
         if len(parts) != 5 or not parts[3]:
-            raise ValueError(f"malformed rendezvous key {key!r}: expected "
-                             "'send_device;incarnation;recv_device;tensor_name;frame:iter'")  # fmt: skip
+            raise ValueError(
+                f"malformed rendezvous key {key!r}: expected "
+                "'send_device;incarnation;recv_device;tensor_name;frame:iter'"
+            )
         return cls(parts[0], parts[2], parts[3])
 
 
