@@ -107,7 +107,7 @@ def test_set_job_is_the_process_wide_job_a_session_uses() -> None:
         assert session.run(y) == 3.0  # alone again: the whole graph
 
 
-def test_clear_errors() -> None:
+def test_clear_errors(mlp: Mlp) -> None:
     rendezvous = ThreadRendezvous()
     with pytest.raises(ValueError, match=r"task_id 2 is not a task of a job of 2 task\(s\)"):
         Job(2, 2, rendezvous)
@@ -115,6 +115,8 @@ def test_clear_errors() -> None:
         set_job("worker")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"Session\(job=\.\.\.\) takes a Job"):
         Session(Graph(), job=rendezvous)  # type: ignore[arg-type]
+    with pytest.raises(NotImplementedError, match=r"jit_compile=True\) in a job"):
+        Session(mlp.graph, jit_compile=True, job=Job(0, 2, rendezvous)).run(mlp.loss, mlp.feeds)
     g = Graph()
     with g.as_default(), device("/task:3"):
         y = ef.constant(1.0) + 1.0

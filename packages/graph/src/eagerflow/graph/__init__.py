@@ -8,7 +8,10 @@ A folder per stage, each importing only the stages above it in this list, read i
    ``subgraphs.py`` and ``control_flow.py`` (``cond``/``while_loop``) with
    ``control_flow_grad.py``, ``auto_control_deps.py``, ``draw.py`` (pictures), ``files.py``
    (``atomic_write``), ``tensor_array.py`` (``TensorArray``) and ``seams.py``: the three
-   calls the core makes to the stages above;
+   calls the core makes to the stages above; and graphs across processes: ``device.py``
+   (``device("/job:worker/task:1")`` strings), ``send_recv.py`` (the ``_Send``/``_Recv``
+   ops and the ``Rendezvous`` they talk through), ``partition.py`` (``partition``: one graph
+   per task) and ``job.py`` (``Job``, ``set_job``: a Session runs its task's part);
 2. ``autograph/`` Python ``if``/``while``/``for`` on tensors turned into ``cond``/``while_loop``
    before ``@function`` traces (its ``__init__`` says where to start);
 3. ``tracing/``   ``@function``: ``tensor_spec.py``, ``signatures.py`` (when a call reuses a
