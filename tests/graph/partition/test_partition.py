@@ -3,22 +3,30 @@ pairs whose keys every task computes alike."""
 
 from __future__ import annotations
 
+import json
+import threading
+from typing import Any
+
 import numpy as np
 import pytest
 from conftest import Mlp
+from thread_rendezvous import ThreadRendezvous
 
 import eagerflow.tensor as ef
 from eagerflow.graph import (
     Graph,
     RendezvousKey,
+    Session,
     control_dependencies,
     device,
+    import_graph_def,
     no_op,
     partition,
     partition_to_mermaid,
     placeholder,
 )
 from eagerflow.graph.core.partition import Part
+from eagerflow.graph.core.send_recv import using_rendezvous
 
 
 def _ops(part: Part, op_type: str) -> list[str]:
@@ -123,6 +131,8 @@ def test_a_control_edge_across_tasks_sends_a_dummy_after_its_input() -> None:
     assert send.inputs[0] is dummy.outputs[0] and send.attrs["tensor_name"] == "^first"
     (recv,) = parts[0].copies[second].control_inputs
     assert recv.type == "_Recv" and recv.attrs["tensor_name"] == "^first"
+    order = parts[0].get_operations()  # still a topological order: the signal comes first
+    assert order.index(recv) < order.index(parts[0].copies[second])
 
 
 def test_unknown_tasks_and_mixed_jobs_are_refused_by_name() -> None:
@@ -145,3 +155,37 @@ def test_a_partition_draws_tasks_as_boxes_and_send_recv_pairs_as_arrows() -> Non
     assert 'n_task0__send_a_0_to_1 -.->|"a:0"| n_task1__recv_a_0_from_0' in picture
     assert 'n_task1__send_c_0_to_0 -.->|"c:0"| n_task0__recv_c_0_from_1' in picture
     np.testing.assert_equal(picture.count("-.->"), 2)
+
+
+def test_parts_round_trip_through_graph_def_and_still_talk(mlp: Mlp) -> None:
+    # (the round trip of _Send and _Recv that tests/graph/test_graph_def.py counts on)
+    parts = partition(mlp.graph, fetches=[mlp.loss])
+    defs = [json.loads(json.dumps(parts[task].as_graph_def())) for task in (0, 1)]
+    assert {n["op"] for d in defs for n in d["node"]} >= {"_Send", "_Recv"}
+    rendezvous = ThreadRendezvous()
+    feeds = {"x:0": mlp.feeds[mlp.x], "y:0": mlp.feeds[mlp.y]}
+    losses: list[Any] = [None, None]
+
+    def task(i: int) -> None:
+        graph = Graph()
+        with graph.as_default():
+            import_graph_def(defs[i], name="")
+        sends = [o for o in graph.get_operations() if o.type == "_Send"]
+        init = [o for o in graph.get_operations() if o.name == "init"]
+        here = {k: v for k, v in feeds.items() if k[0] in "xy"[i]}
+        signals = [s for s in sends if s.inputs[0].op.name.startswith("_control_")]
+        with Session(graph) as session, using_rendezvous(rendezvous):
+            session.run([*init, *signals])  # task 1's initializers signal task 0's init
+            loss = graph.get_tensor_by_name("Mean:0" if i else "_recv_Mean_0_from_1:0")
+            # (every data send: the backward pass's too, which nothing here receives)
+            losses[i] = session.run([loss, *[s for s in sends if s not in signals]], here)[0]
+
+    threads = [threading.Thread(target=task, args=(i,), daemon=True) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    with Session(mlp.graph) as session:
+        session.run(mlp.init)
+        expected = session.run(mlp.loss, mlp.feeds)
+    np.testing.assert_allclose(losses, [expected, expected], rtol=1e-6)

@@ -108,11 +108,13 @@ class _Cut:
     def copy(self, o: Operation) -> None:
         task = self.tasks[o]
         part = self.parts[task]
+        # inputs first, received ones included: the part's order stays a topological order
         inputs = tuple(self.received(t, task, o) for t in o.inputs)
+        control = tuple(self.control(c, task, o) for c in o.control_inputs)
         shapes, dts = [t.shape for t in o.outputs], [t.dtype for t in o.outputs]
         new = part.create_op(o.op_def, inputs, o.attrs, shapes, dts, o.name)
         new.device = o.device
-        new.control_inputs = tuple(self.control(c, task, o) for c in o.control_inputs)
+        new.control_inputs = control
         part.copies[o] = new
 
     def received(self, t: SymbolicTensor, task: int, user: Operation | None) -> SymbolicTensor:
