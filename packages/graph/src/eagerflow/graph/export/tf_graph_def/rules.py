@@ -533,7 +533,7 @@ NO_TF_COUNTERPART = {
     "CustomGradient": "holds a Python function, which no GraphDef can carry",
     "PlaceholderWithDefault": "TensorFlow has the op (its default an input): not written yet",
     "PrintV2": "prints when it runs: an inference GraphDef has no effects",
-    "_Send": "a partition's: export the whole graph", "_Recv": "a partition's: export the whole",
+    "_Send": "a partition's: write the whole graph", "_Recv": "a partition's: ditto",
     "WriteSummary": "writes to a summary file when it runs: an inference GraphDef has no "
                     "effects (TensorFlow's WriteSummary takes a writer resource)",
     "Where": "TensorFlow's Where of one input returns int64 coordinates in another layout",
