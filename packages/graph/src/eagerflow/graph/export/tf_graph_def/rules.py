@@ -523,6 +523,7 @@ _STATE = "changes a variable: a frozen inference GraphDef has no state"
 _RANDOM = "draws from eagerflow's generator: TensorFlow's random streams give other numbers"
 _FUNCTIONS = "needs a FunctionDefLibrary, which this writer does not write yet"
 _GRADIENT = "a gradient op: export the forward function"
+_PARTITION = "a partition's op: write the whole graph, with its devices (TensorFlow cuts it)"
 # Every registered op has a rule or its reason here (tests/tensor/test_op_rows.py).
 NO_TF_COUNTERPART = {
     "AssignVariableOp": _STATE, "AssignAddVariableOp": _STATE, "AssignSubVariableOp": _STATE,
@@ -533,7 +534,7 @@ NO_TF_COUNTERPART = {
     "CustomGradient": "holds a Python function, which no GraphDef can carry",
     "PlaceholderWithDefault": "TensorFlow has the op (its default an input): not written yet",
     "PrintV2": "prints when it runs: an inference GraphDef has no effects",
-    "_Send": "a partition's: write the whole graph", "_Recv": "a partition's: ditto",
+    "_Send": _PARTITION, "_Recv": _PARTITION,
     "WriteSummary": "writes to a summary file when it runs: an inference GraphDef has no "
                     "effects (TensorFlow's WriteSummary takes a writer resource)",
     "Where": "TensorFlow's Where of one input returns int64 coordinates in another layout",
