@@ -12,7 +12,7 @@ from conftest import Mlp
 from thread_rendezvous import ThreadRendezvous, run_job
 
 import eagerflow.tensor as ef
-from eagerflow.graph import Graph, Job, Session, device, get_job, placeholder, set_job
+from eagerflow.graph import Graph, Job, Session, device, get_job, group, placeholder, set_job
 from eagerflow.tensor.errors import FailedPreconditionError, InvalidArgumentError
 from eagerflow.tensor.nest import flatten
 
@@ -139,3 +139,25 @@ def test_a_recv_that_never_comes_fails_within_the_timeout() -> None:
                        r".*;add:0;0:0") as caught:  # fmt: skip
         Session(g, job=Job(0, 2, ThreadRendezvous(timeout=0.05))).run(y)
     assert "(in graph node '_recv_add_0_from_1')" in caught.value.__notes__
+
+
+def test_training_steps_split_across_tasks_equal_the_unsplit_ones(mlp: Mlp) -> None:
+    with mlp.graph.as_default():  # the updates go with their variables' tasks
+        train = group(*[v.assign_sub(0.1 * g) for v, g in zip(mlp.variables, mlp.grads,
+                                                               strict=True)])  # fmt: skip
+
+    def steps(session: Session) -> Any:
+        session.run(mlp.init)
+        losses = [session.run([train, mlp.loss], mlp.feeds)[1] for _ in range(3)]
+        return losses, session.run(mlp.variables), sorted(v.name for v in session._values)
+
+    with Session(mlp.graph) as session:
+        expected_losses, expected_weights, _ = steps(session)
+    (task0, task1), rendezvous = run_job(mlp.graph, steps)
+    for losses, weights, _ in (task0, task1):
+        np.testing.assert_allclose(losses, expected_losses, rtol=1e-6)
+        for got, want in zip(weights, expected_weights, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert expected_losses[2] < expected_losses[0]  # it trains
+    assert task0[2] == ["b1:0", "w1:0"] and task1[2] == ["w2:0"]  # each holds its own
+    assert rendezvous.pending() == {}
