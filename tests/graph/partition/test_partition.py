@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import Mlp
+from partition_graphs import Mlp
 from thread_rendezvous import ThreadRendezvous
 
 import eagerflow.tensor as ef

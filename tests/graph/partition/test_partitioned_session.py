@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import Mlp
+from partition_graphs import Mlp
 from thread_rendezvous import ThreadRendezvous, run_job
 
 import eagerflow.tensor as ef
