@@ -49,7 +49,11 @@ class ThreadRendezvous:
 
 
 def run_job(
-    graph: Graph, step: Callable[[Session], Any], num_tasks: int = 2, timeout: float = 10.0
+    graph: Graph,
+    step: Callable[[Session], Any],
+    num_tasks: int = 2,
+    timeout: float = 10.0,
+    jit_compile: bool = False,
 ) -> tuple[list[Any], ThreadRendezvous]:
     """``step(session)`` in ``num_tasks`` threads, each with a Session of ``graph`` as task
     ``i`` of one job; every thread's result (an error raised in one is raised here)."""
@@ -59,7 +63,7 @@ def run_job(
 
     def task(i: int) -> None:
         try:
-            with Session(graph, job=Job(i, num_tasks, rendezvous)) as session:
+            with Session(graph, jit_compile, Job(i, num_tasks, rendezvous)) as session:
                 results[i] = step(session)
         except BaseException as e:
             errors.append(e)

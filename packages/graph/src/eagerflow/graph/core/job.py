@@ -18,6 +18,13 @@ In a step, the task:
   an operation run on another task;
 - starts its sends without waiting and calls ``rendezvous.wait()`` at the end of the step.
 
+Why no task waits forever on another: ``partition`` makes every node, send and receive in one
+sequence (the whole graph's order, each ``_Recv`` right after its ``_Send``, just before its
+first user), and each part keeps that order, which its plan runs in, interpreted or compiled
+(a ``_Send`` or ``_Recv`` is stateful, so no fused loop moves across it). Were two tasks each
+waiting at a ``_Recv``, each one's ``_Send`` would come before the other's ``_Recv`` in that
+sequence: impossible for both.
+
 A graph with no placed node is not cut: every task runs it whole, as a single process does
 (what data parallelism, which places nothing, relies on).
 """

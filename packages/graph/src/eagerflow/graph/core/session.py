@@ -293,16 +293,12 @@ class Session:
         return pack_sequence_as(fetches, results)
 
     def _run_task(
-        self, step: TaskStep, runner: Plan, feeds: dict[SymbolicTensor, np.ndarray]
+        self, step: TaskStep, plan: Plan, feeds: dict[SymbolicTensor, np.ndarray]
     ) -> list[Any]:
         """Run this task's part of a step in a job (see job.py): the feeds made here, the
         sends waited for at the end, the fetches made elsewhere received."""
-        if self.jit_compile:  # its fused loops move steps, and a _Recv moved early deadlocks
-            raise NotImplementedError(
-                "Session(jit_compile=True) in a job: a compiled program may reorder the part's "
-                "_Send and _Recv steps; run partitioned graphs with jit_compile=False"
-            )
         job = step.job
+        runner = self.compiled(plan) if self.jit_compile else plan
         here = {step.fed[t]: v for t, v in feeds.items() if t in step.fed}
         with session_values(self._values), using_rendezvous(job.rendezvous):
             try:
