@@ -179,3 +179,16 @@ def test_compiled_parts_give_the_same_results(mlp: Mlp, monkeypatch: pytest.Monk
         for got, want in zip(task, expected, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-6)
     assert rendezvous.pending() == {}
+
+
+def test_a_received_value_of_another_dtype_or_shape_is_refused() -> None:
+    g = Graph()
+    with g.as_default(), device("/task:1"):
+        y = ef.constant([1.0, 2.0]) + 1.0
+    rendezvous = ThreadRendezvous(timeout=0.5)
+    key = ("/job:worker/replica:0/task:1/device:CPU:0;0000000000000000;"
+           "/job:worker/replica:0/task:0/device:CPU:0;add:0;0:0")  # fmt: skip
+    rendezvous.send(key, np.array([1.0, 2.0, 3.0], np.float32))
+    with pytest.raises(InvalidArgumentError, match=r"_Recv 'add:0': expected float32 of shape "
+                       r"\(2,\), received float32 of shape \(3,\)"):  # fmt: skip
+        Session(g, job=Job(0, 2, rendezvous)).run(y)

@@ -34,7 +34,8 @@ class ThreadRendezvous:
         self.sent.append(key)
         self._queue(key).put(np.array(value))  # a copy: the sender may reuse its buffer
 
-    def recv(self, key: str) -> np.ndarray:
+    def recv(self, key: str, *, dtype: np.dtype[Any], shape: Any) -> np.ndarray:
+        # (a queue needs no buffer made ahead: dtype and shape are the _Recv's to check)
         try:
             return self._queue(key).get(timeout=self.timeout)
         except queue.Empty:

@@ -40,11 +40,15 @@ class Rendezvous(Protocol):
     def send(self, key: str, value: np.ndarray) -> None:
         """Start sending ``value`` under ``key``; return at once (never block)."""
 
-    def recv(self, key: str) -> np.ndarray:
-        """The value sent under ``key``, waiting until it arrives. A failure (a task that
-        died, a timeout) is best an ``EagerflowError``, which comes out of ``Session.run``
-        as raised; any other comes out as the ``_Recv`` kernel's ``InvalidArgumentError``
-        naming it. Either way the error's note names the graph node."""
+    def recv(
+        self, key: str, *, dtype: np.dtype[Any], shape: tuple[int | None, ...] | None
+    ) -> np.ndarray:
+        """The value sent under ``key``, waiting until it arrives. ``dtype`` and ``shape``
+        (None sizes, or None: not known until it runs) are what the ``_Recv`` expects, for a
+        transport that must allocate the buffer first (MPI's ``Recv``). A failure (a task
+        that died, a timeout) is best an ``EagerflowError``, which comes out of
+        ``Session.run`` as raised; any other comes out as the ``_Recv`` kernel's
+        ``InvalidArgumentError`` naming it. Either way the error's note names the node."""
 
     def wait(self) -> None:
         """Block until every send started in this step has completed."""
@@ -153,8 +157,8 @@ def recv_kernel(**attrs: Any) -> np.ndarray:
     """The value the task ``send_device`` sent under this edge's key, waiting for it; it
     must have the ``dtype`` and ``shape`` of the tensor that was cut."""
     key = key_of(attrs)
-    value = np.asarray(_rendezvous("_Recv").recv(key))
     dtype: DType = attrs["dtype"]
+    value = np.asarray(_rendezvous("_Recv").recv(key, dtype=dtype.np, shape=attrs["shape"]))
     if value.dtype != dtype.np or not compatible(attrs["shape"], value.shape):
         raise InvalidArgumentError(
             f"_Recv {attrs['tensor_name']!r}: expected {dtype.name} of shape "
