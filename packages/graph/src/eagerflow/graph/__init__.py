@@ -11,7 +11,8 @@ A folder per stage, each importing only the stages above it in this list, read i
    calls the core makes to the stages above; and graphs across processes: ``device.py``
    (``device("/job:worker/task:1")`` strings), ``send_recv.py`` (the ``_Send``/``_Recv``
    ops and the ``Rendezvous`` they talk through), ``partition.py`` (``partition``: one graph
-   per task) and ``job.py`` (``Job``, ``set_job``: a Session runs its task's part);
+   per task) and ``job.py`` (``Job``, ``set_job``: a Session runs its task's part), ``messages.py``
+   (``MessageRendezvous``: a rendezvous over a communicator's point-to-point messages);
 2. ``autograph/`` Python ``if``/``while``/``for`` on tensors turned into ``cond``/``while_loop``
    before ``@function`` traces (its ``__init__`` says where to start);
 3. ``tracing/``   ``@function``: ``tensor_spec.py``, ``signatures.py`` (when a call reuses a
@@ -48,6 +49,7 @@ from eagerflow.graph.core.graph import (
     reset_default_graph,
 )
 from eagerflow.graph.core.job import Job, get_job, set_job
+from eagerflow.graph.core.messages import MessageRendezvous
 from eagerflow.graph.core.ops import (
     control_dependencies,
     device,
@@ -83,6 +85,7 @@ __all__ = [
     "Function",
     "Graph",
     "Job",
+    "MessageRendezvous",
     "Operation",
     "Part",
     "Rendezvous",
