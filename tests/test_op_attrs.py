@@ -113,6 +113,9 @@ def _graph_ops() -> None:
         eg.cond(ef.constant(True), lambda: p + 1.0, lambda: p - 1.0)
         eg.while_loop(lambda n: n < 3, lambda n: [n + 1], [ef.constant(0)])
         eg.no_op()
+        with eg.device("/task:1"):
+            p * 2.0
+    eg.partition(graph)  # its _Send and _Recv
 
     @eg.function
     def double(t: ef.Tensor) -> ef.Tensor:

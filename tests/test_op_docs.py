@@ -16,7 +16,7 @@ from eagerflow.tensor.registry import OPS
 # their own: their kernel's docstring is their doc.
 DOCUMENTED_ON_THE_KERNEL = {
     "AssignAddVariableOp", "AssignSubVariableOp", "AssignVariableOp", "CustomGradient", "NoOp",
-    "PartitionedCall", "ReadVariableOp", "VariableV2", "Where", "WriteSummary",
+    "PartitionedCall", "ReadVariableOp", "VariableV2", "Where", "WriteSummary", "_Send", "_Recv",
 }  # fmt: skip
 
 

@@ -280,9 +280,14 @@ def packaged_ops() -> set[str]:
     return set(json.loads(output.stdout))
 
 
+# Ops whose round trip is tested beside them: a partition's _Send and _Recv need two tasks
+# (tests/graph/partition/test_partition.py runs both parts of a graph written and read back).
+ROUND_TRIPPED_ELSEWHERE = {"_Send", "_Recv"}
+
+
 def test_every_registered_op_has_a_round_trip_test() -> None:
     # a new op needs a case in tests/op_cases.py (its gradient check) or in EXTRA here
-    assert OWN_CASE | set(EXTRA) == packaged_ops()
+    assert OWN_CASE | set(EXTRA) | ROUND_TRIPPED_ELSEWHERE == packaged_ops()
     assert set(EXTRA) >= SHARED
 
 

@@ -8,7 +8,11 @@ A folder per stage, each importing only the stages above it in this list, read i
    ``subgraphs.py`` and ``control_flow.py`` (``cond``/``while_loop``) with
    ``control_flow_grad.py``, ``auto_control_deps.py``, ``draw.py`` (pictures), ``files.py``
    (``atomic_write``), ``tensor_array.py`` (``TensorArray``) and ``seams.py``: the three
-   calls the core makes to the stages above;
+   calls the core makes to the stages above; and graphs across processes: ``device.py``
+   (``device("/job:worker/task:1")`` strings), ``send_recv.py`` (the ``_Send``/``_Recv``
+   ops and the ``Rendezvous`` they talk through), ``partition.py`` (``partition``: one graph
+   per task) and ``job.py`` (``Job``, ``set_job``: a Session runs its task's part), ``messages.py``
+   (``MessageRendezvous``: a rendezvous over a communicator's point-to-point messages);
 2. ``autograph/`` Python ``if``/``while``/``for`` on tensors turned into ``cond``/``while_loop``
    before ``@function`` traces (its ``__init__`` says where to start);
 3. ``tracing/``   ``@function``: ``tensor_spec.py``, ``signatures.py`` (when a call reuses a
@@ -34,6 +38,7 @@ __version__ = _metadata.version("eagerflow-graph")  # from the repository's VERS
 from eagerflow.graph import autograph, compiler  # noqa: F401
 from eagerflow.graph.core import control_flow_grad, draw  # noqa: F401
 from eagerflow.graph.core.control_flow import cond, while_loop
+from eagerflow.graph.core.draw import partition_to_mermaid
 from eagerflow.graph.core.gradients import gradients
 from eagerflow.graph.core.graph import (
     Graph,
@@ -43,8 +48,11 @@ from eagerflow.graph.core.graph import (
     get_default_session,
     reset_default_graph,
 )
+from eagerflow.graph.core.job import Job, get_job, set_job
+from eagerflow.graph.core.messages import MessageRendezvous
 from eagerflow.graph.core.ops import (
     control_dependencies,
+    device,
     global_variables,
     global_variables_initializer,
     group,
@@ -56,6 +64,8 @@ from eagerflow.graph.core.ops import (
     trainable_variables,
     variables_initializer,
 )
+from eagerflow.graph.core.partition import Part, partition
+from eagerflow.graph.core.send_recv import Rendezvous, RendezvousKey
 from eagerflow.graph.core.session import Session
 from eagerflow.graph.core.tensor_array import TensorArray
 from eagerflow.graph.export import onnx, saved_model, summary, tf_graph_def
@@ -75,7 +85,12 @@ __all__ = [
     "ConcreteFunction",
     "Function",
     "Graph",
+    "Job",
+    "MessageRendezvous",
     "Operation",
+    "Part",
+    "Rendezvous",
+    "RendezvousKey",
     "RetracingWarning",
     "Session",
     "SymbolicTensor",
@@ -84,10 +99,12 @@ __all__ = [
     "autograph",
     "cond",
     "control_dependencies",
+    "device",
     "function",
     "functions_run_eagerly",
     "get_default_graph",
     "get_default_session",
+    "get_job",
     "global_variables",
     "global_variables_initializer",
     "gradients",
@@ -96,12 +113,15 @@ __all__ = [
     "name_scope",
     "no_op",
     "onnx",
+    "partition",
+    "partition_to_mermaid",
     "placeholder",
     "placeholder_with_default",
     "read_graph_def",
     "reset_default_graph",
     "run_functions_eagerly",
     "saved_model",
+    "set_job",
     "set_random_seed",
     "summary",
     "tf_graph_def",

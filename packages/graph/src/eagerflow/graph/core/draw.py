@@ -8,13 +8,16 @@ captures are wired to its inputs, and its results to the node that runs it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from eagerflow.graph.core.graph import Graph, Operation
+from eagerflow.graph.core.partition import Part
 from eagerflow.graph.core.seams import SEAMS
+from eagerflow.graph.core.send_recv import key_of
 from eagerflow.graph.core.subgraphs import Subgraph
 from eagerflow.tensor.errors import format_shape
-from eagerflow.tensor.pictures import Edge, Node, describe, safe_id
+from eagerflow.tensor.pictures import Edge, Node, describe, safe_id, to_mermaid
 from eagerflow.tensor.registry import OpDef
 
 
@@ -98,6 +101,28 @@ def _draw_inner(
         edges.append(Edge(safe_id(inner_prefix + t.op.name), node_id, label))
 
 
+def partition_diagram(parts: Mapping[int, Part]) -> tuple[list[Node], list[Edge]]:
+    """A picture of a partition (``partition``'s result): each task's part in a box of its
+    own, and an arrow from every ``_Send`` to its ``_Recv``, labelled with the tensor sent."""
+    nodes: list[Node] = []
+    edges: list[Edge] = []
+    sends: dict[str, str] = {}
+    recvs: list[tuple[str, str, str]] = []
+    for task, part in sorted(parts.items()):
+        prefix = f"task{task}/"
+        _draw(part, prefix, f"task {task}/", {}, False, nodes, edges)
+        sends.update((key_of(o.attrs), safe_id(prefix + o.name)) for o in part.sends)
+        recvs += [(key_of(t.op.attrs), safe_id(prefix + t.op.name), t.op.attrs["tensor_name"])
+                  for t in part.received.values()]  # fmt: skip
+    edges += [Edge(sends[key], node, name, control=True) for key, node, name in recvs]
+    return nodes, edges
+
+
+def partition_to_mermaid(parts: Mapping[int, Part], direction: str = "LR") -> str:
+    """A partition as a Mermaid flowchart: tasks side by side, Send/Recv pairs dashed."""
+    return to_mermaid(*partition_diagram(parts), direction=direction)
+
+
 SEAMS.graph_diagram = graph_diagram  # Graph.to_mermaid and Graph.to_dot call it
 
-__all__ = ["graph_diagram", "kind"]
+__all__ = ["graph_diagram", "kind", "partition_diagram", "partition_to_mermaid"]

@@ -8,13 +8,14 @@ every gradient computation becomes new nodes of the graph: there is no second se
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import Variable
 from eagerflow.autodiff.tape import backward, check_unconnected_gradients, pack
-from eagerflow.graph.core.graph import Graph, SymbolicTensor
+from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
 from eagerflow.graph.core.subgraphs import FunctionGraph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.nest import flatten
@@ -47,15 +48,43 @@ def gradients(
         # a stopped tensor's operation is left out: its gradient reaches it and goes no further
         stops = [] if stop_gradients is None else flatten(stop_gradients)
         stopped = {t.op for s in stops for t in _keys(graph, s, "stop_gradients")}
-        entries = [
-            pack(o.op_def, o.inputs, o.attrs, o.outputs)
-            for o in graph.get_operations()
-            if o not in stopped
-        ]
-        # made in this graph's block, the gradients are SymbolicTensors
-        return backward(  # type: ignore[return-value]
-            entries, targets, sources, keys, grad_ys, unconnected_gradients, seeds_name="grad_ys"
-        )
+        kept = [o for o in graph.get_operations() if o not in stopped]
+        entries = [pack(o.op_def, o.inputs, o.attrs, o.outputs) for o in kept]
+        placed: AbstractContextManager[Any] = nullcontext()
+        if any(o.device for o in kept):
+            entries = Colocated(graph, kept, entries)
+            # the seeds (ones like the ys) go with the first y, as its gradient rule will
+            placed = graph.device(targets[0].op.device or None) if targets else placed
+        with placed:  # made in this graph's block, the gradients are SymbolicTensors
+            return backward(  # type: ignore[return-value]
+                entries,
+                targets,
+                sources,
+                keys,
+                grad_ys,
+                unconnected_gradients,
+                seeds_name="grad_ys",
+            )
+
+
+class Colocated(list[Any]):
+    """The entries of a placed graph, which place each gradient node with its forward op
+    (TensorFlow's ``colocate_gradients_with_ops``), so the backward pass is cut across tasks
+    where the forward pass is.
+
+    ``backprop`` walks the entries with ``reversed()``, calling each op's gradient rule (and
+    adding up its inputs' gradients) before it takes the next: while an entry is taken, the
+    graph places new nodes on the device of that entry's operation."""
+
+    def __init__(self, graph: Graph, operations: list[Operation], entries: list[Any]) -> None:
+        super().__init__(entries)
+        self.graph = graph
+        self.operations = operations
+
+    def __reversed__(self) -> Iterator[Any]:
+        for operation, entry in zip(reversed(self.operations), super().__reversed__(), strict=True):
+            with self.graph.device(None), self.graph.device(operation.device or None):
+                yield entry
 
 
 def _graph_of(tensors: Sequence[Any]) -> Graph:

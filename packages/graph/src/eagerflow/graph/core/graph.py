@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from eagerflow.graph.core.device import merge_device
 from eagerflow.graph.core.seams import SEAMS, registered
 from eagerflow.graph.core.state import SESSION_STORAGE, SessionStorage
 from eagerflow.tensor import Tensor, execution
@@ -111,6 +112,7 @@ class Operation:
         inputs: tuple[SymbolicTensor, ...],
         attrs: Attrs,
         control_inputs: tuple[Operation, ...],
+        device: str = "",
     ) -> None:
         self.graph = graph
         self.op_def = op
@@ -118,6 +120,7 @@ class Operation:
         self.inputs = inputs
         self.attrs = dict(attrs)
         self.control_inputs = control_inputs
+        self.device = device  # where it runs, e.g. "/job:worker/task:1" ("": not placed)
         self.outputs: tuple[SymbolicTensor, ...] = ()
 
     @property
@@ -131,7 +134,8 @@ class Operation:
 
     def __repr__(self) -> str:
         inputs = ", ".join(t.name for t in self.inputs)
-        return f"<Operation '{self.name}' type={self.type} inputs=[{inputs}]>"
+        device = f" device={self.device}" if self.device else ""
+        return f"<Operation '{self.name}' type={self.type} inputs=[{inputs}]{device}>"
 
 
 class _Building(threading.local):
@@ -142,6 +146,7 @@ class _Building(threading.local):
     def __init__(self) -> None:
         self.scope = ""  # the current name_scope prefix, e.g. "layer1/"
         self.control: list[list[Operation]] = []  # the control_dependencies stack
+        self.device = ""  # the placement of `device` blocks, merged (see device.py)
 
 
 class Graph:
@@ -185,7 +190,7 @@ class Graph:
         """Add an operation with the given static outputs (the graph's one constructor)."""
         control = tuple(dict.fromkeys(o for block in self._building.control for o in block))
         unique = self.unique_name(name or op.default_name or op.name)
-        operation = Operation(self, op, unique, inputs, attrs, control)
+        operation = Operation(self, op, unique, inputs, attrs, control, self._building.device)
         operation.outputs = tuple(
             SymbolicTensor(operation, i, None if s is None else tuple(s), d)
             for i, (s, d) in enumerate(zip(shapes, dts, strict=True))
@@ -264,6 +269,18 @@ class Graph:
         finally:
             self._building.control.pop()
 
+    @contextmanager
+    def device(self, spec: str | None) -> Iterator[str]:
+        """Place the ops created inside on ``spec`` (``"/job:worker/task:1"``), merged with
+        the enclosing blocks' placement as TensorFlow merges it (see ``device.py``); ``None``
+        clears it. A malformed spec is a ``ValueError``."""
+        outer = self._building.device
+        self._building.device = merge_device(outer, spec)
+        try:
+            yield self._building.device
+        finally:
+            self._building.device = outer
+
     # --- looking things up ------------------------------------------------------------------
     def get_operations(self) -> list[Operation]:
         return list(self._operations)
@@ -318,7 +335,9 @@ class Graph:
         return to_dot(*diagram(self, branches), name="graph")
 
     def __repr__(self) -> str:
-        return f"<Graph with {len(self._operations)} operations>"
+        devices = sorted({o.device for o in self._operations if o.device})
+        on = f" on {', '.join(devices)}" if devices else ""
+        return f"<Graph with {len(self._operations)} operations{on}>"
 
 
 def output_types(

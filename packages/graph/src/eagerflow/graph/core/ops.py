@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from eagerflow.autodiff import Variable, not_differentiable, register_gradient
+from eagerflow.graph.core.device import canonical_device
 from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.tensor import convert_to_tensor, dtypes, set_seed
 from eagerflow.tensor.dtypes import ANY, DType
@@ -161,6 +162,22 @@ def name_scope(name: str) -> Iterator[str]:
 
 
 @contextmanager
+def device(device_name: str | None) -> Iterator[str]:
+    """Place the ops created inside on ``device_name``, e.g. ``"/job:worker/task:1"`` (see
+    ``Graph.device``): recorded on each node, kept in GraphDefs, and what ``partition`` and a
+    Session in a job cut the graph by.
+
+    In eager mode the spec is checked and otherwise ignored: every eager op runs here, on
+    the CPU, as TensorFlow runs ops placed on a device it lacks with soft placement (its
+    default)."""
+    if executing_eagerly():
+        yield canonical_device(device_name)
+        return
+    with get_default_graph().device(device_name) as placed:
+        yield placed
+
+
+@contextmanager
 def control_dependencies(control_inputs: Sequence[Any]) -> Iterator[None]:
     """Ops created inside run after ``control_inputs`` (eager ops already run in order)."""
     if executing_eagerly():
@@ -172,6 +189,7 @@ def control_dependencies(control_inputs: Sequence[Any]) -> Iterator[None]:
 
 __all__ = [
     "control_dependencies",
+    "device",
     "global_variables",
     "global_variables_initializer",
     "group",

@@ -26,7 +26,9 @@ from eagerflow.graph.core.graph import (
     SymbolicTensor,
     get_default_graph,
 )
+from eagerflow.graph.core.job import Job, TaskStep, get_job, task_step
 from eagerflow.graph.core.seams import SEAMS, registered
+from eagerflow.graph.core.send_recv import using_rendezvous
 from eagerflow.graph.core.state import session_values
 from eagerflow.graph.core.walks import last_uses, needed_in_order
 from eagerflow.tensor import Tensor
@@ -52,7 +54,10 @@ class Step(NamedTuple):
 class Plan:
     """What a Session runs for one (fetches, feeds) combination: kernel calls on slots."""
 
-    def __init__(self, fetches: Sequence[Fetch], fed: Sequence[SymbolicTensor]) -> None:
+    def __init__(
+        self, fetches: Sequence[Fetch], fed: Sequence[SymbolicTensor], step: TaskStep | None = None
+    ) -> None:
+        self.task_step = step  # in a job: this task's part of the step (see job.py)
         self.slot: dict[SymbolicTensor, int] = {}
         self.fed = list(fed)
         self.size = 0  # slots in all, including scratch ones
@@ -233,12 +238,17 @@ class Session:
     the block (and closes it at the end); ``with session.as_default():`` only does the former.
     """
 
-    def __init__(self, graph: Graph | None = None, jit_compile: bool = False) -> None:
+    def __init__(
+        self, graph: Graph | None = None, jit_compile: bool = False, job: Job | None = None
+    ) -> None:
         if graph is not None and not isinstance(graph, Graph):
             raise TypeError(f"Session(graph=...) takes a Graph (or None: the default graph), "
                             f"got {type(graph).__name__} {graph!r:.40}")  # fmt: skip
         self.graph = graph or get_default_graph()
         self.jit_compile = jit_compile  # run plans compiled (``eagerflow.graph.compiler``)
+        if job is not None and not isinstance(job, Job):
+            raise TypeError(f"Session(job=...) takes a Job, got {type(job).__name__}")
+        self.job = job  # None: the process's job (``set_job``), if any; see job.py
         self._values: dict[Variable, np.ndarray] = {}
         self._streams: Streams = {}  # seeded random ops' streams: each Session starts afresh
         self._plans: dict[tuple[Any, ...], Plan] = {}
@@ -278,10 +288,27 @@ class Session:
             t = self._resolve_fed(key)
             feeds[t] = _checked_feed(t, value)
         plan = self.plan(fetches, feeds)
+        if plan.task_step is not None:
+            return pack_sequence_as(fetches, self._run_task(plan.task_step, plan, feeds))
         runner = self.compiled(plan) if self.jit_compile else plan
         with session_values(self._values), random_streams(self._streams):
             results = runner.run(feeds)
         return pack_sequence_as(fetches, results)
+
+    def _run_task(
+        self, step: TaskStep, plan: Plan, feeds: dict[SymbolicTensor, np.ndarray]
+    ) -> list[Any]:
+        """Run this task's part of a step in a job (see job.py): the feeds made here, the
+        sends waited for at the end, the fetches made elsewhere received."""
+        job = step.job
+        runner = self.compiled(plan) if self.jit_compile else plan
+        here = {step.fed[t]: v for t, v in feeds.items() if t in step.fed}
+        with session_values(self._values), using_rendezvous(job.rendezvous):
+            try:
+                results = runner.run(here)
+            finally:
+                job.rendezvous.wait()
+        return [None if i is None else results[i] for i in step.fetched]
 
     def compiled(self, plan: Plan) -> Any:
         """``plan`` compiled (a ``compiler.CompiledPlan``, made on first use), as
@@ -299,10 +326,16 @@ class Session:
             raise RuntimeError("attempted to use a closed Session")
         targets = tuple(self._resolve(f) for f in flatten(fetches))
         fed_tensors = [self._resolve_fed(t) for t in fed]
-        key = (targets, frozenset(fed_tensors))
+        job = self.job or get_job()
+        key = (targets, frozenset(fed_tensors), job)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = Plan(targets, fed_tensors)
+            step = None if job is None else task_step(self.graph, job, targets, fed_tensors)
+            if step is None:
+                plan = Plan(targets, fed_tensors)
+            else:
+                plan = Plan(step.targets, list(step.fed.values()), step)
+            self._plans[key] = plan
         return plan
 
     def _resolve_fed(self, key: Any) -> SymbolicTensor:

@@ -313,6 +313,8 @@ class _Exporter:
         inputs += [f"^{c.name}" for c in operation.control_inputs]
         if inputs:
             entry["input"] = inputs
+        if operation.device:
+            entry["device"] = operation.device
         attrs = {}
         for key, value in sorted(operation.attrs.items()):
             self.hint = f"{operation.name}/{key}"

@@ -65,7 +65,7 @@ def check_nodes(graph_def: GraphDef, source: str = "GraphDef") -> None:
 # The layout of every entry the importer reads: a key and what its value must be. A def that
 # breaks it is refused here, naming the entry, rather than failing inside the importer with
 # a TypeError or an IndexError. ("names": a list of strings; "pairs": of [string, string].)
-_NODE = {"name": "name", "op": "name", "input": "names", "attr": "dict"}
+_NODE = {"name": "name", "op": "name", "input": "names", "attr": "dict", "device": "name"}
 _FUNCTION = {"type": "name", "graph": "name", "inputs": "names or nulls", "outputs": "names",
              "side_effects": "names", "variables": "names", "kept": "names"}  # fmt: skip
 _GRAPH = {"type": "name", "outer": "name or null", "node": "list", "captures": "pairs",

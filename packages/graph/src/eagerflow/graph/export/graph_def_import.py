@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from eagerflow.autodiff import Variable
+from eagerflow.graph.core.device import canonical_device
 from eagerflow.graph.core.graph import (
     Graph,
     Operation,
@@ -45,6 +46,14 @@ def _op_def_of(node: dict[str, Any], where: str) -> OpDef:
             "has (is the package that defines it imported?)"
         )
     return op_def
+
+
+def _device_of(node: dict[str, Any], where: str) -> str:
+    """A node's ``device`` (``""`` if it has none), canonical; a malformed one is refused."""
+    try:
+        return canonical_device(node.get("device", ""))
+    except ValueError as e:
+        raise InvalidArgumentError(f"{where}: node {node['name']!r}: {e}") from None
 
 
 def _output_types(
@@ -111,9 +120,11 @@ class _Importer:
         inputs, control = self.inputs(graph, node, where)
         attrs = checked_attrs(op_def, self.attrs(node, where), where, node)
         out_dtypes, out_shapes = _output_types(op_def, inputs, attrs, node, where)
+        device = _device_of(node, where)
         block = graph.control_dependencies(control) if control else nullcontext()
         with block:
             operation = graph.create_op(op_def, tuple(inputs), attrs, out_shapes, out_dtypes, name)
+        operation.device = device
         self.operations[graph][name] = operation
         for t in operation.outputs:
             self.tensors[graph][f"{name}:{t.name.rpartition(':')[2]}"] = t

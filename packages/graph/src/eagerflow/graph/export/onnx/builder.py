@@ -227,6 +227,8 @@ def zero_like(b: OnnxBuilder, dtype: DType, value: Any = 0) -> str:
 NOT_EXPORTABLE = {
     "PrintV2": "prints when it runs: an ONNX graph has no effects",
     "WriteSummary": "writes a summary file when it runs: an ONNX graph has no effects",
+    "_Send": "talks to another task of a job: an ONNX graph runs in one process",
+    "_Recv": "talks to another task of a job: an ONNX graph runs in one process",
     "AssignVariableOp": "changes a variable: an ONNX graph has no state",
     "AssignAddVariableOp": "changes a variable: an ONNX graph has no state",
     "AssignSubVariableOp": "changes a variable: an ONNX graph has no state",

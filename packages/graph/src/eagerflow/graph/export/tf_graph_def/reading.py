@@ -121,7 +121,8 @@ def _node(node: Any, ours: str, rule: TfRule, library: _Library) -> dict[str, An
     inputs = [_tensor_name(i) for i in data[: len(data) - rule.consts]] + control
     encoded = {k: {"function": library.function(v)} if isinstance(v, LibraryRef)
                else encode_attr(v) for k, v in attrs.items()}  # fmt: skip
-    return {"name": node.name, "op": ours, "input": inputs, "attr": encoded}
+    placed = {"device": node.device} if node.device else {}
+    return {"name": node.name, "op": ours, "input": inputs, **placed, "attr": encoded}
 
 
 def _in_order(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -523,6 +523,7 @@ def _strided_slice(op: Operation) -> TfNode:
 # --- what has no TensorFlow counterpart here -----------------------------------------------------
 _STATE = "changes a variable: a frozen inference GraphDef has no state"
 _GRADIENT = "a gradient op: export the forward function"
+_PARTITION = "a partition's op: write the whole graph, with its devices (TensorFlow cuts it)"
 # Every registered op has a rule or its reason here (tests/tensor/test_op_rows.py).
 NO_TF_COUNTERPART = {
     "AssignVariableOp": _STATE, "AssignAddVariableOp": _STATE, "AssignSubVariableOp": _STATE,
@@ -530,6 +531,7 @@ NO_TF_COUNTERPART = {
     "VariableV2": "a graph variable's node: export a function of eager variables (frozen)",
     "CustomGradient": "holds a Python function, which no GraphDef can carry",
     "PrintV2": "prints when it runs: an inference GraphDef has no effects",
+    "_Send": _PARTITION, "_Recv": _PARTITION,
     "WriteSummary": "writes to a summary file when it runs: an inference GraphDef has no "
                     "effects (TensorFlow's WriteSummary takes a writer resource)",
     "StridedSliceGrad": _GRADIENT, "Conv2DBackpropInput": _GRADIENT,

@@ -84,10 +84,10 @@ class NodeWriter:
             for i, value in enumerate(node.consts):
                 const = self.add(self.names(f"{name}/const_{i}"), const_node(value), [])
                 inputs.append(self.output_ref(const, "Const", 0))
-            self.add(name, node, inputs)
+            self.add(name, node, inputs, operation.device)
 
-    def add(self, name: str, node: TfNode, inputs: list[str]) -> str:
-        proto = self.add_proto(name=name, op=node.op, input=inputs)
+    def add(self, name: str, node: TfNode, inputs: list[str], device: str = "") -> str:
+        proto = self.add_proto(name=name, op=node.op, input=inputs, device=device)
         for key, value in node.attrs.items():
             proto.attr[key].CopyFrom(pb.attr_proto(self.library.resolve(value)))
         return name
