@@ -129,3 +129,21 @@ def test_a_signature_named_by_other_than_strings_is_refused(
     )
     with pytest.raises(saved_model.SavedModelError, match="serving_default"):
         saved_model.load(target)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [(("graph_def", "variables"), "drop"), (("functions", "predict", "input_signature", 0), None)],
+)
+def test_a_saved_model_missing_its_variables_or_a_spec_is_refused(
+    exported: tuple[Path, np.ndarray], tmp_path: Path, field: tuple[Any, ...], value: Any
+) -> None:
+    """What the fuzzing found: no ``variables`` entry escaped as a KeyError, and a None where
+    an input spec goes as an AttributeError, instead of the loader's own refusal."""
+    original, _ = exported
+    document = json.loads((original / "saved_model.json").read_text())
+    target = tmp_path / "model"
+    shutil.copytree(original, target)
+    (target / "saved_model.json").write_text(json.dumps(_mutated(document, field, value)))
+    with pytest.raises(EagerflowError):
+        saved_model.load(target).predict(np.ones((2, 3), np.float32))

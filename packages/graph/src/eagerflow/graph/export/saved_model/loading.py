@@ -326,7 +326,7 @@ def _check_values(
     graph_def: GraphDef, values: dict[str, np.ndarray], path: str, values_path: str
 ) -> None:
     """Each variable of the def has a value of its shape and dtype in the variables file."""
-    for key, entry in graph_def["variables"].items():
+    for key, entry in graph_def.get("variables", {}).items():
         try:
             dtype = dtypes.as_dtype(entry["dtype"])
             shape = tuple(entry["shape"])
@@ -419,7 +419,8 @@ def _check_inputs(function: LoadedFunction, where: str) -> None:
     specs = flatten(list(function.input_signature))
     arguments = function.concrete_function.arguments
     if len(specs) != len(arguments) or any(
-        s.dtype is not a.dtype for s, a in zip(specs, arguments, strict=False)
+        not isinstance(s, TensorSpec) or s.dtype is not a.dtype
+        for s, a in zip(specs, arguments, strict=False)
     ):
         raise SavedModelError(f"{where}: its input_signature does not describe its trace's inputs")
 
