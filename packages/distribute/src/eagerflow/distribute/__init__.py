@@ -8,7 +8,9 @@ Read it in this order:
    and ``all_reduce_tensors``, which packs many tensors into one all-reduce;
 3. ``strategy.py``      ``MultiWorkerMirroredStrategy``: data-parallel training, with
    TensorFlow's names;
-4. ``run.py``           the launcher, ``python -m eagerflow.distribute.run -n 2 train.py``,
+4. ``server.py``        ``Server``: this process as one task of a job that runs a placed
+   graph, each task its part (``partition``, from eagerflow.graph, cuts it);
+5. ``run.py``           the launcher, ``python -m eagerflow.distribute.run -n 2 train.py``,
    and ``supervisor.py``, the tiny process that names a task that fails.
 
 MPI (``mpi4py`` and the ``mpich`` wheel) is the ``[mpi]`` extra: importing this package works
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from eagerflow.distribute.collective import all_reduce_sum, all_reduce_tensors
     from eagerflow.distribute.communicator import Communicator, MPICommunicator, Request
+    from eagerflow.distribute.server import Server, partition
     from eagerflow.distribute.strategy import (
         ClusterResolver,
         DistributedDataset,
@@ -44,6 +47,8 @@ _HOMES = {
     "DistributedDataset": "strategy",
     "MultiWorkerMirroredStrategy": "strategy",
     "ReduceOp": "strategy",
+    "Server": "server",
+    "partition": "server",
 }
 
 
@@ -66,6 +71,8 @@ __all__ = [
     "MultiWorkerMirroredStrategy",
     "ReduceOp",
     "Request",
+    "Server",
     "all_reduce_sum",
     "all_reduce_tensors",
+    "partition",
 ]

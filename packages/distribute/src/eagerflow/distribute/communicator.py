@@ -150,6 +150,11 @@ class MPICommunicator:
     def barrier(self) -> None:
         self._comm.Barrier()
 
+    @property
+    def max_tag(self) -> int:
+        """The largest tag this MPI accepts (``MPI_TAG_UB``, at least 32767)."""
+        return int(self._comm.Get_attr(self._mpi.TAG_UB))
+
 
 def import_mpi() -> Any:
     """mpi4py's ``MPI`` module, or an ImportError saying which extra brings it."""
