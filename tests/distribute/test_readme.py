@@ -26,3 +26,9 @@ def test_the_readmes_train_py_runs_as_printed(tmp_path):
     found = re.findall(r"\[worker (\d)\] task \1 of 2: weights (\S+)", done.stdout)
     assert sorted(rank for rank, _ in found) == ["0", "1"], done.stdout
     assert found[0][1] == found[1][1]
+
+
+def test_the_files_the_readme_names_exist():
+    root = README.parents[2]
+    named = re.findall(r"`((?:tests|packages)/[\w/.]+\.py)`", README.read_text(encoding="utf-8"))
+    assert named and all((root / path).is_file() for path in named), named
