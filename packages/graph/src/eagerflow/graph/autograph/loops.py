@@ -25,13 +25,14 @@ from eagerflow.graph.autograph.values import (
     no_state,
     no_value,
     nothing,
-    scratch,
     spec_of,
     tensor_like,
     zeros_like,
 )
 from eagerflow.graph.core.control_flow import while_loop
 from eagerflow.graph.core.graph import Operation, SymbolicTensor
+from eagerflow.graph.core.subgraphs import scratch
+from eagerflow.graph.core.tensor_array import TensorArray
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, ShapeError, a_tensor
 
@@ -243,10 +244,13 @@ class _LoopVariables:
         staged = self.before
         if not all(tensor_like(v) for v in self.before):
             staged = self._stage(one_iteration)
-        self.start: list[Tensor] = []
+        self.start: list[Any] = []  # tensors and TensorArrays
         self.invariants: list[Any] = []
         for i, (name, before, after) in enumerate(zip(names, self.before, staged, strict=True)):
-            if tensor_like(before):
+            if isinstance(before, TensorArray):  # while_loop carries it as one tensor
+                self.start.append(before)
+                self.invariants.append(None)
+            elif tensor_like(before):
                 self.start.append(ef.convert_to_tensor(before))
                 self.invariants.append(self.start[-1].shape)
             elif no_value(before) and (isinstance(after, Spec) or tensor_like(after)):
@@ -320,7 +324,9 @@ class _LoopVariables:
             values.append(self._checked(name, value, start, invariant))
         return values
 
-    def _checked(self, name: str, value: Any, start: Tensor, invariant: Any) -> Tensor:
+    def _checked(self, name: str, value: Any, start: Any, invariant: Any) -> Any:
+        if isinstance(start, TensorArray):
+            return _checked_array(name, value, start, self.where)
         if not tensor_like(value):
             raise DTypeError(
                 f"'{name}' is {describe(value)} after an iteration of the loop on a tensor "
@@ -341,6 +347,17 @@ class _LoopVariables:
                 "keeps each variable's shape"
             )
         return tensor
+
+
+def _checked_array(name: str, value: Any, start: TensorArray, where: Where) -> TensorArray:
+    """A TensorArray loop variable stays a TensorArray of its dtype."""
+    if not isinstance(value, TensorArray) or value.dtype is not start.dtype:
+        raise DTypeError(
+            f"'{name}' is a TensorArray of {start.dtype} before the loop on a tensor in "
+            f"{where} but {describe(value)} after an iteration: a graph loop keeps each "
+            "variable's kind and dtype"
+        )
+    return value
 
 
 def _fits(shape: Any, invariant: Any) -> bool:

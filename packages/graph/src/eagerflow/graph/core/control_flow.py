@@ -22,6 +22,7 @@ import eagerflow.tensor as ef
 from eagerflow.graph.core.auto_control_deps import add_automatic_control_dependencies
 from eagerflow.graph.core.graph import Graph, SymbolicTensor, get_default_graph
 from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
+from eagerflow.graph.core.tensor_array import LoopArrays
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
@@ -295,12 +296,13 @@ def while_loop(
         ).at_op("While", loop_vars)
     if executing_eagerly():
         return _eager_while(cond, body, list(loop_vars))
+    arrays = LoopArrays(loop_vars, body)
+    cond, body = arrays.wrapped(cond), arrays.wrapped(body, results=True)
     outer = get_default_graph()
-    start = [ef.convert_to_tensor(v) for v in loop_vars]
-    like: list[Any] = start  # tensors, or _Specs of the invariant shapes
-    if shape_invariants:
-        like = [_Spec(None if s is None else tuple(s), v.dtype)
-                for v, s in zip(start, shape_invariants, strict=True)]  # fmt: skip
+    start = arrays.start
+    like: list[Any] = [  # tensors, or _Specs of the invariant shapes
+        _Spec(arrays.invariant(i, shape_invariants), v.dtype) for i, v in enumerate(start)
+    ]
     try:
         cond_graph, _ = _build(_refusing_none(cond), like, outer)
     except DTypeError as e:
@@ -323,7 +325,7 @@ def while_loop(
         return Subgraph(graph, inputs, graph.results, graph.effects)
 
     attrs = loop_attrs(subgraph(cond_graph), subgraph(body_graph), num_vars)
-    return list(execute("While", (*start, *captured), attrs, name or "while"))
+    return arrays.unwrap(execute("While", (*start, *captured), attrs, name or "while"))
 
 
 def loop_attrs(
