@@ -12,6 +12,7 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.graph.autograph.conditionals import graph_if
+from eagerflow.graph.autograph.experimental import LoopOptions
 from eagerflow.graph.autograph.values import (
     AutoGraphError,
     Spec,
@@ -36,6 +37,8 @@ from eagerflow.graph.core.tensor_array import TensorArray
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, ShapeError, a_tensor
 
+NO_OPTIONS = LoopOptions()
+
 
 def _try(test: Callable[[], Any]) -> Any:
     """``test()``, tried out: while a graph is built, in a scratch graph, so that a test
@@ -53,15 +56,16 @@ def while_stmt(
     get_state: Callable[[], State] = no_state,
     set_state: Callable[[State], None] = ignore,
     names: Sequence[str] = (),
+    opts: LoopOptions = NO_OPTIONS,
 ) -> None:
     """``while test(): body()``. A test that is a symbolic tensor builds a ``while_loop``
-    whose loop variables are the state variables."""
+    whose loop variables are the state variables (``opts``: the loop's ``set_loop_options``)."""
     where = caller()
     first = _try(test)
     if not isinstance(first, SymbolicTensor):
         _python_while(first, test, body, where)
     else:
-        variables = _LoopVariables(get_state, set_state, names, where, body)
+        variables = _LoopVariables(get_state, set_state, names, where, body, opts)
 
         def condition(*values: Tensor) -> Any:
             variables.set(values)
@@ -98,6 +102,7 @@ def for_stmt(
     get_state: Callable[[], State] = no_state,
     set_state: Callable[[State], None] = ignore,
     names: Sequence[str] = (),
+    opts: LoopOptions = NO_OPTIONS,
 ) -> None:
     """``for item in iterated: body(item)``, stopping early once ``extra_test()`` is false
     (``not break_``, ``not do_return``). A symbolic tensor builds a ``while_loop`` over its
@@ -107,7 +112,9 @@ def for_stmt(
         _python_for(iterated, extra_test, body, get_state, set_state, names, where)
         return
     items = _Items(iterated, where)
-    variables = _LoopVariables(get_state, set_state, names, where, lambda: body(items.sample()))
+    variables = _LoopVariables(
+        get_state, set_state, names, where, lambda: body(items.sample()), opts
+    )
 
     def condition(index: Tensor, *values: Tensor) -> Any:
         variables.set(values)
@@ -237,6 +244,7 @@ class _LoopVariables:
         names: Sequence[str],
         where: Where,
         one_iteration: Callable[[], None],
+        options: LoopOptions,
     ) -> None:
         self.get_state, self.set_state, self.names, self.where = get_state, set_state, names, where
         self.before = list(get_state())
@@ -252,7 +260,7 @@ class _LoopVariables:
                 self.invariants.append(None)
             elif tensor_like(before):
                 self.start.append(ef.convert_to_tensor(before))
-                self.invariants.append(self.start[-1].shape)
+                self.invariants.append(options.invariant_of(before, self.start[-1].shape))
             elif no_value(before) and (isinstance(after, Spec) or tensor_like(after)):
                 spec = after if isinstance(after, Spec) else spec_of(ef.constant(after))
                 self._start_as_zeros(spec)
@@ -344,7 +352,9 @@ class _LoopVariables:
             raise ShapeError(
                 f"'{name}' has shape {start.shape} before the loop on a tensor in "
                 f"{self.where} but shape {tensor.shape} after an iteration: a graph loop "
-                "keeps each variable's shape"
+                "keeps each variable's shape, unless the loop's first statement allows it "
+                f"(set_loop_options(shape_invariants=[({name}, shape)]), None for the "
+                "dimensions that change)"
             )
         return tensor
 

@@ -63,7 +63,11 @@ class FunctionGraph(Graph):
         if t.graph is not self.outer:  # from further out: the outer graph captures it first
             if not isinstance(self.outer, FunctionGraph):
                 raise ValueError(
-                    f"tensor {t.name} belongs to a graph that does not enclose this one"
+                    f"tensor {t.name} belongs to a graph that does not enclose this one (as "
+                    "TensorFlow's InaccessibleTensorError says). If it was made in a loop body "
+                    "or a branch: a graph loop hands out its loop variables only, and a Python "
+                    "list appended to in a loop on a tensor keeps the body's "
+                    "tensors, so collect the values in a TensorArray instead"
                 )
             t = self.outer.capture(t)
         if t not in self.captures:
