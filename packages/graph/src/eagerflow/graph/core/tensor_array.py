@@ -154,7 +154,8 @@ class TensorArray:
         """A TensorArray with ``value``'s rows written to the slots ``indices``."""
         value = self._converted(value)
         array = self
-        for row, i in enumerate(_static_indices(self, indices)):
+        writes = _slots_and_rows(self, indices)
+        for i, row in writes:
             array = array.write(i, ef.gather(value, row))
         return array
 
@@ -323,6 +324,18 @@ def _static_rows(array: TensorArray) -> int | None:
         return len(array._elements)
     shape = array._buffer.shape
     return None if shape is None else shape[0]
+
+
+def _slots_and_rows(array: TensorArray, indices: Any) -> list[tuple[Any, int]]:
+    """(slot, row of the value) for each write of a scatter: graph indices are gathered one
+    by one (a write each, at a graph index), so their number must be known."""
+    if not isinstance(indices, SymbolicTensor):
+        return [(i, row) for row, i in enumerate(_static_indices(array, indices))]
+    shape = indices.shape
+    if shape is None or len(shape) != 1 or shape[0] is None:
+        raise ShapeError(f"{array.name}: scatter at graph indices needs a vector of known "
+                         f"length, got shape {format_shape(shape)}")  # fmt: skip
+    return [(ef.gather(indices, row), row) for row in range(shape[0])]
 
 
 def _static_indices(array: TensorArray, indices: Any) -> list[int]:
