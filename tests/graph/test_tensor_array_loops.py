@@ -11,8 +11,15 @@ import pytest
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape
-from eagerflow.graph import Graph, Session, TensorArray, function, gradients, placeholder
-from eagerflow.graph import while_loop
+from eagerflow.graph import (
+    Graph,
+    Session,
+    TensorArray,
+    function,
+    gradients,
+    placeholder,
+    while_loop,
+)
 from eagerflow.tensor.errors import DTypeError, OutOfRangeError, ShapeError
 
 
@@ -116,7 +123,7 @@ def test_loop_errors_name_the_variable_and_the_problem() -> None:
     @function
     def becomes_a_tensor(n: ef.Tensor) -> ef.Tensor:
         ta = TensorArray(ef.float32, size=2, element_shape=[])
-        for i in ef.range(n):
+        for _ in ef.range(n):
             ta = ta.stack()
         return ta
 

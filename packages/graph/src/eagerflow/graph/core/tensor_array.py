@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import eagerflow.tensor as ef
 from eagerflow.graph.core.graph import SymbolicTensor, get_default_graph
@@ -136,7 +136,7 @@ class TensorArray:
             if shape is None or not shape or None in shape[1:]:
                 raise ShapeError(f"{self.name}: concat needs elements of a known shape with an "
                                  f"axis, got {format_shape(shape)}")  # fmt: skip
-            return ef.reshape(self._buffer, (-1, *shape[1:]))
+            return ef.reshape(self._buffer, (-1, *cast(tuple[int, ...], shape[1:])))
         return ef.concat([self.read(i) for i in range(len(self._elements))], axis=0)
 
     def unstack(self, value: Any) -> TensorArray:
@@ -178,7 +178,8 @@ class TensorArray:
         rows = _rows(buffer, shape)
         if self.dynamic_size:  # append the missing rows: zeros, gathered from one row of them
             missing = ef.maximum(i + 1 - rows, 0)
-            filler = ef.gather(ef.zeros((1, *shape), self.dtype), ef.range(missing) * 0)
+            row = ef.zeros((1, *cast(tuple[int, ...], shape)), self.dtype)
+            filler = ef.gather(row, ef.range(missing) * 0)
             buffer = ef.concat([buffer, filler], axis=0)
             rows = _rows(buffer, shape)
         else:  # the index itself, gathered from the slots' indices: raises when out of range

@@ -42,7 +42,7 @@ class LogicalTransformer(FunctionBodyTransformer):
         if len(node.ops) < 2:
             return node
         lefts = [node.left, *node.comparators[:-1]]
-        pairs = [
+        pairs: list[ast.expr] = [
             ast.Compare(left=left, ops=[op], comparators=[right])
             for left, op, right in zip(lefts, node.ops, node.comparators, strict=True)
         ]
