@@ -289,7 +289,9 @@ def while_loop(
     change between iterations (e.g. ``(None,)`` for a growing vector).
 
     In both modes ``cond`` must return one scalar bool, and ``body`` one value per loop
-    variable, keeping its dtype."""
+    variable, keeping its dtype. A ``TensorArray`` may be a loop variable: in a graph the
+    loop carries it as one tensor (see ``LoopArrays``), whose rows may grow if its size is
+    dynamic."""
     if shape_invariants is not None and len(shape_invariants) != len(loop_vars):
         raise ShapeError(
             f"{len(shape_invariants)} shape_invariants for {len(loop_vars)} loop variables"

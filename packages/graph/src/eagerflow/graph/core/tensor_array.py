@@ -286,6 +286,8 @@ class LoopArrays:
 
         def call(*values: Any) -> Any:
             out = fn(*self.wrap(values))
+            if results and isinstance(out, TensorArray):  # the one loop variable
+                return out.loop_tensor()
             if results and isinstance(out, list | tuple):
                 out = [o.loop_tensor() if isinstance(o, TensorArray) else o for o in out]
             return out
