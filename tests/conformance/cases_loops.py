@@ -113,6 +113,18 @@ def _(ns: Any) -> Any:
     return _gradient(ns, ns.function(f), [1.0, 2.0])
 
 
+@case("loops/tensor_array/dynamic_size/read_and_write/gradient")
+def _(ns: Any) -> Any:
+    def f(x: Any) -> Any:
+        ta = ns.TensorArray(ns.float64, size=1, dynamic_size=True, element_shape=[])
+        ta = ta.write(0, x[0])
+        for i in ns.range(1, 3):
+            ta = ta.write(i, ta.read(i - 1) * x[i])
+        return ta.stack()
+
+    return _gradient(ns, ns.function(f), X64)
+
+
 @case("loops/tensor_array/write_out_of_range")
 def _(ns: Any) -> Any:
     def f(n: Any) -> Any:

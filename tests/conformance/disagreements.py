@@ -16,11 +16,5 @@ KEPT: dict[str, str] = {
     "unary/softmax/float32/edges": "a NaN in softmax's input makes every output NaN",
 }
 
-_ROOT_CAUSES: dict[str, list[str]] = {
-    "a TensorArray with dynamic_size that grows inside a graph loop has no gradient yet: its "
-    "buffer changes shape at every iteration, and the While gradient's stacks and the "
-    "gradients of concat and gather need sizes known when the graph is built": [
-        "loops/tensor_array/dynamic_size/gradient",
-    ],
-}
+_ROOT_CAUSES: dict[str, list[str]] = {}
 TO_FIX = {case: cause for cause, names in _ROOT_CAUSES.items() for case in names}

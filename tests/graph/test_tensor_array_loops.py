@@ -152,3 +152,36 @@ def test_loop_errors_name_the_variable_and_the_problem() -> None:
         i = placeholder(ef.int32, ())
         with pytest.raises(ShapeError, match=r"scatter at graph indices needs a vector"):
             TensorArray(ef.float32, size=2).scatter(i, [1.0])
+
+
+def test_a_growing_array_has_gradients_through_its_writes_and_reads() -> None:
+    @function
+    def running_products(x: ef.Tensor) -> ef.Tensor:
+        ta = TensorArray(ef.float64, size=1, dynamic_size=True, element_shape=[])
+        ta = ta.write(0, x[0])
+        for i in ef.range(1, 3):
+            ta = ta.write(i, ta.read(i - 1) * x[i])
+        return ta.stack()
+
+    def loss(v: np.ndarray) -> float:
+        return float(ef.reduce_sum(ef.tanh(running_products(ef.constant(v)))).numpy())
+
+    at = np.array([0.5, -1.5, 0.8])
+    x = ef.constant(at)
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = ef.reduce_sum(ef.tanh(running_products(x)))
+    assert running_products(x).shape == (3,)
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), central_differences(loss, at))
+
+
+def test_the_gradient_of_concat_along_sizes_known_only_at_run_time() -> None:
+    with Graph().as_default():
+        x = placeholder(ef.float64, (None, 2))
+        y = ef.concat([x, x * 2.0], 0)
+        (dx,) = gradients(ef.reduce_sum(y * y), [x])
+        with Session() as session:
+            at = np.array([[1.0, -2.0], [0.5, 3.0], [2.0, 0.0]])
+            np.testing.assert_allclose(session.run(dx, {x: at}), 10.0 * at)
+        with pytest.raises(ValueError, match=r"the gradient of concat needs the static size"):
+            gradients(ef.concat([placeholder(ef.float64, (None, None)), x], 0), [x])

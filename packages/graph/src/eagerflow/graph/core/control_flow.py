@@ -252,16 +252,18 @@ def _row_count(sequences: Sequence[np.ndarray]) -> int:
 
 
 def _stack(values: list[Any], like: SymbolicTensor) -> np.ndarray:
-    """One emitted output's values, stacked along a new axis 0 (``like``: its tensor)."""
+    """One emitted output's values, stacked along a new axis 0 (``like``: its tensor).
+
+    Values of different shapes (a loop variable that grows, under ``shape_invariants``)
+    cannot be one array: they are kept as an object array of the iterations' arrays, which
+    only the gradient's backward While reads, one row (one iteration's array) at a time."""
     if not values:  # no iteration: an empty stack (unknown dimensions taken as 0)
         shape = () if like.shape is None else tuple(d or 0 for d in like.shape)
         return np.zeros((0, *shape), like.dtype.np)
-    shapes = {np.shape(v) for v in values}
-    if len(shapes) > 1:
-        raise ShapeError(
-            f"a While emitted values of different shapes {sorted(shapes)}: the gradient of a "
-            "loop keeps each iteration's loop variables stacked, so they must keep one shape"
-        )
+    if len({np.shape(v) for v in values}) > 1:  # a loop variable that grows: kept ragged
+        ragged = np.empty(len(values), dtype=object)
+        ragged[:] = [np.asarray(v) for v in values]
+        return ragged
     return np.stack(values)
 
 

@@ -99,7 +99,7 @@ class TensorArray:
     def read(self, index: Any) -> Tensor:
         """The tensor in slot ``index`` (zeros of the element shape if never written)."""
         if self._buffer is not None or isinstance(index, SymbolicTensor):
-            return ef.gather(self.loop_tensor(), _index_tensor(self, index))
+            return self._read_buffer(index)
         i = _static_index(self, index, "index")
         if i >= len(self._elements):
             raise OutOfRangeError(f"{self.name}: cannot read index {i} of a TensorArray of "
@@ -184,8 +184,20 @@ class TensorArray:
             rows = _rows(buffer, shape)
         else:  # the index itself, gathered from the slots' indices: raises when out of range
             i = ef.gather(ef.range(rows), i)
-        mask = ef.reshape(ef.equal(ef.range(rows), i), (-1, *[1] * len(shape)))
+        mask = _slot_mask(rows, i, len(shape))
         return self._with_buffer(ef.where(mask, ef.expand_dims(value, 0), buffer), shape)
+
+    def _read_buffer(self, index: Any) -> Tensor:
+        """Slot ``index`` of the buffer: gathered, or, when its number of rows is known only
+        at run time (a growing array), picked by a mask and a sum, whose gradient needs no
+        static size where gather's does."""
+        buffer, i = self.loop_tensor(), _index_tensor(self, index)
+        shape = self.element_shape
+        if buffer.shape is None or buffer.shape[0] is not None or shape is None or None in shape:
+            return ef.gather(buffer, i)
+        rows = _rows(buffer, shape)
+        mask = _slot_mask(rows, ef.gather(ef.range(rows), i), len(shape))  # gather: in range
+        return ef.reduce_sum(ef.where(mask, buffer, ef.zeros_like(buffer)), axis=0)
 
     def loop_tensor(self) -> Tensor:
         """The array as one tensor, its slots stacked along axis 0: how a graph loop
@@ -309,6 +321,11 @@ def _index_tensor(array: TensorArray, index: Any) -> Tensor:
     if index.dtype not in (ef.int32, ef.int64):
         raise DTypeError(f"{array.name}: an index must be int32 or int64, got {index.dtype}")
     return ef.cast(index, ef.int32)
+
+
+def _slot_mask(rows: Any, index: Tensor, rank: int) -> Tensor:
+    """True at row ``index`` of a buffer of ``rows`` slots of rank ``rank``, for ``where``."""
+    return ef.reshape(ef.equal(ef.range(rows), index), (-1, *[1] * rank))
 
 
 def _rows(buffer: Tensor, element_shape: Any) -> Any:
