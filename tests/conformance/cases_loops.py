@@ -125,6 +125,32 @@ def _(ns: Any) -> Any:
     return _gradient(ns, ns.function(f), X64)
 
 
+@case("loops/tensor_array/write_in_if/gradient")
+def _(ns: Any) -> Any:
+    def f(x: Any) -> Any:
+        ta = ns.TensorArray(ns.float64, size=0, dynamic_size=True, element_shape=[])
+        for i in ns.range(3):
+            if x[i] > 0:  # noqa: SIM108  (an if statement is what is tested)
+                ta = ta.write(i, x[i] ** 2)
+            else:
+                ta = ta.write(i, -x[i] * 10.0)
+        return ta.stack()
+
+    return _gradient(ns, ns.function(f), [1.0, -2.0, 3.0])
+
+
+@case("loops/tensor_array/write_in_if_without_else")
+def _(ns: Any) -> Any:
+    def f(x: Any) -> Any:
+        ta = ns.TensorArray(ns.float32, size=3, element_shape=[])
+        for i in ns.range(3):
+            if x[i] > 0:
+                ta = ta.write(i, x[i])
+        return ta.stack()
+
+    return ns.function(f)(ns.constant([1.0, -2.0, 3.0]))
+
+
 @case("loops/tensor_array/write_out_of_range")
 def _(ns: Any) -> Any:
     def f(n: Any) -> Any:

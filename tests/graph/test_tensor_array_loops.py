@@ -185,3 +185,29 @@ def test_the_gradient_of_concat_along_sizes_known_only_at_run_time() -> None:
             np.testing.assert_allclose(session.run(dx, {x: at}), 10.0 * at)
         with pytest.raises(ValueError, match=r"the gradient of concat needs the static size"):
             gradients(ef.concat([placeholder(ef.float64, (None, None)), x], 0), [x])
+
+
+def test_an_if_on_a_tensor_writes_an_array_in_either_branch() -> None:
+    @function
+    def signed(x: ef.Tensor) -> ef.Tensor:
+        ta = TensorArray(ef.float32, size=3, element_shape=[])
+        for i in ef.range(3):
+            if x[i] > 0:  # noqa: SIM108  (an if statement is what is tested)
+                ta = ta.write(i, x[i])
+            else:
+                ta = ta.write(i, -x[i] * 10.0)
+        return ta.stack()
+
+    assert signed(ef.constant([1.0, -2.0, 3.0])).numpy().tolist() == [1.0, 20.0, 3.0]
+
+    @function
+    def mixed(x: ef.Tensor) -> ef.Tensor:
+        ta = TensorArray(ef.float32, size=1, element_shape=[])
+        if x > 0:  # noqa: SIM108  (an if statement is what is tested)
+            ta = ta.write(0, x)
+        else:
+            ta = x
+        return ta
+
+    with pytest.raises(DTypeError, match=r"'ta' is a TensorArray in the if branch .* but a "):
+        mixed(ef.constant(1.0))
