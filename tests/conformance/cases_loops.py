@@ -194,6 +194,18 @@ def _(ns: Any) -> Any:
     return [ns.constant(v) for v in values]
 
 
+def _cond_writes(ns: Any, x: Any) -> Any:
+    ta = ns.TensorArray(ns.float64, size=2, element_shape=[])
+    ta = ns.cond(x > 0, lambda: ta.write(0, x * x), lambda: ta.write(1, -x))
+    return ta.stack()
+
+
+@case("loops/tensor_array/cond_result/function/gradient")
+def _(ns: Any) -> Any:
+    f = ns.function(lambda x: _cond_writes(ns, x[0]))
+    return [*_gradient(ns, f, [3.0]), *_gradient(ns, f, [-2.0])]
+
+
 # --- AutoGraph: lists, lambdas, item assignment --------------------------------------------
 @case("autograph/list_append/tensor_loop")
 def _(ns: Any) -> Any:

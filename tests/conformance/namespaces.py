@@ -97,6 +97,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "TensorArray": ("tf.TensorArray", "graph.TensorArray"),
     "TensorShape": ("tf.TensorShape", "ef.TensorShape"),
     "while_loop": ("tf.while_loop", "graph.while_loop"),
+    "cond": ("tf.cond", "graph.cond"),
     "set_loop_options": (
         "tf.autograph.experimental.set_loop_options",
         "graph.autograph.experimental.set_loop_options",

@@ -15,6 +15,7 @@ from eagerflow.graph import (
     Graph,
     Session,
     TensorArray,
+    cond,
     function,
     gradients,
     placeholder,
@@ -211,3 +212,15 @@ def test_an_if_on_a_tensor_writes_an_array_in_either_branch() -> None:
 
     with pytest.raises(DTypeError, match=r"'ta' is a TensorArray in the if branch .* but a "):
         mixed(ef.constant(1.0))
+
+
+def test_cond_branches_may_return_an_array() -> None:
+    with Graph().as_default():
+        x = placeholder(ef.float32, ())
+        ta = TensorArray(ef.float32, size=2, element_shape=[])
+        chosen = cond(x > 0, lambda: (ta.write(0, x), x), lambda: (ta.write(1, -x), -x))
+        assert isinstance(chosen[0], TensorArray)
+        with Session() as session:
+            stacked = chosen[0].stack()
+            assert session.run(stacked, {x: 2.0}).tolist() == [2.0, 0.0]
+            assert session.run(stacked, {x: -3.0}).tolist() == [0.0, 3.0]

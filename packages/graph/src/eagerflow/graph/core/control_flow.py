@@ -22,12 +22,12 @@ import eagerflow.tensor as ef
 from eagerflow.graph.core.auto_control_deps import add_automatic_control_dependencies
 from eagerflow.graph.core.graph import Graph, SymbolicTensor, get_default_graph
 from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
-from eagerflow.graph.core.tensor_array import LoopArrays
+from eagerflow.graph.core.tensor_array import LoopArrays, as_tensors, with_arrays
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
 from eagerflow.tensor.execution import execute, executing_eagerly
-from eagerflow.tensor.nest import flatten, pack_sequence_as
+from eagerflow.tensor.nest import flatten
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
 from eagerflow.tensor.schema import Bool, Instance, Int, Maybe
 
@@ -131,8 +131,17 @@ def cond(
     if executing_eagerly():
         return true_fn() if _eager_predicate(pred) else false_fn()
     outer = get_default_graph()
-    then_graph, then_result = _build(true_fn, [], outer)
-    else_graph, _ = _build(false_fn, [], outer)
+    results: list[Any] = []  # each branch's result, as it returned it
+
+    def branch(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def call() -> Any:  # a TensorArray leaves a branch as its one tensor
+            results.append(fn())
+            return as_tensors(results[-1])
+
+        return call
+
+    then_graph, _ = _build(branch(true_fn), [], outer)
+    else_graph, _ = _build(branch(false_fn), [], outer)
     _capture_variables(then_graph, else_graph)
     captured = _union_captures(then_graph, else_graph)
     then_branch, else_branch = (
@@ -142,7 +151,7 @@ def cond(
     pred = ef.convert_to_tensor(pred)
     attrs = {"then_branch": then_branch, "else_branch": else_branch}
     outputs = execute("If", (pred, *captured), attrs, name or "cond")
-    return pack_sequence_as(then_result, outputs)
+    return with_arrays(results[0], outputs)
 
 
 # --- while_loop ------------------------------------------------------------------------------

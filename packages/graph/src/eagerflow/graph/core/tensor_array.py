@@ -25,6 +25,7 @@ from eagerflow.graph.core.graph import SymbolicTensor, get_default_graph
 from eagerflow.graph.core.subgraphs import ScratchGraph, scratch
 from eagerflow.tensor import DType, Tensor
 from eagerflow.tensor.errors import DTypeError, OutOfRangeError, ShapeError, format_shape
+from eagerflow.tensor.nest import flatten, pack_sequence_as
 from eagerflow.tensor.rules import compatible
 
 
@@ -311,6 +312,22 @@ class LoopArrays:
         return self.wrap(list(outputs))
 
 
+def as_tensors(result: Any) -> Any:
+    """``result`` with each TensorArray in it replaced by its one tensor (a branch's result:
+    what ``cond`` outputs)."""
+    leaves = [v.loop_tensor() if isinstance(v, TensorArray) else v for v in flatten(result)]
+    return pack_sequence_as(result, leaves)
+
+
+def with_arrays(template: Any, outputs: Sequence[Any]) -> Any:
+    """``outputs`` in the structure of ``template``, as TensorArrays where it has them."""
+    leaves = [
+        t.from_loop(o) if isinstance(t, TensorArray) else o
+        for t, o in zip(flatten(template), outputs, strict=True)
+    ]
+    return pack_sequence_as(template, leaves)
+
+
 def _unshaped(value: Any) -> bool:
     return isinstance(value, TensorArray) and value.element_shape is None
 
@@ -365,4 +382,4 @@ def _static_indices(array: TensorArray, indices: Any) -> list[int]:
     return [_static_index(array, i, "index") for i in values]
 
 
-__all__ = ["LoopArrays", "TensorArray"]
+__all__ = ["LoopArrays", "TensorArray", "as_tensors", "with_arrays"]
