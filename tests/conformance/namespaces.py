@@ -95,6 +95,13 @@ NAMES: dict[str, tuple[str, str]] = {
     "losses": ("tf.keras.losses", "nn.losses"),
     "Adagrad": ("tf.keras.optimizers.Adagrad", "nn.Adagrad"),
     "TensorArray": ("tf.TensorArray", "graph.TensorArray"),
+    "TensorShape": ("tf.TensorShape", "ef.TensorShape"),
+    "while_loop": ("tf.while_loop", "graph.while_loop"),
+    "cond": ("tf.cond", "graph.cond"),
+    "set_loop_options": (
+        "tf.autograph.experimental.set_loop_options",
+        "graph.autograph.experimental.set_loop_options",
+    ),
     # TensorFlow 1's graph names (cases_tf1.py), as eagerflow.graph spells them
     **{
         name: (f"tf.compat.v1.{name}", f"graph.{name}")

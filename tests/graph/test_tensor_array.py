@@ -57,7 +57,10 @@ def test_errors_name_the_array_and_the_problem() -> None:
         ta.write(0, [1.0, 2.0]).write(0, [1.0, 2.0, 3.0])
     with pytest.raises(OutOfRangeError, match=r"steps: index must be >= 0, got -1"):
         ta.write(-1, 1.0)
-    with Graph().as_default():
+    with Graph().as_default():  # a graph index: the array becomes one tensor, checked at run
         i = placeholder(ef.int32, ())
-        with pytest.raises(TypeError, match=r"steps: its index must be known while the graph"):
-            ta.write(i, 1.0)
+        stacked = ta.write(i, 1.0).stack()
+        with Session() as session:
+            assert session.run(stacked, {i: 0}).tolist() == [1.0]
+            with pytest.raises(OutOfRangeError, match=r"index 1 is out of range"):
+                session.run(stacked, {i: 1})

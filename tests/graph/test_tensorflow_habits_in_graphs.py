@@ -284,3 +284,38 @@ def test_a_method_of_a_class_without_dict_is_a_clear_error() -> None:
 
     with pytest.raises(TypeError, match=r"double: Slotted instances have no __dict__"):
         Slotted().double(ef.constant(1.0))
+
+
+# --- habits TensorFlow refuses, refused the same way -------------------------------------------
+def test_item_assignment_on_a_tensor_is_tensorflows_type_error() -> None:
+    with pytest.raises(TypeError, match=r"^'Tensor' object does not support item assignment"):
+        ef.constant([1.0, 2.0])[0] = 3.0
+
+    @function
+    def assign(x: Any) -> Any:
+        x[0] = 3.0
+        return x
+
+    with pytest.raises(TypeError, match=r"^'Tensor' object does not support item assignment"):
+        assign(ef.constant([1.0, 2.0]))
+
+
+def test_a_list_appended_in_a_graph_loop_says_to_use_a_tensor_array() -> None:
+    @function
+    def collect(n: Any) -> Any:
+        out = []
+        for i in ef.range(n):
+            out.append(i)
+        return out
+
+    with pytest.raises(ValueError, match=r"InaccessibleTensorError.*collect the values in a "):
+        collect(ef.constant(3))
+
+
+def test_a_graph_scalar_index_picks_a_row() -> None:
+    with Graph().as_default():
+        i = placeholder(ef.int32, ())
+        row = ef.constant([[1.0, 2.0], [3.0, 4.0]])[i]
+        assert row.shape == (2,)
+        with Session() as session:
+            assert session.run(row, {i: 1}).tolist() == [3.0, 4.0]

@@ -23,6 +23,21 @@ def test_and_or_not_become_helper_calls_with_lazy_right_sides() -> None:
     )
 
 
+def test_a_chained_comparison_becomes_an_and_of_its_pairs() -> None:
+    converted = convert_with(
+        logical_expressions.transform,
+        "def f(a, b, c, d):\n    return a < b <= c == d\n",
+        with_namer=False,
+    )
+    assert code(converted.body[0]) == (
+        "return ag__.and_(lambda: a < b, lambda: ag__.and_(lambda: b <= c, lambda: c == d))"
+    )
+    single = convert_with(
+        logical_expressions.transform, "def f(a, b):\n    return a < b\n", with_namer=False
+    )
+    assert code(single.body[0]) == "return a < b"
+
+
 def test_conditional_expressions_become_if_exp() -> None:
     converted = convert_with(
         conditional_expressions.transform,

@@ -7,6 +7,10 @@ concatenated, scatter what was gathered.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from typing import Any
+
 import eagerflow.tensor as ef
 from eagerflow.autodiff.math_grad import Grads, sum_to_shape
 from eagerflow.autodiff.registry import OpRecord, not_differentiable, register_gradient
@@ -72,8 +76,25 @@ def _concat_grad(op: OpRecord, grad: Tensor) -> Grads:
     axis = normalize_axis(op.attrs["axis"], grad.ndim)
     sizes = [x.shape[axis] for x in op.inputs]
     if None in sizes:
-        raise ValueError("the gradient of concat needs the static size of each input")
+        return _concat_grad_counted(op.inputs, grad, axis)
     return tuple(ef.split(grad, sizes, axis=axis))  # type: ignore[arg-type]
+
+
+def _concat_grad_counted(inputs: Sequence[Tensor], grad: Tensor, axis: int) -> Grads:
+    """The pieces of ``grad`` when some sizes along ``axis`` are known only at run time:
+    each counted from its input's element count, and gathered."""
+    start: Any = 0
+    pieces = []
+    for x in inputs:
+        size: Any = x.shape[axis]
+        if size is None:
+            others = [d for i, d in enumerate(x.shape) if i != axis]
+            if None in others or 0 in others:
+                raise ValueError("the gradient of concat needs the static size of each input")
+            size = ef.size(x) // math.prod(d for d in others if d is not None)
+        pieces.append(ef.gather(grad, ef.range(start, start + size), axis=axis))
+        start = start + size
+    return tuple(pieces)
 
 
 @register_gradient("Pack")

@@ -531,12 +531,23 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     if isinstance(key, list | np.ndarray) or (isinstance(key, Tensor) and key.ndim):
         key = convert_to_tensor(key)
         return _masked(x, key) if key.dtype is dtypes.bool_ else gather(x, key)
+    if isinstance(key, Tensor) and key.ndim == 0 and not _known(key):
+        return gather(x, key)  # a graph's scalar index (a loop counter): one row, gathered
     items = key if isinstance(key, tuple) else (key,)
     try:
         attrs = {"key": tuple(_index(k) for k in items)}
     except InvalidArgumentError as e:
         raise e.at_op("StridedSlice", (x,)) from None
     return execute("StridedSlice", (x,), attrs)[0]
+
+
+def _known(key: Tensor) -> bool:
+    """Whether a scalar index has its value now (an eager one), so it slices as an int."""
+    try:
+        operator.index(key)
+    except TypeError:
+        return False
+    return True
 
 
 def _masked(x: Tensor, mask: Tensor) -> Tensor:

@@ -235,6 +235,13 @@ class Tensor:
     def __pos__(self) -> Tensor:
         return self
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        # tensors are values, as in TensorFlow, whose message this is
+        raise TypeError(
+            "'Tensor' object does not support item assignment: a tensor never changes (build "
+            "a new one, e.g. with where or concat; a Variable has assign, a TensorArray write)"
+        )
+
     # `==` and `!=` are the ops `equal` and `not_equal` (attached by math_ops); declared
     # here because object defines them, so their types must agree with object's.
     if TYPE_CHECKING:

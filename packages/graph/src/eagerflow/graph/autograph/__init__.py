@@ -17,9 +17,11 @@ Read it in this order:
 4. ``operators.py``   the helpers the converted code calls: Python or graph, decided at run
    time, with messages that name the user's variables and lines (``values.py`` what they
    share, ``conditionals.py`` for ``if``, ``and``, ``or``, ``not``, ``loops.py`` for loops);
-5. ``templates.py``, ``naming.py``, ``anno.py``: small tools of the converters.
+5. ``templates.py``, ``naming.py``, ``anno.py``: small tools of the converters;
+6. ``experimental.py`` ``set_loop_options``, a loop's shape invariants.
 """
 
+from eagerflow.graph.autograph import experimental  # tf.autograph.experimental's name
 from eagerflow.graph.autograph.conversion import (
     AutoGraphWarning,
     convert,
@@ -37,6 +39,7 @@ __all__ = [
     "convert",
     "converted_call",
     "do_not_convert",
+    "experimental",
     "maybe_convert",
     "to_code",
 ]

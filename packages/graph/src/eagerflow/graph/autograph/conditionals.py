@@ -25,6 +25,7 @@ from eagerflow.graph.autograph.values import (
 )
 from eagerflow.graph.core.control_flow import cond
 from eagerflow.graph.core.graph import SymbolicTensor
+from eagerflow.graph.core.tensor_array import TensorArray
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, a_tensor
 
@@ -95,9 +96,11 @@ class _IfOutputs:
         self.branches: dict[str, list[Any]] = {}  # branch -> its values, as Python left them
         self.dtypes: list[Any] = []  # the if branch's output dtypes (None: not an output)
         self.shapes: list[Any] = []
+        self.arrays: dict[int, TensorArray] = {}  # position -> the if branch's array
 
     def of_branch(self, which: str, values: list[Any]) -> list[Tensor]:
         """The tensors branch ``which`` outputs, checked against the if branch's."""
+        values = [self._unpacked(i, which, v) for i, v in enumerate(values)]
         self.branches[which] = values
         tensors: list[Tensor] = []
         for i, (name, value) in enumerate(zip(self.names, values, strict=True)):
@@ -116,16 +119,30 @@ class _IfOutputs:
                     tensors.append(self._tensor(name, value, which, self.dtypes[i]))
         return tensors
 
+    def _unpacked(self, i: int, which: str, value: Any) -> Any:
+        """A TensorArray as its one tensor (see ``LoopArrays``): the cond outputs that, and
+        ``final`` makes it an array again, like the if branch's."""
+        if which == "if" and isinstance(value, TensorArray):
+            self.arrays[i] = value
+        elif i in self.arrays and not isinstance(value, TensorArray):
+            raise DTypeError(
+                f"'{self.names[i]}' is a TensorArray in the if branch of the if on a tensor in "
+                f"{self.where} but {describe(value)} in its else branch"
+            )
+        return value.loop_tensor() if isinstance(value, TensorArray) else value
+
     def final(self, results: Sequence[Tensor]) -> list[Any]:
         """Each variable's value after the ``if``: the cond's output, or the Python value
         both branches agree on (equal numbers stay numbers: ``do_return = True`` in both
         branches is still a Python True after them)."""
         outputs = iter(results)
         final: list[Any] = []
-        for first, other, dtype in zip(
-            self.branches["if"], self.branches["else"], self.dtypes, strict=True
+        for i, (first, other, dtype) in enumerate(
+            zip(self.branches["if"], self.branches["else"], self.dtypes, strict=True)
         ):
-            output = next(outputs) if dtype is not None else None
+            output: Any = next(outputs) if dtype is not None else None
+            if i in self.arrays:  # (an array is always an output: its tensor has a dtype)
+                output = self.arrays[i].from_loop(output)
             both_python = not isinstance(first, Tensor) and not isinstance(other, Tensor)
             if dtype is None or (both_python and _same_python_value(first, other)):
                 final.append(first)

@@ -12,6 +12,7 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.graph.autograph.conditionals import graph_if
+from eagerflow.graph.autograph.experimental import LoopOptions
 from eagerflow.graph.autograph.values import (
     AutoGraphError,
     Spec,
@@ -25,15 +26,18 @@ from eagerflow.graph.autograph.values import (
     no_state,
     no_value,
     nothing,
-    scratch,
     spec_of,
     tensor_like,
     zeros_like,
 )
 from eagerflow.graph.core.control_flow import while_loop
 from eagerflow.graph.core.graph import Operation, SymbolicTensor
+from eagerflow.graph.core.subgraphs import scratch
+from eagerflow.graph.core.tensor_array import TensorArray
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import DTypeError, ShapeError, a_tensor
+
+NO_OPTIONS = LoopOptions()
 
 
 def _try(test: Callable[[], Any]) -> Any:
@@ -52,15 +56,16 @@ def while_stmt(
     get_state: Callable[[], State] = no_state,
     set_state: Callable[[State], None] = ignore,
     names: Sequence[str] = (),
+    opts: LoopOptions = NO_OPTIONS,
 ) -> None:
     """``while test(): body()``. A test that is a symbolic tensor builds a ``while_loop``
-    whose loop variables are the state variables."""
+    whose loop variables are the state variables (``opts``: the loop's ``set_loop_options``)."""
     where = caller()
     first = _try(test)
     if not isinstance(first, SymbolicTensor):
         _python_while(first, test, body, where)
     else:
-        variables = _LoopVariables(get_state, set_state, names, where, body)
+        variables = _LoopVariables(get_state, set_state, names, where, body, opts)
 
         def condition(*values: Tensor) -> Any:
             variables.set(values)
@@ -97,6 +102,7 @@ def for_stmt(
     get_state: Callable[[], State] = no_state,
     set_state: Callable[[State], None] = ignore,
     names: Sequence[str] = (),
+    opts: LoopOptions = NO_OPTIONS,
 ) -> None:
     """``for item in iterated: body(item)``, stopping early once ``extra_test()`` is false
     (``not break_``, ``not do_return``). A symbolic tensor builds a ``while_loop`` over its
@@ -106,7 +112,9 @@ def for_stmt(
         _python_for(iterated, extra_test, body, get_state, set_state, names, where)
         return
     items = _Items(iterated, where)
-    variables = _LoopVariables(get_state, set_state, names, where, lambda: body(items.sample()))
+    variables = _LoopVariables(
+        get_state, set_state, names, where, lambda: body(items.sample()), opts
+    )
 
     def condition(index: Tensor, *values: Tensor) -> Any:
         variables.set(values)
@@ -236,6 +244,7 @@ class _LoopVariables:
         names: Sequence[str],
         where: Where,
         one_iteration: Callable[[], None],
+        options: LoopOptions,
     ) -> None:
         self.get_state, self.set_state, self.names, self.where = get_state, set_state, names, where
         self.before = list(get_state())
@@ -243,12 +252,15 @@ class _LoopVariables:
         staged = self.before
         if not all(tensor_like(v) for v in self.before):
             staged = self._stage(one_iteration)
-        self.start: list[Tensor] = []
+        self.start: list[Any] = []  # tensors and TensorArrays
         self.invariants: list[Any] = []
         for i, (name, before, after) in enumerate(zip(names, self.before, staged, strict=True)):
-            if tensor_like(before):
+            if isinstance(before, TensorArray):  # while_loop carries it as one tensor
+                self.start.append(before)
+                self.invariants.append(None)
+            elif tensor_like(before):
                 self.start.append(ef.convert_to_tensor(before))
-                self.invariants.append(self.start[-1].shape)
+                self.invariants.append(options.invariant_of(before, self.start[-1].shape))
             elif no_value(before) and (isinstance(after, Spec) or tensor_like(after)):
                 spec = after if isinstance(after, Spec) else spec_of(ef.constant(after))
                 self._start_as_zeros(spec)
@@ -320,7 +332,9 @@ class _LoopVariables:
             values.append(self._checked(name, value, start, invariant))
         return values
 
-    def _checked(self, name: str, value: Any, start: Tensor, invariant: Any) -> Tensor:
+    def _checked(self, name: str, value: Any, start: Any, invariant: Any) -> Any:
+        if isinstance(start, TensorArray):
+            return _checked_array(name, value, start, self.where)
         if not tensor_like(value):
             raise DTypeError(
                 f"'{name}' is {describe(value)} after an iteration of the loop on a tensor "
@@ -338,9 +352,22 @@ class _LoopVariables:
             raise ShapeError(
                 f"'{name}' has shape {start.shape} before the loop on a tensor in "
                 f"{self.where} but shape {tensor.shape} after an iteration: a graph loop "
-                "keeps each variable's shape"
+                "keeps each variable's shape, unless the loop's first statement allows it "
+                f"(set_loop_options(shape_invariants=[({name}, shape)]), None for the "
+                "dimensions that change)"
             )
         return tensor
+
+
+def _checked_array(name: str, value: Any, start: TensorArray, where: Where) -> TensorArray:
+    """A TensorArray loop variable stays a TensorArray of its dtype."""
+    if not isinstance(value, TensorArray) or value.dtype is not start.dtype:
+        raise DTypeError(
+            f"'{name}' is a TensorArray of {start.dtype} before the loop on a tensor in "
+            f"{where} but {describe(value)} after an iteration: a graph loop keeps each "
+            "variable's kind and dtype"
+        )
+    return value
 
 
 def _fits(shape: Any, invariant: Any) -> bool:

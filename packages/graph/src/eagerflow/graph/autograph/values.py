@@ -1,21 +1,18 @@
 """What the helpers of ``operators.py`` share: the values that stand for "no value yet",
-where the user's statement is (for messages), which values can be tensors, and a scratch
-graph to try code in."""
+where the user's statement is (for messages) and which values can be tensors. (The scratch
+graph they try code in is ``core/subgraphs.py``'s, which ``while_loop`` uses too.)"""
 
 from __future__ import annotations
 
 import inspect
 import os
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
 import eagerflow.tensor as ef
-from eagerflow.graph.core.graph import SymbolicTensor, get_default_graph
-from eagerflow.graph.core.subgraphs import FunctionGraph
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import EagerflowError, a_tensor
 
@@ -150,24 +147,6 @@ def describe(value: Any) -> str:
     if no_value(value):
         return "no value"
     return f"{type(value).__name__} {value!r:.40}"
-
-
-# --- a graph to try things in ---------------------------------------------------------------------
-class _ScratchGraph(FunctionGraph):
-    """A graph to trace code into and throw away. A tensor of any enclosing graph becomes a
-    placeholder here, and the enclosing graphs never hear of it (a real branch graph would
-    ask each one in between to capture it)."""
-
-    def capture(self, t: SymbolicTensor) -> SymbolicTensor:
-        if t not in self.captures:
-            self.captures[t] = self.input_like(t, "outer")
-        return self.captures[t]
-
-
-@contextmanager
-def scratch() -> Iterator[None]:
-    with _ScratchGraph(get_default_graph()).as_default():
-        yield
 
 
 class Spec(NamedTuple):

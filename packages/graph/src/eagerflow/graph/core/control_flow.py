@@ -22,11 +22,12 @@ import eagerflow.tensor as ef
 from eagerflow.graph.core.auto_control_deps import add_automatic_control_dependencies
 from eagerflow.graph.core.graph import Graph, SymbolicTensor, get_default_graph
 from eagerflow.graph.core.subgraphs import FunctionGraph, Subgraph
+from eagerflow.graph.core.tensor_array import LoopArrays, as_tensors, with_arrays
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.dtypes import DType
 from eagerflow.tensor.errors import DTypeError, InvalidArgumentError, ShapeError, format_shape
 from eagerflow.tensor.execution import execute, executing_eagerly
-from eagerflow.tensor.nest import flatten, pack_sequence_as
+from eagerflow.tensor.nest import flatten
 from eagerflow.tensor.registry import OPS, Attrs, Shape, op
 from eagerflow.tensor.schema import Bool, Instance, Int, Maybe
 
@@ -130,8 +131,17 @@ def cond(
     if executing_eagerly():
         return true_fn() if _eager_predicate(pred) else false_fn()
     outer = get_default_graph()
-    then_graph, then_result = _build(true_fn, [], outer)
-    else_graph, _ = _build(false_fn, [], outer)
+    results: list[Any] = []  # each branch's result, as it returned it
+
+    def branch(fn: Callable[[], Any]) -> Callable[[], Any]:
+        def call() -> Any:  # a TensorArray leaves a branch as its one tensor
+            results.append(fn())
+            return as_tensors(results[-1])
+
+        return call
+
+    then_graph, _ = _build(branch(true_fn), [], outer)
+    else_graph, _ = _build(branch(false_fn), [], outer)
     _capture_variables(then_graph, else_graph)
     captured = _union_captures(then_graph, else_graph)
     then_branch, else_branch = (
@@ -141,7 +151,7 @@ def cond(
     pred = ef.convert_to_tensor(pred)
     attrs = {"then_branch": then_branch, "else_branch": else_branch}
     outputs = execute("If", (pred, *captured), attrs, name or "cond")
-    return pack_sequence_as(then_result, outputs)
+    return with_arrays(results[0], outputs)
 
 
 # --- while_loop ------------------------------------------------------------------------------
@@ -251,16 +261,18 @@ def _row_count(sequences: Sequence[np.ndarray]) -> int:
 
 
 def _stack(values: list[Any], like: SymbolicTensor) -> np.ndarray:
-    """One emitted output's values, stacked along a new axis 0 (``like``: its tensor)."""
+    """One emitted output's values, stacked along a new axis 0 (``like``: its tensor).
+
+    Values of different shapes (a loop variable that grows, under ``shape_invariants``)
+    cannot be one array: they are kept as an object array of the iterations' arrays, which
+    only the gradient's backward While reads, one row (one iteration's array) at a time."""
     if not values:  # no iteration: an empty stack (unknown dimensions taken as 0)
         shape = () if like.shape is None else tuple(d or 0 for d in like.shape)
         return np.zeros((0, *shape), like.dtype.np)
-    shapes = {np.shape(v) for v in values}
-    if len(shapes) > 1:
-        raise ShapeError(
-            f"a While emitted values of different shapes {sorted(shapes)}: the gradient of a "
-            "loop keeps each iteration's loop variables stacked, so they must keep one shape"
-        )
+    if len({np.shape(v) for v in values}) > 1:  # a loop variable that grows: kept ragged
+        ragged = np.empty(len(values), dtype=object)
+        ragged[:] = [np.asarray(v) for v in values]
+        return ragged
     return np.stack(values)
 
 
@@ -288,19 +300,22 @@ def while_loop(
     change between iterations (e.g. ``(None,)`` for a growing vector).
 
     In both modes ``cond`` must return one scalar bool, and ``body`` one value per loop
-    variable, keeping its dtype."""
+    variable, keeping its dtype. A ``TensorArray`` may be a loop variable: in a graph the
+    loop carries it as one tensor (see ``LoopArrays``), whose rows may grow if its size is
+    dynamic."""
     if shape_invariants is not None and len(shape_invariants) != len(loop_vars):
         raise ShapeError(
             f"{len(shape_invariants)} shape_invariants for {len(loop_vars)} loop variables"
         ).at_op("While", loop_vars)
     if executing_eagerly():
         return _eager_while(cond, body, list(loop_vars))
+    arrays = LoopArrays(loop_vars, body)
+    cond, body = arrays.wrapped(cond), arrays.wrapped(body, results=True)
     outer = get_default_graph()
-    start = [ef.convert_to_tensor(v) for v in loop_vars]
-    like: list[Any] = start  # tensors, or _Specs of the invariant shapes
-    if shape_invariants:
-        like = [_Spec(None if s is None else tuple(s), v.dtype)
-                for v, s in zip(start, shape_invariants, strict=True)]  # fmt: skip
+    start = arrays.start
+    like: list[Any] = [  # tensors, or _Specs of the invariant shapes
+        _Spec(arrays.invariant(i, shape_invariants), v.dtype) for i, v in enumerate(start)
+    ]
     try:
         cond_graph, _ = _build(_refusing_none(cond), like, outer)
     except DTypeError as e:
@@ -323,7 +338,7 @@ def while_loop(
         return Subgraph(graph, inputs, graph.results, graph.effects)
 
     attrs = loop_attrs(subgraph(cond_graph), subgraph(body_graph), num_vars)
-    return list(execute("While", (*start, *captured), attrs, name or "while"))
+    return arrays.unwrap(execute("While", (*start, *captured), attrs, name or "while"))
 
 
 def loop_attrs(

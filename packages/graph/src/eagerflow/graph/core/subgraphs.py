@@ -7,11 +7,12 @@ compiled by ``eagerflow.graph.compiler``, reached through ``seams.py``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from eagerflow.autodiff import Variable
-from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor
+from eagerflow.graph.core.graph import Graph, Operation, SymbolicTensor, get_default_graph
 from eagerflow.graph.core.seams import SEAMS, registered
 from eagerflow.graph.core.session import Plan
 from eagerflow.tensor import Tensor
@@ -62,7 +63,11 @@ class FunctionGraph(Graph):
         if t.graph is not self.outer:  # from further out: the outer graph captures it first
             if not isinstance(self.outer, FunctionGraph):
                 raise ValueError(
-                    f"tensor {t.name} belongs to a graph that does not enclose this one"
+                    f"tensor {t.name} belongs to a graph that does not enclose this one (as "
+                    "TensorFlow's InaccessibleTensorError says). If it was made in a loop body "
+                    "or a branch: a graph loop hands out its loop variables only, and a Python "
+                    "list appended to in a loop on a tensor keeps the body's "
+                    "tensors, so collect the values in a TensorArray instead"
                 )
             t = self.outer.capture(t)
         if t not in self.captures:
@@ -134,4 +139,22 @@ class Subgraph:
         return f"<Subgraph with {len(self.graph.get_operations())} operations>"
 
 
-__all__ = ["FunctionGraph", "Subgraph"]
+class ScratchGraph(FunctionGraph):
+    """A graph to trace code into and throw away. A tensor of any enclosing graph becomes a
+    placeholder here, and the enclosing graphs never hear of it (a real branch graph would
+    ask each one in between to capture it)."""
+
+    def capture(self, t: SymbolicTensor) -> SymbolicTensor:
+        if t not in self.captures:
+            self.captures[t] = self.input_like(t, "outer")
+        return self.captures[t]
+
+
+@contextmanager
+def scratch() -> Iterator[None]:
+    """Build into a throwaway graph (see ``ScratchGraph``) inside this block."""
+    with ScratchGraph(get_default_graph()).as_default():
+        yield
+
+
+__all__ = ["FunctionGraph", "ScratchGraph", "Subgraph", "scratch"]

@@ -94,6 +94,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
         return self.replacement(node, scope, state, [*state_functions, *functions, call])
 
     def visit_While(self, node: ast.While) -> Any:
+        options = _take_loop_options(node)
         scope = scope_of(node)
         state = sorted(scope.modified & (scope.live_in | scope.live_out))
         names = self.new_names("loop_body", None, state)
@@ -101,10 +102,12 @@ class ControlFlowTransformer(ast.NodeTransformer):
         body = self.block_function(names.body, [], state, node.body)
         state_functions, state_arguments = self.state(state, names)
         call = _call("while_stmt", _lambda(node.test), _name(names.body), *state_arguments)
+        _add_options(call, options)
         statements = [*state_functions, *body, call]
         return [*self.replacement(node, scope, state, statements), *node.orelse]
 
     def visit_For(self, node: ast.For) -> Any:
+        options = _take_loop_options(node)
         scope = scope_of(node)
         state = sorted(scope.modified & (scope.live_in | scope.live_out))
         names = self.new_names("loop_body", None, state)
@@ -125,6 +128,7 @@ class ControlFlowTransformer(ast.NodeTransformer):
             _name(names.body),
             *state_arguments,
         )
+        _add_options(call, options)
         statements = [*state_functions, *body, call]
         return [*self.replacement(node, scope, state, statements), *node.orelse]
 
@@ -231,6 +235,31 @@ class _Names(NamedTuple):
     orelse: str
     get_state: str
     set_state: str
+
+
+def _take_loop_options(node: ast.While | ast.For) -> ast.expr | None:
+    """The loop's ``set_loop_options(...)`` call (its first statement), taken out of the
+    body: the helper gets its result as ``opts=`` (see ``experimental.py``)."""
+    first = node.body[0]
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Call)):
+        return None
+    call = first.value
+    function = call.args[0] if _name_of(call.func) == "converted_call" and call.args else call.func
+    if _name_of(function) != "set_loop_options":
+        return None
+    node.body = node.body[1:] or [ast.Pass()]
+    return first.value
+
+
+def _name_of(function: ast.expr) -> str:
+    """``f`` for ``f`` or ``module.f``."""
+    return function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+
+
+def _add_options(call: ast.stmt, options: ast.expr | None) -> None:
+    if options is not None:
+        assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+        call.value.keywords.append(ast.keyword(arg="opts", value=options))
 
 
 def _call(helper: str, *arguments: ast.expr) -> ast.stmt:

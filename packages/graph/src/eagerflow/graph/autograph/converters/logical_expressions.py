@@ -8,6 +8,10 @@ b`` is ``a`` if ``a`` is true, else ``b``), tensors get logical ops. ``b`` is pa
     if x > 0 and y > 0:     ->     if ag__.and_(lambda: x > 0, lambda: y > 0):
 
 (``a and b and c`` nests: ``and_(lambda: a, lambda: and_(lambda: b, lambda: c))``.)
+
+A chained comparison is an ``and`` in disguise, so it becomes one, as in TensorFlow's
+AutoGraph: ``a < b < c`` is ``and_(lambda: a < b, lambda: b < c)`` (so ``b`` is evaluated
+twice, once per comparison, where Python evaluates it once).
 """
 
 from __future__ import annotations
@@ -32,6 +36,18 @@ class LogicalTransformer(FunctionBodyTransformer):
             )
         locate([result], node)
         return result
+
+    def visit_Compare(self, node: ast.Compare) -> Any:
+        self.generic_visit(node)
+        if len(node.ops) < 2:
+            return node
+        lefts = [node.left, *node.comparators[:-1]]
+        pairs: list[ast.expr] = [
+            ast.Compare(left=left, ops=[op], comparators=[right])
+            for left, op, right in zip(lefts, node.ops, node.comparators, strict=True)
+        ]
+        locate(pairs, node)
+        return self.visit_BoolOp(ast.BoolOp(op=ast.And(), values=pairs))
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         self.generic_visit(node)
