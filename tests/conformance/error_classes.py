@@ -24,6 +24,9 @@ AGREEING: dict[str, str] = {
     "ValueError": "ValueError",
     "TypeError": "TypeError",
     "RuntimeError": "RuntimeError",
+    # TensorFlow's function-graph errors are classes of the built-in ones: agree with those
+    "InaccessibleTensorError": "ValueError",
+    "OperatorNotAllowedInGraphError": "TypeError",
 }
 
 # (TensorFlow's class, eagerflow's class): the phrase of tensorflow-names.md that keeps it
