@@ -41,6 +41,46 @@ def test_all_reduce_sums_over_tasks_and_its_gradient_is_an_all_reduce():
     np.testing.assert_allclose(g1, g0)
 
 
+def test_all_reduce_gradient_passes_central_differences():
+    """The op's gradient rule against float64 central differences of the job's total loss
+    (each task's gradient of its own loss is, by the rule, the gradient of the sum over the
+    tasks); first order on 2 tasks, and first and second order on 1 task (an identity)."""
+    from eagerflow.autodiff import check_gradients
+
+    rng = np.random.default_rng(30)
+    xs = [rng.normal(size=(2, 3)) for _ in range(2)]
+    weights = [rng.normal(size=(2, 3)) for _ in range(2)]
+
+    def total_loss(comm, x):
+        mine = ef.reduce_sum(ef.tanh(all_reduce_sum(ef.constant(x))) * weights[comm.rank])
+        return float(all_reduce_sum(mine))  # the sum over the tasks of their losses
+
+    def task(comm):
+        with use_communicator(comm):
+            x = ef.constant(xs[comm.rank])
+            with GradientTape() as tape:
+                tape.watch(x)
+                loss = ef.reduce_sum(ef.tanh(all_reduce_sum(x)) * weights[comm.rank])
+            analytic = tape.gradient(loss, x).numpy()
+            numeric = np.zeros_like(xs[0])
+            for i in np.ndindex(*xs[0].shape):  # task 0's input moves; task 1's stays
+                step = np.zeros_like(xs[0])
+                step[i] = 1e-6 if comm.rank == 0 else 0.0
+                up = total_loss(comm, xs[comm.rank] + step)
+                down = total_loss(comm, xs[comm.rank] - step)
+                numeric[i] = (up - down) / 2e-6
+            return analytic, numeric
+
+    (analytic, numeric), _ = run_on_threads(2, task)
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-7)
+
+    def alone(comm):
+        with use_communicator(comm):
+            check_gradients(lambda x: ef.tanh(all_reduce_sum(x)), [xs[0]], order=2)
+
+    run_on_threads(1, alone)
+
+
 def test_all_reduce_tensors_packs_each_dtype_into_one_op():
     def task(comm):
         with use_communicator(comm):

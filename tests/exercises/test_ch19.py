@@ -1,303 +1,198 @@
-"""Chapter 19 exercises: the whole stack (`exercises/ch19.py`).
+"""Chapter 19 exercises: graphs across machines (`exercises/ch19.py`).
 
-``stack_report`` measures what the layers make of one function. Then the capstone of the
-"Build a mini TensorFlow" track, ``train`` and ``export``: the model trains on the reader's
-own pieces (their MiniGraph, run_mini and mini_gradients of chapter 7, their Adam of chapter
-5, their encode_attr and numpy_source of chapter 14), each counted by a spy, while
-eagerflow's own tape, gradients, Session, @function, optimizers and Graph are refused. The
-result is checked against a replay with eagerflow's tape and Adam's formulas, so a model
-that learned some other way fails too.
+``cut_edges`` is checked against the ``_Send``/``_Recv`` pairs of eagerflow's own partitioner
+on hidden placed graphs (which it may not call). The all-reduces run on tasks that are
+threads of this process (``tests/distribute/thread_communicator.py``), through a spy that
+counts their messages and refuses the collectives that would do the exercise for them.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import importlib
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import test_ch14  # a module, not its names: pytest would collect an imported test again
 from ready_made import refusing
-from track import is_stub
 
 import eagerflow.tensor as ef
-from eagerflow.autodiff import ForwardAccumulator, GradientTape, Variable
-from eagerflow.graph import Function, Graph, Session, function
-from eagerflow.graph.core import gradients as graph_gradients
-from eagerflow.graph.core.session import Plan
-from eagerflow.graph.export import graph_def
-from eagerflow.nn import optimizers
-from eagerflow.tensor.execution import recording
+from eagerflow.graph import Graph, device, partition, placeholder
+
+partition_module = importlib.import_module("eagerflow.graph.core.partition")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "distribute"))
+from thread_communicator import run_on_threads  # noqa: E402
 
 pytestmark = pytest.mark.ch19
 
 
-# --- stack_report ---------------------------------------------------------------------------------
-class OpNames:
-    def __init__(self):
-        self.names = []
-
-    def record(self, op, inputs, attrs, outputs):
-        self.names.append(op.name)
-
-
-def expected_report(fn, *args):
-    """The three numbers, worked out here: a recorder for the eager ops, the trace's nodes."""
-    with recording(OpNames()) as seen:
-        fn(*args)
-    types = [op.type for op in function(fn).get_concrete_function(*args).graph.get_operations()]
-    return {"eager_ops": len(seen.names), "graph_nodes": len(types), "if_nodes": types.count("If")}
-
-
-def loss(x, w):
-    error = ef.matmul(x, w) - 1.0
-    return ef.reduce_mean(error * error)
-
-
-def clipped(x):
-    norm = ef.sqrt(ef.reduce_sum(x * x))
-    if norm > 1.0:
-        x = x / norm
-    return x * 2.0
-
-
-def two_ifs(x, y):
-    total = ef.reduce_sum(x)
-    if total > 0.0:  # an if with an else: both branches in one If node
-        y = y + 1.0
-    else:
-        y = y - 1.0
-        y = ef.abs(y)
-    if ef.reduce_max(x) > 2.0:
-        y = y * 3.0
-    return ef.tanh(y)
-
-
-def python_if(x):
-    scale = 2.0
-    if scale > 1.0:  # a Python condition: no If node
-        x = ef.exp(x)
-    return x + scale
-
-
-def arguments(seed):
+# --- cut_edges ------------------------------------------------------------------------------------
+def placed_graph(seed: int) -> Graph:
+    """A random chain of ops over 3 tasks: each op on a random task (or none), using earlier
+    tensors; some used twice on one task, some fed to several tasks."""
     rng = np.random.default_rng(seed)
-    return [
-        (loss, ef.constant(rng.normal(size=(4, 3)).astype(np.float32)),
-         ef.constant(rng.normal(size=(3, 1)).astype(np.float32))),
-        (clipped, ef.constant(rng.normal(size=5).astype(np.float32))),
-        (two_ifs, ef.constant(rng.normal(size=6).astype(np.float32)),
-         ef.constant(rng.normal(size=6).astype(np.float32))),
-        (python_if, ef.constant(rng.normal(size=2).astype(np.float32))),
-    ]  # fmt: skip
+    graph = Graph()
+    with graph.as_default():
+        with device("/job:worker/task:0"):
+            tensors = [placeholder(ef.float32, (3,), name="x")]
+        for i in range(12):
+            task = int(rng.integers(-1, 3))
+            a, b = (tensors[int(j)] for j in rng.integers(0, len(tensors), 2))
+            spec = None if task < 0 else f"/job:worker/task:{task}"
+            with device(spec):
+                tensors.append(ef.add(a, b, name=f"add{i}") if i % 2 else ef.multiply(a, b))
+    return graph
 
 
-def test_stack_report_of_a_loss(chapter):
-    x = ef.constant([[1.0, 2.0, 3.0]])
-    w = ef.constant([[0.5], [0.0], [-1.0]])
-    got = chapter.stack_report(loss, x, w)
-    assert got == expected_report(loss, x, w), f"expected {expected_report(loss, x, w)}, got {got}"
-    assert got["if_nodes"] == 0
+def expected_cut(graph: Graph) -> list[tuple[str, int, int]]:
+    """The cut the partitioner made: every (tensor, its task, the task that receives it)."""
+    parts = partition(graph, 3)
+    found = set()
+    for task, part in parts.items():
+        for tensor in part.received:
+            source = next(t for t, p in parts.items() if tensor.op in p.copies)
+            found.add((tensor.name, source, task))
+    return sorted(found)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_stack_report_on_hidden_functions(chapter, seed):
-    for fn, *args in arguments(seed):
-        expected = expected_report(fn, *args)
-        got = chapter.stack_report(fn, *args)
-        assert isinstance(got, dict) and set(got) == set(expected), f"{fn.__name__}: got {got}"
-        assert {k: int(v) for k, v in got.items()} == expected, (
-            f"{fn.__name__}: expected {expected}, got {got}"
-        )
+@pytest.mark.parametrize("seed", [19, 190, 1919])
+def test_cut_edges_finds_the_partitioners_cut(chapter, seed) -> None:  # type: ignore[no-untyped-def]
+    graph = placed_graph(seed)
+    expected = expected_cut(graph)
+    assert expected, "the hidden graph should cross tasks"
+    with refusing("cut_edges", "the cut", (partition_module, "partition")):
+        got = chapter.cut_edges(graph)
+    assert isinstance(got, list), "return a sorted list of (tensor name, from task, to task)"
+    assert got == expected, f"want {expected}"
 
 
-# --- the capstone ---------------------------------------------------------------------------------
-PARAMETERS = ("w1", "b1", "w2", "b2")
-# where each piece of the track comes from: the reader's earlier chapters
-TRACK = {
-    "MiniGraph": "ch07",
-    "run_mini": "ch07",
-    "mini_gradients": "ch07",
-    "Adam": "ch05",
-    "encode_attr": "ch14",
-    "numpy_source": "ch14",
-}
+def test_cut_edges_of_a_graph_on_one_task_is_empty(chapter) -> None:  # type: ignore[no-untyped-def]
+    graph = Graph()
+    with graph.as_default():
+        x = placeholder(ef.float32, (2,))
+        ef.exp(x) * x
+    assert chapter.cut_edges(graph) == []
 
 
-def the_machinery():  # type: ignore[no-untyped-def]
-    """eagerflow's own machinery, which the reader's pieces replace."""
-    ready_made = [(GradientTape, "__init__"), (GradientTape, "gradient"),
-                  (ForwardAccumulator, "__init__"), (graph_gradients, "gradients"),
-                  (Graph, "__init__"), (Session, "run"), (Plan, "__init__"),
-                  (Function, "__call__"), (optimizers.Optimizer, "apply_gradients"),
-                  (optimizers.Optimizer, "minimize"), (graph_def, "encode_attr")]  # fmt: skip
-    return refusing("the capstone", "the stack from your own pieces", *ready_made)
+# --- the spy communicator -------------------------------------------------------------------------
+class Spy:
+    """A task's communicator that records what an exercise asks of it."""
+
+    def __init__(self, comm: Any, refuse: tuple[str, ...] = ()) -> None:
+        self.comm, self.refuse = comm, refuse
+        self.sent: list[tuple[int, int]] = []  # (dest, number of elements)
+        self.received_from: list[int] = []
+        self.all_reduces = 0
+
+    @property
+    def rank(self) -> int:
+        return int(self.comm.rank)
+
+    @property
+    def size(self) -> int:
+        return int(self.comm.size)
+
+    def _refused(self, what: str) -> None:
+        if what in self.refuse:
+            raise AssertionError(f"this exercise must not call comm.{what}: build it")
+
+    def send(self, array, dest, tag=0):  # type: ignore[no-untyped-def]
+        self._refused("send")
+        self.sent.append((dest, int(np.size(array))))
+        return self.comm.send(array, dest, tag)
+
+    def recv(self, source, tag=0, **kwargs):  # type: ignore[no-untyped-def]
+        self._refused("recv")
+        self.received_from.append(source)
+        return self.comm.recv(source, tag, **kwargs)
+
+    def all_reduce(self, array, op="sum"):  # type: ignore[no-untyped-def]
+        self._refused("all_reduce")
+        self.all_reduces += 1
+        return self.comm.all_reduce(array, op)
+
+    def broadcast(self, array, root=0):  # type: ignore[no-untyped-def]
+        self._refused("broadcast")
+        return self.comm.broadcast(array, root)
+
+    def barrier(self) -> None:
+        self.comm.barrier()
 
 
-def spied_pieces(chapter: Any, exercise: Any, earlier_piece: Any, calls: Counter) -> Any:
-    """The reader's pieces, each counting its use in ``calls``; None while ``exercise`` itself
-    is a stub (calling it then says "not attempted yet")."""
-    if is_stub(exercise):
-        return None
-    got = {name: earlier_piece(where, name) for name, where in TRACK.items()}
+def on_tasks(size: int, fn: Any, refuse: tuple[str, ...] = ()) -> tuple[list[Any], list[Spy]]:
+    """``fn(spy, rank)`` on ``size`` thread tasks: the results and the spies, by rank."""
+    spies: list[Spy] = [None] * size  # type: ignore[list-item]
 
-    class MiniGraph(got["MiniGraph"]):  # type: ignore[misc,valid-type]
-        def run_op(self, *args: Any, **kwargs: Any) -> Any:
-            calls["MiniGraph.run_op"] += 1
-            return super().run_op(*args, **kwargs)
+    def task(comm: Any) -> Any:
+        spy = spies[comm.rank] = Spy(comm, refuse)
+        return fn(spy, comm.rank)
 
-    ran: list[np.ndarray] = []  # what run_mini returned since the last Adam step
-
-    class Adam(got["Adam"]):  # type: ignore[misc,valid-type]
-        def apply(self, variables: Any, grads: Any) -> Any:
-            calls["Adam.apply"] += 1
-            for g in grads:  # each gradient must be a value your graph computed
-                if not any(np.array_equal(np.asarray(g), r) for r in ran):
-                    calls["gradients not from run_mini"] += 1
-            ran.clear()
-            return super().apply(variables, grads)
-
-    def counted(name: str) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            calls[name] += 1
-            result = got[name](*args, **kwargs)
-            if name == "run_mini":
-                ran.append(np.asarray(result))
-            return result
-
-        return call
-
-    functions = {n: counted(n) for n in ("run_mini", "mini_gradients", "encode_attr",
-                                         "numpy_source")}  # fmt: skip
-    return chapter.Pieces(MiniGraph=MiniGraph, Adam=Adam, **functions)
+    return run_on_threads(size, task), spies
 
 
-# --- the replay: eagerflow's tape and Adam's formulas ---------------------------------------------
-def forward(x: Any, p: dict[str, Any]) -> Any:
-    return ef.matmul(ef.tanh(ef.matmul(x, p["w1"]) + p["b1"]), p["w2"]) + p["b2"]
+# --- average_gradients ----------------------------------------------------------------------------
+@pytest.mark.parametrize("size", [2, 3])
+def test_average_gradients_takes_the_mean_in_one_all_reduce(chapter, size) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(size)
+    shapes = [(4, 3), (3,), (), (2, 1, 5)]
+    grads = [[rng.normal(size=s).astype(np.float32) for s in shapes] for _ in range(size)]
+    originals = [[g.copy() for g in task] for task in grads]
+    results, spies = on_tasks(size, lambda comm, rank: chapter.average_gradients(comm, grads[rank]),
+                              refuse=("send", "recv"))  # fmt: skip
+    for rank, (got, spy) in enumerate(zip(results, spies, strict=True)):
+        assert spy.all_reduces == 1, f"task {rank} called all_reduce {spy.all_reduces} times"
+        assert isinstance(got, list) and len(got) == len(shapes), "one mean per gradient"
+        for i, shape in enumerate(shapes):
+            want = np.mean([grads[t][i] for t in range(size)], axis=0)
+            assert np.shape(got[i]) == shape, f"gradient {i}: shape {np.shape(got[i])}, not {shape}"
+            assert np.asarray(got[i]).dtype == np.float32, f"gradient {i}: keep float32"
+            np.testing.assert_allclose(got[i], want, rtol=1e-6, err_msg=f"gradient {i}")
+        for g, o in zip(grads[rank], originals[rank], strict=True):
+            np.testing.assert_array_equal(g, o, "the gradients passed in must not change")
 
 
-def replay(x: np.ndarray, y: np.ndarray, params: dict[str, np.ndarray], steps: int,
-           lr: float) -> tuple[dict[str, np.ndarray], list[float]]:  # fmt: skip
-    """Full-batch Adam (β₁ 0.9, β₂ 0.999, ε 1e-7) with the tape's gradients."""
-    w = {n: Variable(ef.constant(params[n])) for n in PARAMETERS}
-    m = {n: np.zeros_like(params[n], np.float64) for n in PARAMETERS}
-    v = {n: np.zeros_like(params[n], np.float64) for n in PARAMETERS}
-    losses = []
-    for t in range(1, steps + 1):
-        with GradientTape() as tape:
-            loss = ef.reduce_mean(ef.square(forward(ef.constant(x), w) - y))
-        grads = tape.gradient(loss, [w[n] for n in PARAMETERS])
-        losses.append(float(loss.numpy()))
-        for n, g in zip(PARAMETERS, grads, strict=True):
-            m[n] = 0.9 * m[n] + 0.1 * g.numpy()
-            v[n] = 0.999 * v[n] + 0.001 * g.numpy() ** 2
-            step = lr * (m[n] / (1 - 0.9**t)) / (np.sqrt(v[n] / (1 - 0.999**t)) + 1e-7)
-            w[n].assign(ef.constant((w[n].numpy() - step).astype(np.float32)))
-    return {n: w[n].numpy() for n in PARAMETERS}, losses
+# --- ring_all_reduce ------------------------------------------------------------------------------
+HIDDEN_SHAPES = [(13,), (4, 5), (2,), (3, 1, 7)]
 
 
-def hidden_task(seed: int, inputs: int, hidden: int, outputs: int) -> Any:
-    """A small regression task nobody sees: a smooth function of the inputs, plus noise."""
-    rng = np.random.default_rng(seed)
-    x = rng.uniform(-2, 2, (32, inputs)).astype(np.float32)
-    mix = rng.standard_normal((inputs, outputs))
-    y = np.sin(x @ mix) + 0.1 * rng.standard_normal((32, outputs))
-    params = {
-        "w1": (rng.standard_normal((inputs, hidden)) / np.sqrt(inputs)).astype(np.float32),
-        "b1": np.zeros(hidden, np.float32),
-        "w2": (rng.standard_normal((hidden, outputs)) / np.sqrt(hidden)).astype(np.float32),
-        "b2": np.zeros(outputs, np.float32),
-    }
-    return x, y.astype(np.float32), params
+@pytest.mark.parametrize("size", [2, 3, 5])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_ring_all_reduce_sums_on_every_task(chapter, size, dtype) -> None:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(size * 7 + (dtype is np.int64))
+    for shape in HIDDEN_SHAPES:
+        arrays = [rng.integers(-50, 50, shape).astype(dtype) for _ in range(size)]
+        originals = [a.copy() for a in arrays]
+        expected = np.sum(arrays, axis=0)
+
+        def task(comm, rank, arrays=arrays):  # type: ignore[no-untyped-def]
+            return chapter.ring_all_reduce(comm, arrays[rank])
+
+        results, spies = on_tasks(size, task, refuse=("all_reduce", "broadcast"))
+        for rank, got in enumerate(results):
+            assert isinstance(got, np.ndarray) and got.shape == expected.shape, f"task {rank}"
+            assert got.dtype == expected.dtype, f"task {rank}: the sum keeps the dtype"
+            np.testing.assert_array_equal(got, expected, err_msg=f"task {rank}'s sum")
+            np.testing.assert_array_equal(arrays[rank], originals[rank], "the input changed")
+        most = -(-int(np.prod(shape)) // size)  # a chunk: at most ceil(n / size) numbers
+        for rank, spy in enumerate(spies):
+            right, left = (rank + 1) % size, (rank - 1) % size
+            sent_to = [dest for dest, _ in spy.sent]
+            assert sent_to == [right] * (2 * (size - 1)), (
+                f"task {rank} should send 2 * (size - 1) = {2 * (size - 1)} messages, all to "
+                f"task {right}; it sent to {sent_to}"
+            )
+            assert set(spy.received_from) == {left}, f"task {rank}: receive only from {left}"
+            biggest = max(n for _, n in spy.sent)
+            assert biggest <= most, (
+                f"task {rank} sent {biggest} numbers at once: a chunk has {most}"
+            )
 
 
-TASKS = {"two_to_one": (1801, 2, 8, 1, 60, 0.05), "three_to_two": (1802, 3, 5, 2, 40, 0.03)}
-
-
-@pytest.mark.parametrize("task", list(TASKS))
-def test_train_learns_with_your_pieces_only(chapter, earlier_piece, task):
-    seed, inputs, hidden, outputs, steps, lr = TASKS[task]
-    x, y, params = hidden_task(seed, inputs, hidden, outputs)
-    calls: Counter = Counter()
-    pieces = spied_pieces(chapter, chapter.train, earlier_piece, calls)
-    with the_machinery():
-        trained, losses = chapter.train(pieces, x.copy(), y.copy(), dict(params), steps, lr)
-    for piece, least in (("MiniGraph.run_op", 5), ("mini_gradients", 1), ("run_mini", steps)):
-        assert calls[piece] >= least, (
-            f"{task}: train called {piece} {calls[piece]} times; the model must be built, "
-            "differentiated and run with your pieces"
-        )
-    assert calls["gradients not from run_mini"] == 0, (
-        f"{task}: {calls['gradients not from run_mini']} gradients handed to your Adam were "
-        "not values run_mini computed: run the gradient symbols of mini_gradients"
-    )
-    assert calls["Adam.apply"] == steps, (
-        f"{task}: your Adam's apply ran {calls['Adam.apply']} times for {steps} steps"
-    )
-    expected, expected_losses = replay(x, y, params, steps, lr)
-    assert len(losses) == steps, (
-        f"{task}: expected {steps} losses (one per step), got {len(losses)}"
-    )
-    np.testing.assert_allclose(losses, expected_losses, rtol=1e-3, atol=1e-5,
-                               err_msg=f"{task}: the loss before each step")  # fmt: skip
-    assert set(trained) == set(PARAMETERS), f"{task}: expected parameters {PARAMETERS}"
-    for n in PARAMETERS:
-        got = np.asarray(trained[n])
-        assert got.shape == params[n].shape, f"{task}: {n} has shape {got.shape}"
-        np.testing.assert_allclose(got, expected[n], rtol=1e-3, atol=1e-4,
-                                   err_msg=f"{task}: {n} after training")  # fmt: skip
-    assert losses[-1] < 0.5 * losses[0], (
-        f"{task}: the loss fell only from {losses[0]} to {losses[-1]}"
-    )
-
-
-def _predictions(source: str, x: np.ndarray) -> np.ndarray:
-    run = test_ch14.run_function(source)
-    got = run({"x": x.copy()})
-    assert isinstance(got, list | tuple) and len(got) == 1, (
-        f"run should return [prediction]: {got!r:.200}"
-    )
-    return np.asarray(got[0])
-
-
-def check_export(chapter: Any, pieces: Any, calls: Counter, params: dict[str, np.ndarray],
-                 x: np.ndarray, what: str) -> None:  # fmt: skip
-    with the_machinery():
-        source = chapter.export(pieces, params)
-    assert calls["numpy_source"] == 1 and calls["MiniGraph.run_op"] >= 5, (
-        f"{what}: export should build the model in your MiniGraph and write it with your "
-        f"numpy_source (counted {dict(calls)})"
-    )
-    assert calls["encode_attr"] >= len(PARAMETERS), (
-        f"{what}: the parameters are constants of the def, written by your encode_attr"
-    )
-    expected = forward(ef.constant(x), {n: ef.constant(v) for n, v in params.items()}).numpy()
-    got = _predictions(source, x)
-    assert got.shape == expected.shape and got.dtype == expected.dtype, (
-        f"{what}: expected float32 predictions of shape {expected.shape}, got {got.dtype} "
-        f"{got.shape}\n{source}"
-    )
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=f"{what}\n{source}")
-
-
-def test_export_gives_the_models_predictions(chapter, earlier_piece):
-    x, _, params = hidden_task(1803, 3, 6, 2)
-    calls: Counter = Counter()
-    pieces = spied_pieces(chapter, chapter.export, earlier_piece, calls)
-    check_export(chapter, pieces, calls, params, x[:7], "hidden parameters, 7 rows")
-
-
-def test_capstone_trains_then_exports(chapter, earlier_piece):
-    seed, inputs, hidden, outputs, steps, lr = TASKS["two_to_one"]
-    x, y, params = hidden_task(seed, inputs, hidden, outputs)
-    calls: Counter = Counter()
-    if is_stub(chapter.export) and not is_stub(chapter.train):
-        chapter.export(None, params)  # its stub: "not attempted yet: ch19.export"
-    pieces = spied_pieces(chapter, chapter.train, earlier_piece, calls)
-    with the_machinery():
-        trained, _ = chapter.train(pieces, x, y, params, steps, lr)
-    calls.clear()
-    check_export(chapter, pieces, calls, trained, x, "the trained model")
-    loss = float(np.mean((_predictions(chapter.export(pieces, trained), x) - y) ** 2))
-    assert loss < 0.1, f"the exported model's loss on the training data is {loss}"
+def test_ring_all_reduce_on_one_task_is_a_copy(chapter) -> None:  # type: ignore[no-untyped-def]
+    array = np.arange(5.0)
+    (got,), (spy,) = on_tasks(1, lambda comm, rank: chapter.ring_all_reduce(comm, array),
+                              refuse=("all_reduce", "broadcast"))  # fmt: skip
+    np.testing.assert_array_equal(got, array)
+    assert got is not array and not spy.sent

@@ -189,9 +189,9 @@ def test_exercises_are_counted_from_the_shipped_list_and_tracebacks_are_short(
 
 def test_a_track_exercise_waits_for_the_earlier_piece_it_builds_on(tmp_path: Path) -> None:
     # the capstone takes the reader's MiniGraph: while its run_op is a stub, the capstone's
-    # tests are skipped naming it, and chapter 19 counts them as not attempted, not failed
+    # tests are skipped naming it, and chapter 20 counts them as not attempted, not failed
     folder = exercises(tmp_path, {"ch07": [("MiniGraph.run_op", STUB)]})
-    output = run(folder, "tests/exercises/test_ch19.py", "-k", "train or export")
+    output = run(folder, "tests/exercises/test_ch20.py", "-k", "train or export")
     assert "needs ch07.MiniGraph first" in output, output
-    assert re.search(r"^ch19: 0 attempted, 0 passed, 3 remaining$", output, re.M), output
+    assert re.search(r"^ch20: 0 attempted, 0 passed, 3 remaining$", output, re.M), output
     assert "failed" not in output, output

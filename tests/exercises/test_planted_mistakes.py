@@ -10,6 +10,7 @@ import ast
 import base64
 import importlib.util
 import math
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -37,6 +38,7 @@ import test_ch16
 import test_ch17
 import test_ch18
 import test_ch19
+import test_ch20
 
 import eagerflow.tensor as ef
 from eagerflow import nn
@@ -3210,7 +3212,7 @@ def test_ch05_adam_rejects(mistake) -> None:
     rejects(test_ch05.test_adam_stretch_on_hidden_gradients, "after step", Adam=mistake)
 
 
-# --- chapter 19: the whole stack ------------------------------------------------------------------
+# --- chapter 20: the whole stack ------------------------------------------------------------------
 def _stack_report_counting_the_trace_too(fn, *args):  # type: ignore[no-untyped-def]
     """The recorder left on while tracing: the trace's build-time ops are counted as eager."""
     report = {"eager_ops": 0}
@@ -3229,7 +3231,7 @@ def _stack_report_counting_the_trace_too(fn, *args):  # type: ignore[no-untyped-
 
 def _stack_report_without_autograph(fn, *args):  # type: ignore[no-untyped-def]
     """Traced with autograph=False: a tensor if fails or runs one branch, and no If node."""
-    right = test_ch19.expected_report(fn, *args)
+    right = test_ch20.expected_report(fn, *args)
     try:
         traced = function(fn, autograph=False).get_concrete_function(*args)
     except TypeError:
@@ -3242,8 +3244,8 @@ def _stack_report_without_autograph(fn, *args):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     "mistake", [_stack_report_counting_the_trace_too, _stack_report_without_autograph]
 )
-def test_ch19_stack_report_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
-    rejects(test_ch19.test_stack_report_on_hidden_functions, "expected", 0, stack_report=mistake)
+def test_ch20_stack_report_rejects(mistake) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch20.test_stack_report_on_hidden_functions, "expected", 0, stack_report=mistake)
 
 
 # --- chapter 13: the memory planner, ready-made ---------------------------------------------------
@@ -3278,7 +3280,7 @@ def test_ch13_plan_buffers_rejects_the_compilers_own_planner(mistake) -> None:  
             "chain_1", plan_buffers=mistake)  # fmt: skip
 
 
-# --- chapter 19: the capstone, trained with the reader's own pieces -------------------------------
+# --- chapter 20: the capstone, trained with the reader's own pieces -------------------------------
 def _reference(chapter: str) -> ModuleType:
     """A chapter's reference solutions: the pieces of a reader who has solved them."""
     name = f"reference_solutions_{chapter}"
@@ -3298,7 +3300,7 @@ def _reference_piece(chapter: str, name: str) -> object:
 def _train(pieces, x, y, params, steps, learning_rate, gradients_by="mini", feed_first=False,
            trained=("w1", "b1", "w2", "b2"), optimizer=None):  # type: ignore[no-untyped-def]  # fmt: skip
     """The reference ``train``, with a knob for each mistake."""
-    ref = _reference("ch19")
+    ref = _reference("ch20")
     graph = pieces.MiniGraph()
     xs, ys = graph.placeholder(x.shape, ef.float32), graph.placeholder(y.shape, ef.float32)
     symbols = {n: graph.placeholder(params[n].shape, ef.float32) for n in ref.PARAMETERS}
@@ -3374,27 +3376,27 @@ def _train_in_numpy(pieces, x, y, params, steps, learning_rate):  # type: ignore
     ids=["tape", "frameworks_adam", "biases_never_trained", "first_values_fed", "numpy_by_hand",
          "finite_differences"],
 )  # fmt: skip
-def test_ch19_train_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
-    chapter = SimpleNamespace(Pieces=_reference("ch19").Pieces, train=mistake)
+def test_ch20_train_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(Pieces=_reference("ch20").Pieces, train=mistake)
     with pytest.raises(FAILED, match=message):
-        test_ch19.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
+        test_ch20.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
 
 
 def _export_through_a_real_graph(pieces, params):  # type: ignore[no-untyped-def]
     graph = Graph()  # gamed: the framework's graph and its GraphDef, not the reader's
     with graph.as_default():
         x = placeholder(ef.float32, (None, params["w1"].shape[0]), name="x")
-        prediction = _reference("ch19").predict(x, {n: ef.constant(v) for n, v in params.items()})
+        prediction = _reference("ch20").predict(x, {n: ef.constant(v) for n, v in params.items()})
     return pieces.numpy_source(graph.as_graph_def(), [prediction.name])
 
 
 def _export_in_float64(pieces, params):  # type: ignore[no-untyped-def]
-    source = _reference("ch19").export(pieces, params)
+    source = _reference("ch20").export(pieces, params)
     return source.replace("'float32'", "'float64'")  # the constants' dtype written wrong
 
 
 def _export_the_hidden_layer(pieces, params):  # type: ignore[no-untyped-def]
-    source = _reference("ch19").export(pieces, params)
+    source = _reference("ch20").export(pieces, params)
     lines = source.splitlines()  # return the tanh's variable: a layer short
     tanh = next(line.split(" = ")[0].strip() for line in lines if "np.tanh" in line)
     return "\n".join([*lines[:-1], f"    return [{tanh}]"]) + "\n"
@@ -3409,18 +3411,18 @@ def _export_the_hidden_layer(pieces, params):  # type: ignore[no-untyped-def]
     ],
     ids=["real_graph", "float64_constants", "hidden_layer_only"],
 )
-def test_ch19_export_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
-    chapter = SimpleNamespace(Pieces=_reference("ch19").Pieces, export=mistake)
+def test_ch20_export_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    chapter = SimpleNamespace(Pieces=_reference("ch20").Pieces, export=mistake)
     with pytest.raises(FAILED, match=message):
-        test_ch19.test_export_gives_the_models_predictions(chapter, _reference_piece)
+        test_ch20.test_export_gives_the_models_predictions(chapter, _reference_piece)
 
 
-def test_ch19_the_reference_pieces_pass_as_they_are() -> None:
+def test_ch20_the_reference_pieces_pass_as_they_are() -> None:
     # the mistakes above fail on their mistake alone: the same pieces, right, pass
-    ref = _reference("ch19")
+    ref = _reference("ch20")
     chapter = SimpleNamespace(Pieces=ref.Pieces, train=_train, export=ref.export)
-    test_ch19.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
-    test_ch19.test_export_gives_the_models_predictions(chapter, _reference_piece)
+    test_ch20.test_train_learns_with_your_pieces_only(chapter, _reference_piece, "two_to_one")
+    test_ch20.test_export_gives_the_models_predictions(chapter, _reference_piece)
 
 
 # --- chapter 18: an event file's bytes ------------------------------------------------------------
@@ -3487,3 +3489,96 @@ def _event_file(path, tag, values, version=True, first_step=0):  # type: ignore[
 def test_ch18_scalar_event_file_rejects(mistake, message, tmp_path) -> None:  # type: ignore[no-untyped-def]
     rejects(test_ch18.test_scalar_event_file_is_read_by_tensorboard, message, tmp_path, 7,
             scalar_event_file=mistake)  # fmt: skip
+
+
+# --- chapter 19: graphs across machines -----------------------------------------------------------
+def _cut_with_partition(graph):  # type: ignore[no-untyped-def]
+    import eagerflow.graph as eg  # the partitioner's own answer: refused
+
+    parts = eg.partition(graph, 3)
+    return sorted({(t.name, next(k for k, p in parts.items() if t.op in p.copies), task)
+                   for task, part in parts.items() for t in part.received})  # fmt: skip
+
+
+def _cut(graph, once=True, default=0, reverse=False):  # type: ignore[no-untyped-def]
+    found = []
+    for op in graph.get_operations():
+        for tensor in op.inputs:
+            tasks = []
+            for device in (tensor.op.device, op.device):
+                match = re.search(r"/task:(\d+)", device)
+                tasks.append(int(match.group(1)) if match else default)
+            source, dest = tasks[::-1] if reverse else tasks
+            if source != dest and None not in tasks:
+                found.append((tensor.name, source, dest))
+    return sorted(set(found)) if once else sorted(found)
+
+
+@pytest.mark.parametrize(("mistake", "message"), [
+    (_cut_with_partition, "not allowed"),
+    (lambda g: _cut(g, once=False), "want"),  # a tensor used twice on one task sent twice
+    (lambda g: _cut(g, default=None), "want"),  # an op without a device is on no task
+    (lambda g: _cut(g, reverse=True), "want"),  # (to, from)
+])  # fmt: skip
+def test_ch19_cut_edges_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch19.test_cut_edges_finds_the_partitioners_cut, message, 19, cut_edges=mistake)
+
+
+def _average(comm, grads, packed=True, mean=True, dtype=np.float32):  # type: ignore[no-untyped-def]
+    if not packed:  # one all-reduce per gradient
+        return [comm.all_reduce(np.array(g, np.float32)) / comm.size for g in grads]
+    buffer = np.concatenate([np.asarray(g, np.float32).reshape(-1) for g in grads])
+    total = comm.all_reduce(buffer) / (comm.size if mean else 1)
+    parts = np.split(total.astype(dtype), np.cumsum([np.size(g) for g in grads])[:-1])
+    return [p.reshape(np.shape(g)) for p, g in zip(parts, grads, strict=True)]
+
+
+@pytest.mark.parametrize(("mistake", "message"), [
+    (lambda c, g: _average(c, g, packed=False), "called all_reduce 4 times"),
+    (lambda c, g: _average(c, g, mean=False), "gradient 0"),  # the sum, not the mean
+    (lambda c, g: _average(c, g, dtype=np.float64), "keep float32"),
+])  # fmt: skip
+def test_ch19_average_gradients_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch19.test_average_gradients_takes_the_mean_in_one_all_reduce, message, 2,
+            average_gradients=mistake)  # fmt: skip
+
+
+def _ring(comm, array, whole=False, gather=True, in_place=False):  # type: ignore[no-untyped-def]
+    size, rank = comm.size, comm.rank
+    flat = array.reshape(-1) if in_place else np.array(array, copy=True).reshape(-1)
+    if whole:  # the whole array round the ring, size - 1 times: each adds what it gets
+        running, total = flat.copy(), flat.copy()
+        for step in range(2 * (size - 1)):
+            request = comm.send(running, (rank + 1) % size, tag=step)
+            got = comm.recv((rank - 1) % size, tag=step, shape=flat.shape, dtype=flat.dtype)
+            request.wait()
+            if step < size - 1:
+                total += got
+            running = got
+        return total.reshape(np.shape(array))
+    chunks = np.array_split(flat, size)
+    right, left = (rank + 1) % size, (rank - 1) % size
+    for step in range(size - 1):
+        mine, theirs = (rank - step) % size, (rank - step - 1) % size
+        request = comm.send(chunks[mine], right, tag=step)
+        got = comm.recv(left, tag=step, shape=chunks[theirs].shape, dtype=flat.dtype)
+        request.wait()
+        chunks[theirs] += got
+    for step in range(size - 1 if gather else 0):
+        mine, theirs = (rank + 1 - step) % size, (rank - step) % size
+        request = comm.send(chunks[mine], right, tag=size + step)
+        got = comm.recv(left, tag=size + step, shape=chunks[theirs].shape, dtype=flat.dtype)
+        request.wait()
+        chunks[theirs][...] = got
+    return flat.reshape(np.shape(array))
+
+
+@pytest.mark.parametrize(("mistake", "message"), [
+    (lambda c, a: _ring(c, a, whole=True), "numbers at once"),
+    (lambda c, a: _ring(c, a, gather=False), "sum"),  # the all-gather round forgotten
+    (lambda c, a: _ring(c, a, in_place=True), "the input changed"),
+    (lambda c, a: c.all_reduce(np.array(a)), "must not call comm.all_reduce"),
+])  # fmt: skip
+def test_ch19_ring_all_reduce_rejects(mistake, message) -> None:  # type: ignore[no-untyped-def]
+    rejects(test_ch19.test_ring_all_reduce_sums_on_every_task, message, 3, np.float64,
+            ring_all_reduce=mistake)  # fmt: skip

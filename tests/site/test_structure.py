@@ -63,6 +63,8 @@ TAUGHT = {
     "Conv2D": 16,
     "BatchNormalization": 16,
     "tf_graph_def": 18,
+    "device": 19,
+    "partition": 19,
 }
 
 

@@ -211,6 +211,8 @@ def listing(obj: Any) -> None:
     path = inspect.getsourcefile(obj) or "?"
     if "packages/" in path:
         path = path[path.index("packages/") :]
+    elif Path(path).parent == Path(__file__).parent:  # a helper next to the chapters
+        path = Path(path).name
     code = "".join(lines)
     if in_jupyter():
         _display({"text/markdown": f"`{path}`, line {start}:\n\n```python\n{code}```",
