@@ -505,4 +505,5 @@ CASES.update(DATA_CASES)
 
 # --- the API gaps of issue 27 (Keras losses...): their own module, joining CASES ----------------
 import cases_gaps  # noqa: E402, F401
+import cases_schedules  # noqa: E402, F401  (learning-rate schedules)
 import cases_tf1  # noqa: E402,F401  (adds the TensorFlow 1 and checkpoint cases)

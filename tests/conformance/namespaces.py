@@ -94,6 +94,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "AUTOTUNE": ("tf.data.AUTOTUNE", "nn.data.AUTOTUNE"),
     "losses": ("tf.keras.losses", "nn.losses"),
     "Adagrad": ("tf.keras.optimizers.Adagrad", "nn.Adagrad"),
+    "schedules": ("tf.keras.optimizers.schedules", "nn.schedules"),
     "TensorArray": ("tf.TensorArray", "graph.TensorArray"),
     # TensorFlow 1's graph names (cases_tf1.py), as eagerflow.graph spells them
     **{

@@ -16,6 +16,7 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape
+from eagerflow.graph import function
 from eagerflow.nn import losses
 from eagerflow.nn.callbacks import Callback, CallbackList, History, ProgbarLogger
 from eagerflow.nn.callbacks.progbar import PROGRESS_EVERY, LineStream
@@ -88,8 +89,11 @@ def fit(
     verbose: int | bool = 1,
     callbacks: Sequence[Callback] | None = None,
     print_fn: Callable[[str], None] = print,
+    run_eagerly: bool = True,
 ) -> History:
-    """Train ``model`` in eager mode; returns its ``History`` (also ``model.history``).
+    """Train ``model``; returns its ``History`` (also ``model.history``). Each step runs
+    eagerly, or with ``run_eagerly=False`` as one ``function`` (Keras' default), traced on the
+    first batch (and again for a batch of another shape, e.g. a smaller last one).
 
     The data comes one of two ways, as in Keras:
 
@@ -120,9 +124,12 @@ def fit(
     hooks, history = _callback_list(callbacks, model, params, print_fn)
     hooks.on_train_begin()
     logs: dict[str, float] = {}
+    step = _train_step(model, loss_fn, optimizer)
+    if not run_eagerly:
+        step = function(step)
     for epoch in range(epochs):
         hooks.on_epoch_begin(epoch)
-        logs = _train_epoch(model, epoch_batches(), loss_fn, metric_fns, optimizer, hooks)
+        logs = _train_epoch(epoch_batches(), step, metric_fns, hooks)
         if not logs:
             raise ValueError(f"fit: the dataset gave no examples in epoch {epoch + 1}")
         logs.update(_validate(model, validation_data, loss_fn, metric_fns, hooks))
@@ -195,12 +202,26 @@ def _callback_list(
     return hooks, history
 
 
+def _train_step(
+    model: Layer, loss_fn: LossFn, optimizer: Optimizer
+) -> Callable[[Any, Any], tuple[Tensor, Any]]:
+    """One training step on a batch: the loss and the outputs, after the update."""
+
+    def train_step(xb: Any, yb: Any) -> tuple[Tensor, Any]:
+        with GradientTape() as tape:
+            outputs = model(xb, training=True)
+            value = loss_fn(yb, outputs)
+        variables = model.trainable_variables
+        optimizer.apply_gradients(zip(tape.gradient(value, variables), variables, strict=True))
+        return value, outputs
+
+    return train_step
+
+
 def _train_epoch(
-    model: Layer,
     epoch: Iterator[tuple[Any, ...]],
-    loss_fn: LossFn,
+    step: Callable[[Any, Any], tuple[Tensor, Any]],
     metric_fns: dict[str, LossFn],
-    optimizer: Optimizer,
     hooks: CallbackList,
 ) -> dict[str, float]:
     """One pass of ``fit`` over the epoch's batches, a step per batch; the loss and metrics
@@ -209,11 +230,7 @@ def _train_epoch(
     seen = 0
     for batch, (xb, yb) in enumerate(epoch):
         hooks.on_train_batch_begin(batch)
-        with GradientTape() as tape:
-            outputs = model(xb, training=True)
-            value = loss_fn(yb, outputs)
-        variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(value, variables), variables, strict=True))
+        value, outputs = step(xb, yb)
         rows = _rows(xb)
         sums["loss"] += float(value) * rows
         for name, fn in metric_fns.items():
