@@ -32,8 +32,8 @@ add("schedules/InverseTimeDecay/staircase",
 add("schedules/PolynomialDecay", _schedule("PolynomialDecay", 0.1, 10))
 add("schedules/PolynomialDecay/power",
     _schedule("PolynomialDecay", 0.1, 10, end_learning_rate=0.01, power=2.0))  # fmt: skip
-add("schedules/PolynomialDecay/cycle",
-    _schedule("PolynomialDecay", 0.1, 4, end_learning_rate=0.02, power=0.5, cycle=True))  # fmt: skip
+CYCLE = {"end_learning_rate": 0.02, "power": 0.5, "cycle": True}
+add("schedules/PolynomialDecay/cycle", _schedule("PolynomialDecay", 0.1, 4, **CYCLE))
 add("schedules/PiecewiseConstantDecay",
     _schedule("PiecewiseConstantDecay", [3, 10, 20], [1.0, 0.5, 0.1, 0.01]))  # fmt: skip
 add("schedules/PiecewiseConstantDecay/one_boundary",

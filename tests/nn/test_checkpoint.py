@@ -85,8 +85,15 @@ def test_keys_are_paths_in_the_object_tree(tmp_path: Path) -> None:
     layer_keys = {f"model/layers/{i}/{n}" for i in (0, 1) for n in ("kernel", "bias")}
     slot_keys = {f"optimizer/slots/{k}/{s}" for k in layer_keys for s in "mv"}
     assert files - {"__eagerflow_checkpoint__"} == (
-        layer_keys | slot_keys | {"optimizer/beta1_power", "optimizer/beta2_power", "step",
-                                  "optimizer/learning_rate", "optimizer/iterations"}
+        layer_keys
+        | slot_keys
+        | {
+            "optimizer/beta1_power",
+            "optimizer/beta2_power",
+            "step",
+            "optimizer/learning_rate",
+            "optimizer/iterations",
+        }
     )
     np.testing.assert_array_equal(kernel, model.layers[0].kernel.numpy())
     np.testing.assert_array_equal(m, optimizer.slot(model.layers[1].bias, "m").numpy())

@@ -229,7 +229,8 @@ def test_float32_variables_stay_float32() -> None:
     optimizer.minimize(lambda: ef.reduce_sum(ef.square(w)))
     assert w.dtype is ef.float32
     assert optimizer.iterations.dtype is ef.int64  # Keras' counter
-    assert all(v.dtype is ef.float32 for v in optimizer.variables() if v is not optimizer.iterations)
+    others = [v for v in optimizer.variables() if v is not optimizer.iterations]
+    assert all(v.dtype is ef.float32 for v in others)
     # step 1 of Adam moves every coordinate by about lr (m/√v = sign(g))
     np.testing.assert_allclose(w.numpy(), [0.9, 1.9], rtol=1e-5)
 

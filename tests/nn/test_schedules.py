@@ -46,7 +46,7 @@ def test_schedules_follow_keras_formulas(schedule, formula) -> None:
 def test_bad_schedule_arguments_are_named() -> None:
     with pytest.raises(ValueError, match="ExponentialDecay: decay_steps must be > 0, got 0"):
         nn.schedules.ExponentialDecay(0.1, 0, 0.5)
-    with pytest.raises(ValueError, match="one more value than boundaries, got 2 .* 2 values"):
+    with pytest.raises(ValueError, match=r"one more value than boundaries, got 2 .* 2 values"):
         nn.schedules.PiecewiseConstantDecay([1, 2], [0.1, 0.2])
     with pytest.raises(TypeError, match="learning_rate must be a number"):
         nn.GradientDescentOptimizer("fast")  # type: ignore[arg-type]
@@ -140,7 +140,7 @@ def test_a_checkpoint_from_before_the_rate_was_a_variable_still_loads(tmp_path: 
         with (g := Graph()).as_default():
             v = Variable(np.array([1.0, 2.0], np.float32), name="w")
             if with_optimizer:
-                nn.GradientDescentOptimizer(0.1).minimize(lambda: ef.reduce_sum(v * v))
+                nn.GradientDescentOptimizer(0.1).minimize(ef.reduce_sum(v * v))
             graphs.append((g, nn.Saver(), global_variables_initializer()))
     (old_graph, old_saver, init), (new_graph, new_saver, _) = graphs
     with Session(old_graph) as session:

@@ -29,9 +29,9 @@ from eagerflow.graph import (
     name_scope,
     trainable_variables,
 )
+from eagerflow.nn.schedules import LearningRateSchedule
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import InvalidArgumentError
-from eagerflow.nn.schedules import LearningRateSchedule
 
 GradsAndVars = Iterable[tuple[Any, Variable]]
 Rate = float | LearningRateSchedule  # what ``learning_rate=`` may be
@@ -338,7 +338,9 @@ class AdamOptimizer(Optimizer):
         m, v = self.slot(variable, "m"), self.slot(variable, "v")
         m_t = m.assign(self.beta1 * m + (1.0 - self.beta1) * grad)
         v_t = v.assign(self.beta2 * v + (1.0 - self.beta2) * ef.square(grad))
-        lr_t = self._learning_rate(variable.dtype) * ef.sqrt(1.0 - beta2_power) / (1.0 - beta1_power)
+        lr_t = (
+            self._learning_rate(variable.dtype) * ef.sqrt(1.0 - beta2_power) / (1.0 - beta1_power)
+        )
         return variable.assign_sub(lr_t * m_t / (ef.sqrt(v_t) + self.epsilon), read_value=False)
 
     def _finish(self) -> list[Any]:
@@ -415,7 +417,8 @@ class Adagrad(Optimizer):
     def _apply(self, grad: Tensor, variable: Variable) -> Any:
         accumulator = self.slot(variable, "accumulator", initial=self.initial_accumulator_value)
         accumulated = accumulator.assign(accumulator + ef.square(grad))
-        step = self._learning_rate(variable.dtype) * grad / ef.sqrt(accumulated + self.epsilon)
+        rate = self._learning_rate(variable.dtype)
+        step = rate * grad / ef.sqrt(accumulated + self.epsilon)
         return variable.assign_sub(step, read_value=False)
 
 

@@ -19,6 +19,7 @@ Each returns a float32 scalar, as Keras' do for Python numbers:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import eagerflow.tensor as ef
@@ -126,7 +127,7 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         edges = [ef.cast(ef.constant(b), step.dtype) for b in self.boundaries]
         ranges = [ef.less_equal(step, edges[0]), ef.greater(step, edges[-1])]
         ranges += [ef.logical_and(ef.greater(step, low), ef.less_equal(step, high))
-                   for low, high in zip(edges, edges[1:])]  # fmt: skip
+                   for low, high in pairwise(edges)]  # fmt: skip
         values = [self.values[0], self.values[-1], *self.values[1:-1]]
         total = ef.constant(0.0, RATE)
         for inside, value in zip(ranges, values, strict=True):

@@ -91,11 +91,8 @@ def fit(
     print_fn: Callable[[str], None] = print,
     run_eagerly: bool = True,
 ) -> History:
-    """Train ``model``; returns its ``History`` (also ``model.history``). Each step runs
-    eagerly, or with ``run_eagerly=False`` as one ``function`` (Keras' default), traced on the
-    first batch (and again for a batch of another shape, e.g. a smaller last one).
-
-    The data comes one of two ways, as in Keras:
+    """Train ``model``; returns its ``History`` (also ``model.history``). The data comes one
+    of two ways, as in Keras:
 
     - arrays ``x`` and ``y`` (one row per example): ``fit`` cuts them into mini-batches of
       ``batch_size`` (32 if not given), in a new random order each epoch unless ``shuffle``
@@ -113,7 +110,8 @@ def fit(
 
     ``callbacks`` (``nn.callbacks``) are called at each step of training, in Keras' order
     (see ``callbacks/base.py``); ``verbose`` 1 prints Keras' progress bar, 2 one line per
-    epoch, 0 nothing, through ``print_fn`` if given (the bar is then printed finished).
+    epoch, 0 nothing, through ``print_fn`` if given (the bar is then printed finished). Each
+    step runs eagerly, or with ``run_eagerly=False`` as one ``function`` (Keras' default).
     """
     loss_fn = _named(loss, LOSSES, "loss")
     metric_fns = {_label(m): _named(m, METRICS, "metric") for m in metrics}
@@ -122,11 +120,8 @@ def fit(
     params = {"epochs": epochs, "steps": steps, "verbose": int(verbose), "optimizer": optimizer,
               "input_shape": _input_shape(x)}  # fmt: skip
     hooks, history = _callback_list(callbacks, model, params, print_fn)
+    step, logs = _train_step(model, loss_fn, optimizer, run_eagerly), dict[str, float]()
     hooks.on_train_begin()
-    logs: dict[str, float] = {}
-    step = _train_step(model, loss_fn, optimizer)
-    if not run_eagerly:
-        step = function(step)
     for epoch in range(epochs):
         hooks.on_epoch_begin(epoch)
         logs = _train_epoch(epoch_batches(), step, metric_fns, hooks)
@@ -203,9 +198,10 @@ def _callback_list(
 
 
 def _train_step(
-    model: Layer, loss_fn: LossFn, optimizer: Optimizer
+    model: Layer, loss_fn: LossFn, optimizer: Optimizer, run_eagerly: bool
 ) -> Callable[[Any, Any], tuple[Tensor, Any]]:
-    """One training step on a batch: the loss and the outputs, after the update."""
+    """One training step on a batch: the loss and the outputs, after the update; traced as
+    a ``function`` unless ``run_eagerly``."""
 
     def train_step(xb: Any, yb: Any) -> tuple[Tensor, Any]:
         with GradientTape() as tape:
@@ -215,7 +211,7 @@ def _train_step(
         optimizer.apply_gradients(zip(tape.gradient(value, variables), variables, strict=True))
         return value, outputs
 
-    return train_step
+    return train_step if run_eagerly else function(train_step)
 
 
 def _train_epoch(
