@@ -506,6 +506,7 @@ CASES.update(DATA_CASES)
 # --- the API gaps of issue 27 (Keras losses...): their own module, joining CASES ----------------
 import cases_gaps  # noqa: E402, F401
 import cases_loops  # noqa: E402,F401  (graph loops: TensorArray loop variables, AutoGraph)
+import cases_schedules  # noqa: E402, F401  (learning-rate schedules)
 import cases_scope  # noqa: E402,F401  (get_variable, variable_scope)
 import cases_seed  # noqa: E402,F401  (random ops' seeds)
 import cases_tf1  # noqa: E402,F401  (adds the TensorFlow 1 and checkpoint cases)

@@ -11,7 +11,7 @@ from __future__ import annotations
 KEPT: dict[str, str] = {
     "gradient/leaky_relu": "applies `alpha` in the input's own dtype",
     "unary/leaky_relu/float64/regular": "applies `alpha` in the input's own dtype",
-    "optimizers/Adagrad/float64": "it applies the learning rate in the variable's own dtype",
+    "optimizers/Adagrad/float64": "starts its accumulator in the variable's own dtype",
     "losses/MeanSquaredError/float64": "a loss keeps the predictions' float dtype",
     "unary/softmax/float32/edges": "a NaN in softmax's input makes every output NaN",
     "random/seed/two_ops_same_seeds": "two random ops of one graph with the same two seeds",

@@ -94,6 +94,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "AUTOTUNE": ("tf.data.AUTOTUNE", "nn.data.AUTOTUNE"),
     "losses": ("tf.keras.losses", "nn.losses"),
     "Adagrad": ("tf.keras.optimizers.Adagrad", "nn.Adagrad"),
+    "schedules": ("tf.keras.optimizers.schedules", "nn.schedules"),
     "TensorArray": ("tf.TensorArray", "graph.TensorArray"),
     "TensorShape": ("tf.TensorShape", "ef.TensorShape"),
     "while_loop": ("tf.while_loop", "graph.while_loop"),

@@ -537,3 +537,21 @@ def test_the_default_graph_is_the_current_context_and_nothing_else() -> None:
             assert get_default_graph() is not g
             assert isinstance(ef.add(1.0, 2.0), ef.Tensor) and ef.add(1.0, 2.0).numpy() == 3.0
         assert get_default_graph() is g
+
+
+def test_control_dependencies_none_clears_the_enclosing_blocks() -> None:
+    """As in TensorFlow: ``control_dependencies(None)`` makes ops that wait for nothing (an
+    optimizer's variables made inside a block: their initializers must not need its feeds)."""
+    from eagerflow.graph import Graph, control_dependencies, placeholder
+
+    g = Graph()
+    with g.as_default():
+        x = placeholder(ef.float32, (2,))
+        with control_dependencies([x]):
+            waits = ef.identity(ef.constant(1.0))
+            with control_dependencies(None):
+                free = ef.identity(ef.constant(2.0))
+            again = ef.identity(ef.constant(3.0))
+    assert [o.name for o in waits.op.control_inputs] == [x.op.name]
+    assert free.op.control_inputs == ()
+    assert [o.name for o in again.op.control_inputs] == [x.op.name]

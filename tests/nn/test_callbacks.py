@@ -14,7 +14,8 @@ import pytest
 
 import eagerflow.nn as nn
 import eagerflow.tensor as ef
-from eagerflow.autodiff import Variable
+from eagerflow.autodiff import GradientTape, Variable
+from eagerflow.graph import function
 from eagerflow.nn.callbacks.progbar import LineStream, format_eta, format_per_step, format_values
 from eagerflow.tensor.errors import InvalidArgumentError
 
@@ -308,8 +309,9 @@ def test_the_scheduler_sets_the_rate_each_epoch_and_logs_it() -> None:
     optimizer = nn.GradientDescentOptimizer(0.1)
     schedule = nn.callbacks.LearningRateScheduler(lambda epoch, rate: 0.1 * 0.5**epoch)
     history = fit([schedule], epochs=3, optimizer=optimizer)
-    assert history["learning_rate"] == [0.1, 0.05, 0.025]
-    assert optimizer.learning_rate == 0.025
+    # the rate is a float32 variable: Keras logs it as the float it holds
+    assert history["learning_rate"] == [float(np.float32(r)) for r in (0.1, 0.05, 0.025)]
+    assert optimizer.learning_rate.numpy() == np.float32(0.025)
 
 
 def test_the_scheduled_rate_is_the_one_the_steps_use() -> None:
@@ -322,6 +324,80 @@ def test_the_scheduled_rate_is_the_one_the_steps_use() -> None:
     before = float(nn.mean_squared_error(y[:4], model(x[:4])))
     fit([nn.callbacks.LearningRateScheduler(lambda e, r: 1e-30)], epochs=1, model=model)
     assert float(nn.mean_squared_error(y[:4], model(x[:4]))) == pytest.approx(before)
+
+
+@pytest.mark.parametrize("run_eagerly", [True, False], ids=["eager", "traced"])
+def test_the_scheduler_reaches_eager_and_traced_steps_alike(run_eagerly: bool) -> None:
+    """The rate is a variable the step reads: a step traced once follows the schedule."""
+    optimizer = nn.GradientDescentOptimizer(0.1)
+    rates = nn.callbacks.LearningRateScheduler(lambda epoch, rate: 0.1 * 0.5**epoch)
+    history = fit([rates], epochs=3, optimizer=optimizer, run_eagerly=run_eagerly)
+    eager = fit([nn.callbacks.LearningRateScheduler(lambda epoch, rate: 0.1 * 0.5**epoch)],
+                epochs=3)  # fmt: skip
+    assert history["loss"] == pytest.approx(eager["loss"], rel=1e-6)
+    assert history["learning_rate"] == eager["learning_rate"]
+    assert optimizer.iterations.numpy() == 3 * 2  # 2 batches an epoch
+
+
+def test_a_rate_set_between_calls_reaches_a_traced_step_without_a_retrace() -> None:
+    w = Variable(np.array([1.0, 2.0], np.float32))
+    optimizer = nn.GradientDescentOptimizer(0.1)
+    # its two variables made now, eagerly, so the first trace makes none (and is not traced
+    # again to check that a second would not)
+    assert (optimizer.learning_rate.numpy(), optimizer.iterations.numpy()) == (np.float32(0.1), 0)
+
+    @function
+    def step() -> None:
+        with GradientTape() as tape:
+            loss = ef.reduce_sum(w * w)
+        optimizer.apply_gradients([(tape.gradient(loss, w), w)])
+
+    step()  # w -= 0.1 * 2w
+    np.testing.assert_allclose(w.numpy(), [0.8, 1.6], rtol=1e-6)
+    optimizer.learning_rate = 0.25  # assigns the variable
+    assert isinstance(optimizer.learning_rate, Variable)
+    step()  # w -= 0.25 * 2w: the new rate
+    np.testing.assert_allclose(w.numpy(), [0.4, 0.8], rtol=1e-6)
+    assert step.trace_count == 1
+
+
+# --- ReduceLROnPlateau -----------------------------------------------------------------------
+class Losses(nn.callbacks.Callback):
+    """Puts a given val_loss in each epoch's logs (before the callbacks after it read them)."""
+
+    def __init__(self, values: list[float]) -> None:
+        super().__init__()
+        self.values = values
+
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+        logs["val_loss"] = self.values[epoch]
+
+
+@pytest.mark.parametrize("run_eagerly", [True, False], ids=["eager", "traced"])
+def test_reduce_lr_on_plateau_follows_keras(run_eagerly: bool) -> None:
+    # improves at epochs 0, 1; flat after: patience 2 -> halved at the end of epoch 3; the
+    # cooldown of 1 epoch restarts the count at epoch 4, so halved again at the end of epoch
+    # 5; then min_lr stops it. Each epoch logs the rate it trained with (before a change).
+    values = [1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+    plateau = nn.callbacks.ReduceLROnPlateau(factor=0.5, patience=2, cooldown=1, min_lr=0.02)
+    optimizer = nn.GradientDescentOptimizer(0.08)
+    history = fit([Losses(values), plateau], epochs=len(values), optimizer=optimizer,
+                  run_eagerly=run_eagerly)  # fmt: skip
+    f32 = lambda r: float(np.float32(r))  # noqa: E731
+    assert history["learning_rate"] == [f32(0.08)] * 4 + [f32(0.04)] * 2 + [f32(0.02)] * 4
+    assert optimizer.learning_rate.numpy() == np.float32(0.02)
+
+
+def test_reduce_lr_on_plateau_refuses_a_factor_of_one_or_more() -> None:
+    with pytest.raises(ValueError, match="factor must be < 1"):
+        nn.callbacks.ReduceLROnPlateau(factor=1.0)
+
+
+def test_a_scheduled_optimizer_refuses_a_rate_from_a_callback() -> None:
+    decay = nn.schedules.ExponentialDecay(0.1, decay_steps=2, decay_rate=0.5)
+    with pytest.raises(TypeError, match="its learning rate is a ExponentialDecay"):
+        fit([nn.callbacks.LearningRateScheduler(lambda e, r: 0.1)], epochs=1,
+            optimizer=nn.GradientDescentOptimizer(decay))  # fmt: skip
 
 
 def test_a_bad_scheduled_rate_is_named() -> None:

@@ -85,7 +85,15 @@ def test_keys_are_paths_in_the_object_tree(tmp_path: Path) -> None:
     layer_keys = {f"model/layers/{i}/{n}" for i in (0, 1) for n in ("kernel", "bias")}
     slot_keys = {f"optimizer/slots/{k}/{s}" for k in layer_keys for s in "mv"}
     assert files - {"__eagerflow_checkpoint__"} == (
-        layer_keys | slot_keys | {"optimizer/beta1_power", "optimizer/beta2_power", "step"}
+        layer_keys
+        | slot_keys
+        | {
+            "optimizer/beta1_power",
+            "optimizer/beta2_power",
+            "step",
+            "optimizer/learning_rate",
+            "optimizer/iterations",
+        }
     )
     np.testing.assert_array_equal(kernel, model.layers[0].kernel.numpy())
     np.testing.assert_array_equal(m, optimizer.slot(model.layers[1].bias, "m").numpy())
@@ -198,8 +206,8 @@ def test_a_full_restore_passes_assert_consumed(tmp_path: Path) -> None:
     path = checkpoint.write(tmp_path / "ckpt")
     status = checkpoint.restore(path)
     assert status.assert_consumed() is status
-    # 4 weights, Adam's m and v for each, its two powers, and the step
-    assert repr(status) == "<CheckpointLoadStatus: 15 restored, 0 unmatched, 0 waiting>"
+    # 4 weights, Adam's m and v for each, its rate, step count and two powers, and the step
+    assert repr(status) == "<CheckpointLoadStatus: 17 restored, 0 unmatched, 0 waiting>"
 
 
 # --- bad files ------------------------------------------------------------------------------
@@ -379,7 +387,8 @@ def test_another_optimizers_slots_are_not_matched(tmp_path):
     status = nn.Checkpoint(w=w, optimizer=adam).restore(path).expect_partial()
     with pytest.raises(nn.CheckpointError, match=r"optimizer/slots/w/momentum"):
         status.assert_consumed()
-    assert adam.variables() == []  # no Adam slot was made from a Momentum one
+    assert adam.slots() == []  # no Adam slot was made from a Momentum one
+    assert set(adam.non_slots()) == {"learning_rate", "iterations"}  # every optimizer's two
     np.testing.assert_array_equal(w.numpy(), before)
 
 
@@ -441,7 +450,7 @@ def test_waiting_optimizer_slots_are_made_when_their_variables_are(tmp_path: Pat
     path = Checkpoint(model=model, optimizer=optimizer).write(tmp_path / "ckpt")
     twin, twin_optimizer = unbuilt(), nn.AdamOptimizer(0.01)
     status = Checkpoint(model=twin, optimizer=twin_optimizer).restore(path)
-    assert len(twin_optimizer.slots()) == 0 and len(twin_optimizer.non_slots()) == 2
+    assert len(twin_optimizer.slots()) == 0 and len(twin_optimizer.non_slots()) == 4
     twin(X)
     status.assert_consumed()
     assert len(twin_optimizer.slots()) == len(optimizer.slots())

@@ -37,7 +37,15 @@ def loss_of(variables) -> ef.Tensor:
 
 # --- the NumPy references: TensorFlow 1.x's kernels (training_ops.cc) -----------------------
 # Each takes (variable, gradient, state dict) and updates both in place; state starts empty.
+# The rate is float32, cast to the variable's dtype: TensorFlow 1 converts it to a float32
+# tensor, Keras and eagerflow keep it in a float32 variable.
+def f32(lr: float) -> float:
+    return float(np.float32(lr))
+
+
 def gd(lr: float) -> Callable:
+    lr = f32(lr)
+
     def step(var, g, state) -> None:
         var -= lr * g
 
@@ -45,6 +53,8 @@ def gd(lr: float) -> Callable:
 
 
 def momentum(lr: float, m: float, nesterov: bool = False) -> Callable:
+    lr = f32(lr)
+
     def step(var, g, state) -> None:
         accum = state["momentum"] = m * state.get("momentum", 0.0) + g
         var -= lr * (g + m * accum) if nesterov else lr * accum
@@ -53,6 +63,8 @@ def momentum(lr: float, m: float, nesterov: bool = False) -> Callable:
 
 
 def adam(lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> Callable:
+    lr = f32(lr)
+
     def step(var, g, state) -> None:
         t = state["t"] = state.get("t", 0) + 1
         lr_t = lr * math.sqrt(1 - b2**t) / (1 - b1**t)
@@ -65,6 +77,8 @@ def adam(lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-
 
 def rmsprop(lr: float, decay: float = 0.9, mu: float = 0.0, eps: float = 1e-10,
             centered: bool = False) -> Callable:  # fmt: skip
+    lr = f32(lr)
+
     def step(var, g, state) -> None:
         ms = state["rms"] = decay * state.get("rms", 1.0) + (1 - decay) * g * g  # ms starts at 1
         denominator = ms + eps
@@ -179,8 +193,8 @@ def test_function_steps_match_tensorflow_1_formulas(name: str) -> None:
         values = [v.numpy() for v in variables]
         assert_matches(values, slot_values(optimizer, variables, lambda s: s.numpy()), expected)
     # a trace that made variables (slots) is traced again, as TensorFlow does, to check that
-    # the next one makes none
-    assert train.trace_count == (2 if optimizer.variables() else 1)
+    # the next one makes none (every optimizer makes its rate and step count)
+    assert train.trace_count == 2
 
 
 @pytest.mark.parametrize("graph_mode", [False, True], ids=["eager", "graph"])
@@ -202,7 +216,8 @@ def test_adam_beta_powers_advance_once_per_step(graph_mode: bool) -> None:
     for t in (1, 2, 3):
         run()
         powers = optimizer.non_slots()
-        assert set(powers) == {"beta1_power", "beta2_power"}
+        assert set(powers) == {"beta1_power", "beta2_power", "iterations", "learning_rate"}
+        assert read(powers["iterations"]) == t
         # two variables, but the powers move once per step: β^(t+1) after step t
         assert read(powers["beta1_power"]) == pytest.approx(0.8 ** (t + 1), rel=1e-12)
         assert read(powers["beta2_power"]) == pytest.approx(0.9 ** (t + 1), rel=1e-12)
@@ -213,7 +228,9 @@ def test_float32_variables_stay_float32() -> None:
     w = Variable(np.array([1.0, 2.0], np.float32))
     optimizer.minimize(lambda: ef.reduce_sum(ef.square(w)))
     assert w.dtype is ef.float32
-    assert all(v.dtype is ef.float32 for v in optimizer.variables())
+    assert optimizer.iterations.dtype is ef.int64  # Keras' counter
+    others = [v for v in optimizer.variables() if v is not optimizer.iterations]
+    assert all(v.dtype is ef.float32 for v in others)
     # step 1 of Adam moves every coordinate by about lr (m/√v = sign(g))
     np.testing.assert_allclose(w.numpy(), [0.9, 1.9], rtol=1e-5)
 
@@ -406,8 +423,10 @@ def test_graph_global_step_is_one_variable_per_graph() -> None:
 def test_slots_are_listed_after_a_step_with_the_variables_shapes(make, slot_names) -> None:
     optimizer = make()
     variables = [Variable(v) for v in INITIAL]
-    assert optimizer.variables() == []
+    assert optimizer.variables() == []  # made on first use
     optimizer.minimize(lambda: loss_of(variables))
+    own = {f"{optimizer.name}/learning_rate:0", f"{optimizer.name}/iterations:0"}  # Keras' two
+    assert own <= {v.name for v in optimizer.non_slots().values()}
     slots = optimizer.slots()
     assert sorted((name, index_of(p, variables)) for name, p, _ in slots) == sorted(
         (name, i) for name in slot_names for i in range(2))  # fmt: skip
@@ -429,7 +448,7 @@ def test_optimizer_variables_do_not_join_the_models_trainable_variables() -> Non
     optimizer = nn.AdamOptimizer()
     optimizer.minimize(lambda: ef.reduce_sum(model(x)), var_list=model.trainable_variables)
     assert len(model.trainable_variables) == 2
-    assert len(optimizer.variables()) == 2 + 2 * 2
+    assert len(optimizer.variables()) == 2 + 2 + 2 * 2  # iterations, rate, 2 powers, m and v
 
 
 def test_minimize_with_no_variables_says_so():

@@ -47,6 +47,10 @@ def test_epoch_numbers_go_to_the_train_and_validation_runs(tmp_path: Path) -> No
     for reader, name in ((run, "loss"), (validation, "val_loss")):
         expected = [(e, pytest.approx(v, rel=1e-6)) for e, v in enumerate(history[name])]
         assert scalars(reader, "epoch_loss") == expected
+    # as Keras: the optimizer's rate, in the train run only, though no callback scheduled it
+    assert scalars(run, "epoch_learning_rate") == [(e, pytest.approx(0.05)) for e in range(3)]
+    assert "epoch_learning_rate" not in validation.Tags()["tensors"]
+    assert "learning_rate" not in history.history  # the TensorBoard callback logs it alone
 
 
 def test_histograms_every_histogram_freq_epochs_and_the_graph(tmp_path: Path) -> None:

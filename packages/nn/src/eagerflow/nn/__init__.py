@@ -10,7 +10,8 @@ Read it in this order:
 4. ``normalization.py`` ``BatchNormalization``: a layer that trains differently and updates
    its own state (``Layer.add_update``, ``updates``);
 5. ``losses.py``        losses and ``accuracy``, composed from public ops;
-6. ``optimizers.py``    TensorFlow 1.x's optimizers, as variable assignments;
+6. ``optimizers.py``    TensorFlow 1.x's optimizers, as variable assignments, their
+   learning rate a variable or one of Keras' schedules (``schedules.py``);
 7. ``data.py``          ``data.Dataset``: input pipelines as in ``tf.data`` (slices, shuffle,
    batch, map, repeat, prefetch in a background thread), and ``data_kinds.py`` the rest of
    its kinds (zip, concatenate, padded_batch, from_generator, cache...);
@@ -20,7 +21,8 @@ Read it in this order:
    (the file itself: ``checkpoint_file.py``; numbered ones kept: ``checkpoint_manager.py``;
    TensorFlow 1's ``Saver``, by variable name: ``saver.py``);
 10. ``callbacks/``      Keras' callbacks for ``fit``: ``History``, the progress bar,
-    ``EarlyStopping``, ``ModelCheckpoint``, ``LearningRateScheduler``, ``CSVLogger``;
+    ``EarlyStopping``, ``ModelCheckpoint``, ``LearningRateScheduler``, ``ReduceLROnPlateau``,
+    ``CSVLogger``;
 11. ``datasets/``       ``load_digits``: real handwritten digits, shipped in the package.
 12. ``replicas.py``     ``ReplicaHook``: where a distribution strategy (eagerflow.distribute)
     plugs in, for data-parallel training; nn never imports one.
@@ -30,7 +32,7 @@ from importlib import metadata as _metadata
 
 __version__ = _metadata.version("eagerflow-nn")  # from the repository's VERSION file
 
-from eagerflow.nn import activations, callbacks, data, datasets, initializers
+from eagerflow.nn import activations, callbacks, data, datasets, initializers, schedules
 
 # Dataset's other kinds (zip, padded_batch...): importing the module registers them.
 from eagerflow.nn import data_kinds as _data_kinds  # noqa: F401
@@ -111,6 +113,7 @@ __all__ = [
     "initializers",
     "latest_checkpoint",
     "mean_squared_error",
+    "schedules",
     "sigmoid_cross_entropy_with_logits",
     "softmax_cross_entropy_with_logits",
     "sparse_softmax_cross_entropy_with_logits",

@@ -4,7 +4,8 @@ The file is a NumPy ``.npz`` archive (read with ``allow_pickle=False``: loading 
 never runs code), one array per variable, keyed by the variable's *path* in the object tree:
 
     model/layers/0/kernel                 Checkpoint(model=...) -> Sequential.layers[0].kernel
-    optimizer/beta1_power                 an optimizer's own variable
+    optimizer/learning_rate               an optimizer's own variables: its rate and step
+    optimizer/iterations                  count (Keras' two), Adam's beta1_power...
     optimizer/slots/model/layers/0/kernel/m   Adam's m for that kernel
     step                                  a bare Variable
 
@@ -175,7 +176,7 @@ class Checkpoint:
                     else:
                         pending[name] = (_slot_maker(obj, primary, slot_name), primary.shape,
                                          primary.dtype.np)  # fmt: skip
-                elif rest in obj.non_slot_names:
+                elif rest in obj.restorable_non_slots():
                     array = arrays[name]
                     pending[name] = (_non_slot_maker(obj, rest, array), array.shape, array.dtype)
         return pending, waiting

@@ -30,10 +30,12 @@ from eagerflow.graph import (
     trainable_variables,
 )
 from eagerflow.nn.replicas import current_replica_hook
+from eagerflow.nn.schedules import LearningRateSchedule
 from eagerflow.tensor import Tensor
 from eagerflow.tensor.errors import InvalidArgumentError
 
 GradsAndVars = Iterable[tuple[Any, Variable]]
+Rate = float | LearningRateSchedule  # what ``learning_rate=`` may be
 
 
 # what a hyperparameter may be, in words, and as a test
@@ -56,17 +58,70 @@ def hyperparameter(owner: str, what: str, value: Any, rule: str) -> float:
 
 
 class Optimizer:
-    """The shared machinery; a subclass writes ``_apply(gradient, variable)``."""
+    """The shared machinery; a subclass writes ``_apply(gradient, variable)``.
+
+    As in Keras, the learning rate lives in a non-trainable float32 variable of the optimizer
+    (``optimizer.learning_rate``; assigning a number assigns the variable), read by the update
+    ops when they run: a new rate reaches a training step that ``function`` traced already,
+    without tracing it again. A ``schedules.LearningRateSchedule`` given instead is evaluated
+    at ``optimizer.iterations``, the number of ``apply_gradients`` calls so far. Like slots,
+    both variables are made on first use, where they are used: eagerly, or in the graph a
+    Session runs (Keras makes them with the optimizer; a ``function`` whose first call makes
+    them is traced twice, as any that makes variables).
+    """
 
     slot_names: tuple[str, ...] = ()  # the state it keeps per variable
-    non_slot_names: tuple[str, ...] = ()  # and of its own
+    non_slot_names: tuple[str, ...] = ()  # and of its own (besides iterations, learning rate)
 
-    def __init__(self, learning_rate: float, name: str) -> None:
-        self.learning_rate = hyperparameter(name, "learning_rate", learning_rate, "> 0")
+    def __init__(self, learning_rate: Rate, name: str) -> None:
         self.name = name
         # (slot name, primary variable) -> slot variable, in creation order
         self._slots: dict[tuple[str, Variable], Variable] = {}
         self._non_slots: dict[str, Variable] = {}
+        self._schedule: LearningRateSchedule | None = None
+        self._initial_rate = 0.0  # the rate variable's first value, until it is made
+        self._rates: dict[ef.DType, Tensor] = {}  # the rate of this apply_gradients, by dtype
+        self.learning_rate = learning_rate
+
+    # --- the learning rate ------------------------------------------------------------------
+    @property
+    def learning_rate(self) -> Any:
+        """The rate variable (made on first use), or the schedule's value at ``iterations``."""
+        if self._schedule is not None:
+            return self._schedule(self.iterations)
+        return self.non_slot("learning_rate", lambda: ef.constant(self._initial_rate, ef.float32))
+
+    @learning_rate.setter
+    def learning_rate(self, value: float | LearningRateSchedule) -> None:
+        if isinstance(value, LearningRateSchedule):
+            self._schedule = value
+            return
+        if self._schedule is not None:
+            raise TypeError(f"{self.name}: its learning rate is a {type(self._schedule).__name__}"
+                            ", so it cannot be set to a number (make the optimizer with a "
+                            "number to change its rate as it trains)")  # fmt: skip
+        rate = hyperparameter(self.name, "learning_rate", value, "> 0")
+        variable = self._non_slots.get("learning_rate")
+        if variable is None:
+            self._initial_rate = rate
+        else:
+            variable.assign(rate, read_value=False)
+
+    @property
+    def iterations(self) -> Variable:
+        """How many times ``apply_gradients`` ran (int64, Keras' counter; schedules read it)."""
+        return self.non_slot("iterations", lambda: ef.constant(0, ef.int64))
+
+    def _learning_rate(self, dtype: ef.DType) -> Tensor:
+        """The rate in ``dtype``, read once per ``apply_gradients`` call (Keras and TensorFlow
+        1 both round it to float32 first, then cast it to the variable's dtype)."""
+        rate = self._rates.get(dtype)
+        if rate is None:
+            rate = ef.convert_to_tensor(self.learning_rate)
+            if rate.dtype != dtype:
+                rate = ef.cast(rate, dtype)
+            self._rates[dtype] = rate
+        return rate
 
     # --- the two entry points ---------------------------------------------------------------
     def minimize(
@@ -133,10 +188,20 @@ class Optimizer:
         hook = current_replica_hook()  # under a distribution strategy: average over replicas
         if hook is not None:
             kept = hook.aggregate_gradients(kept)
+        self._rates = {}
+        try:
+            return self._apply_all(kept, global_step)
+        finally:
+            self._rates = {}  # a graph's tensors must not leak into the next call
+
+    def _apply_all(
+        self, kept: list[tuple[Tensor, Variable]], global_step: Variable | None
+    ) -> Operation | None:
         if ef.executing_eagerly():
             for grad, variable in kept:
                 self._apply(grad, variable)
             self._finish()
+            self.iterations.assign_add(1, read_value=False)
             if global_step is not None:
                 global_step.assign_add(1)
             return None
@@ -144,6 +209,8 @@ class Optimizer:
             updates = [self._apply(grad, variable) for grad, variable in kept]
             with control_dependencies(updates):  # e.g. Adam's β powers move after the step
                 updates.extend(self._finish())
+                # after every read of the rate: a schedule reads the count before it moves
+                updates.append(self.iterations.assign_add(1, read_value=False))
             if global_step is not None:
                 with control_dependencies(updates):
                     updates.append(global_step.assign_add(1, read_value=False))
@@ -166,17 +233,20 @@ class Optimizer:
         key = (slot_name, variable)
         if key not in self._slots:
             base = variable.name.rsplit(":", 1)[0]
-            self._slots[key] = Variable(
-                lambda: ef.fill(variable.shape, np.asarray(initial, variable.dtype.np)),
-                trainable=False, name=f"{base}/{self.name}/{slot_name}",
-            )  # fmt: skip
+            with control_dependencies(None):  # its initializer waits for nothing
+                self._slots[key] = Variable(
+                    lambda: ef.fill(variable.shape, np.asarray(initial, variable.dtype.np)),
+                    trainable=False, name=f"{base}/{self.name}/{slot_name}",
+                )  # fmt: skip
         return self._slots[key]
 
     def non_slot(self, name: str, initial: Any) -> Variable:
         """A variable of the optimizer itself (e.g. Adam's β₁ᵗ), created on first use;
         ``initial`` is a value or, like a Variable's, a function returning one."""
         if name not in self._non_slots:
-            self._non_slots[name] = Variable(initial, trainable=False, name=f"{self.name}/{name}")
+            with control_dependencies(None):  # its initializer waits for nothing
+                self._non_slots[name] = Variable(
+                    initial, trainable=False, name=f"{self.name}/{name}")  # fmt: skip
         return self._non_slots[name]
 
     def slots(self) -> list[tuple[str, Variable, Variable]]:
@@ -186,6 +256,12 @@ class Optimizer:
     def non_slots(self) -> dict[str, Variable]:
         return dict(self._non_slots)
 
+    def restorable_non_slots(self) -> tuple[str, ...]:
+        """The non-slot variables a checkpoint may make in a new optimizer: ``iterations``,
+        the learning rate (unless a schedule gives it) and the class's ``non_slot_names``."""
+        rate = () if self._schedule is not None else ("learning_rate",)
+        return ("iterations", *rate, *self.non_slot_names)
+
     def variables(self) -> list[Variable]:
         """All the optimizer's state: non-slot variables, then slots in creation order."""
         return [*self._non_slots.values(), *self._slots.values()]
@@ -194,12 +270,12 @@ class Optimizer:
 class GradientDescentOptimizer(Optimizer):
     """variable -= learning_rate · gradient."""
 
-    def __init__(self, learning_rate: float, name: str = "GradientDescent") -> None:
+    def __init__(self, learning_rate: Rate, name: str = "GradientDescent") -> None:
         super().__init__(learning_rate, name)
 
     def _apply(self, grad: Tensor, variable: Variable) -> Any:
         # variable.assign_sub(self.learning_rate * grad), as one op
-        return apply_gradient_descent(variable, self.learning_rate, grad)
+        return apply_gradient_descent(variable, self._learning_rate(variable.dtype), grad)
 
 
 class MomentumOptimizer(Optimizer):
@@ -213,7 +289,7 @@ class MomentumOptimizer(Optimizer):
 
     def __init__(
         self,
-        learning_rate: float,
+        learning_rate: Rate,
         momentum: float,
         use_nesterov: bool = False,
         name: str = "Momentum",
@@ -226,7 +302,8 @@ class MomentumOptimizer(Optimizer):
         accumulation = self.slot(variable, "momentum")
         accumulated = accumulation.assign(self.momentum * accumulation + grad)
         step = grad + self.momentum * accumulated if self.use_nesterov else accumulated
-        return variable.assign_sub(self.learning_rate * step, read_value=False)
+        rate = self._learning_rate(variable.dtype)
+        return variable.assign_sub(rate * step, read_value=False)
 
 
 class AdamOptimizer(Optimizer):
@@ -243,7 +320,7 @@ class AdamOptimizer(Optimizer):
 
     def __init__(
         self,
-        learning_rate: float = 0.001,
+        learning_rate: Rate = 0.001,
         beta1: float = 0.9,
         beta2: float = 0.999,
         epsilon: float = 1e-8,
@@ -265,7 +342,9 @@ class AdamOptimizer(Optimizer):
         m, v = self.slot(variable, "m"), self.slot(variable, "v")
         m_t = m.assign(self.beta1 * m + (1.0 - self.beta1) * grad)
         v_t = v.assign(self.beta2 * v + (1.0 - self.beta2) * ef.square(grad))
-        lr_t = self.learning_rate * ef.sqrt(1.0 - beta2_power) / (1.0 - beta1_power)
+        lr_t = (
+            self._learning_rate(variable.dtype) * ef.sqrt(1.0 - beta2_power) / (1.0 - beta1_power)
+        )
         return variable.assign_sub(lr_t * m_t / (ef.sqrt(v_t) + self.epsilon), read_value=False)
 
     def _finish(self) -> list[Any]:
@@ -288,7 +367,7 @@ class RMSPropOptimizer(Optimizer):
 
     def __init__(
         self,
-        learning_rate: float,
+        learning_rate: Rate,
         decay: float = 0.9,
         momentum: float = 0.0,
         epsilon: float = 1e-10,
@@ -310,7 +389,8 @@ class RMSPropOptimizer(Optimizer):
             mg = self.slot(variable, "mg")
             mg_t = mg.assign(self.decay * mg + (1.0 - self.decay) * grad)
             denominator = denominator - ef.square(mg_t)
-        mom_t = mom.assign(self.momentum * mom + self.learning_rate * grad / ef.sqrt(denominator))
+        rate = self._learning_rate(variable.dtype)
+        mom_t = mom.assign(self.momentum * mom + rate * grad / ef.sqrt(denominator))
         return variable.assign_sub(mom_t, read_value=False)
 
 
@@ -327,7 +407,7 @@ class Adagrad(Optimizer):
 
     def __init__(
         self,
-        learning_rate: float = 0.001,
+        learning_rate: Rate = 0.001,
         initial_accumulator_value: float = 0.1,
         epsilon: float = 1e-7,
         name: str = "Adagrad",
@@ -341,7 +421,8 @@ class Adagrad(Optimizer):
     def _apply(self, grad: Tensor, variable: Variable) -> Any:
         accumulator = self.slot(variable, "accumulator", initial=self.initial_accumulator_value)
         accumulated = accumulator.assign(accumulator + ef.square(grad))
-        step = self.learning_rate * grad / ef.sqrt(accumulated + self.epsilon)
+        rate = self._learning_rate(variable.dtype)
+        step = rate * grad / ef.sqrt(accumulated + self.epsilon)
         return variable.assign_sub(step, read_value=False)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 import eagerflow.tensor as ef
 from eagerflow.autodiff import GradientTape
+from eagerflow.graph import function
 from eagerflow.nn import losses
 from eagerflow.nn.callbacks import Callback, CallbackList, History, ProgbarLogger
 from eagerflow.nn.callbacks.progbar import PROGRESS_EVERY, LineStream
@@ -89,10 +90,10 @@ def fit(
     verbose: int | bool = 1,
     callbacks: Sequence[Callback] | None = None,
     print_fn: Callable[[str], None] = print,
+    run_eagerly: bool = True,
 ) -> History:
-    """Train ``model`` in eager mode; returns its ``History`` (also ``model.history``).
-
-    The data comes one of two ways, as in Keras:
+    """Train ``model``; returns its ``History`` (also ``model.history``). The data comes one
+    of two ways, as in Keras:
 
     - arrays ``x`` and ``y`` (one row per example): ``fit`` cuts them into mini-batches of
       ``batch_size`` (32 if not given), in a new random order each epoch unless ``shuffle``
@@ -110,7 +111,8 @@ def fit(
 
     ``callbacks`` (``nn.callbacks``) are called at each step of training, in Keras' order
     (see ``callbacks/base.py``); ``verbose`` 1 prints Keras' progress bar, 2 one line per
-    epoch, 0 nothing, through ``print_fn`` if given (the bar is then printed finished).
+    epoch, 0 nothing, through ``print_fn`` if given (the bar is then printed finished). Each
+    step runs eagerly, or with ``run_eagerly=False`` as one ``function`` (Keras' default).
     """
     loss_fn = _named(loss, LOSSES, "loss")
     metric_fns = {_label(m): _named(m, METRICS, "metric") for m in metrics}
@@ -120,11 +122,11 @@ def fit(
     params = {"epochs": epochs, "steps": steps, "verbose": int(verbose), "optimizer": optimizer,
               "input_shape": _input_shape(x)}  # fmt: skip
     hooks, history = _callback_list(callbacks, model, params, print_fn)
+    step, logs = _train_step(model, loss_fn, optimizer, run_eagerly), dict[str, float]()
     hooks.on_train_begin()
-    logs: dict[str, float] = {}
     for epoch in range(epochs):
         hooks.on_epoch_begin(epoch)
-        logs = _train_epoch(model, epoch_batches(), loss_fn, metric_fns, optimizer, hooks)
+        logs = _train_epoch(epoch_batches(), step, metric_fns, hooks)
         if not logs:
             raise ValueError(f"fit: the dataset gave no examples in epoch {epoch + 1}")
         logs.update(_validate(model, validation_data, loss_fn, metric_fns, hooks))
@@ -206,12 +208,27 @@ def _callback_list(
     return hooks, history
 
 
+def _train_step(
+    model: Layer, loss_fn: LossFn, optimizer: Optimizer, run_eagerly: bool
+) -> Callable[[Any, Any], tuple[Tensor, Any]]:
+    """One training step on a batch: the loss and the outputs, after the update; traced as
+    a ``function`` unless ``run_eagerly``."""
+
+    def train_step(xb: Any, yb: Any) -> tuple[Tensor, Any]:
+        with GradientTape() as tape:
+            outputs = model(xb, training=True)
+            value = loss_fn(yb, outputs)
+        variables = model.trainable_variables
+        optimizer.apply_gradients(zip(tape.gradient(value, variables), variables, strict=True))
+        return value, outputs
+
+    return train_step if run_eagerly else function(train_step)
+
+
 def _train_epoch(
-    model: Layer,
     epoch: Iterator[tuple[Any, ...]],
-    loss_fn: LossFn,
+    step: Callable[[Any, Any], tuple[Tensor, Any]],
     metric_fns: dict[str, LossFn],
-    optimizer: Optimizer,
     hooks: CallbackList,
 ) -> dict[str, float]:
     """One pass of ``fit`` over the epoch's batches, a step per batch; the loss and metrics
@@ -223,11 +240,7 @@ def _train_epoch(
         hooks.on_train_batch_begin(batch)
         if replicas is not None:
             xb, yb = replicas.shard(xb), replicas.shard(yb)
-        with GradientTape() as tape:
-            outputs = model(xb, training=True)
-            value = loss_fn(yb, outputs)
-        variables = model.trainable_variables
-        optimizer.apply_gradients(zip(tape.gradient(value, variables), variables, strict=True))
+        value, outputs = step(xb, yb)
         rows = _rows(xb)
         sums["loss"] += float(value) * rows
         for name, fn in metric_fns.items():

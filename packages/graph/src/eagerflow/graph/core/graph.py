@@ -255,8 +255,17 @@ class Graph:
             self._building.scope = outer
 
     @contextmanager
-    def control_dependencies(self, control_inputs: Sequence[Any]) -> Iterator[None]:
-        """Ops created inside run only after every op (or tensor's op) in ``control_inputs``."""
+    def control_dependencies(self, control_inputs: Sequence[Any] | None) -> Iterator[None]:
+        """Ops created inside run only after every op (or tensor's op) in ``control_inputs``;
+        ``None`` clears the enclosing blocks' (as in TensorFlow: for a variable's initializer,
+        which must not wait for the ops of the block it happens to be made in)."""
+        if control_inputs is None:
+            outer, self._building.control = self._building.control, []
+            try:
+                yield
+            finally:
+                self._building.control = outer
+            return
         ops = [c.op if isinstance(c, SymbolicTensor) else c for c in control_inputs]
         for o in ops:
             if not isinstance(o, Operation):

@@ -178,8 +178,9 @@ def device(device_name: str | None) -> Iterator[str]:
 
 
 @contextmanager
-def control_dependencies(control_inputs: Sequence[Any]) -> Iterator[None]:
-    """Ops created inside run after ``control_inputs`` (eager ops already run in order)."""
+def control_dependencies(control_inputs: Sequence[Any] | None) -> Iterator[None]:
+    """Ops created inside run after ``control_inputs`` (eager ops already run in order);
+    ``None`` clears the enclosing blocks' control inputs."""
     if executing_eagerly():
         yield
         return

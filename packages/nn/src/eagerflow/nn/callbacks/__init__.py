@@ -3,8 +3,9 @@
 ``base.py`` holds ``Callback`` (the hooks, and the order ``fit`` calls them in),
 ``CallbackList`` and ``History``; ``progbar.py`` the progress bar (``Progbar``,
 ``ProgbarLogger``); ``monitors.py`` the callbacks that act on a number: ``EarlyStopping``,
-``ModelCheckpoint``, ``LearningRateScheduler``, ``CSVLogger``; ``tensorboard.py``
-``TensorBoard`` (event files for TensorBoard, through ``eagerflow.graph.summary``).
+``ModelCheckpoint``, ``LearningRateScheduler``, ``ReduceLROnPlateau``, ``CSVLogger``;
+``tensorboard.py`` ``TensorBoard`` (event files for TensorBoard, through
+``eagerflow.graph.summary``).
 """
 
 from eagerflow.nn.callbacks.base import Callback, CallbackList, History
@@ -13,6 +14,7 @@ from eagerflow.nn.callbacks.monitors import (
     EarlyStopping,
     LearningRateScheduler,
     ModelCheckpoint,
+    ReduceLROnPlateau,
 )
 from eagerflow.nn.callbacks.progbar import Progbar, ProgbarLogger
 from eagerflow.nn.callbacks.tensorboard import TensorBoard
@@ -27,5 +29,6 @@ __all__ = [
     "ModelCheckpoint",
     "Progbar",
     "ProgbarLogger",
+    "ReduceLROnPlateau",
     "TensorBoard",
 ]

@@ -1,5 +1,6 @@
 """The callbacks that watch a number and act on it, with Keras' names and arguments:
-``EarlyStopping``, ``ModelCheckpoint``, ``LearningRateScheduler`` and ``CSVLogger``."""
+``EarlyStopping``, ``ModelCheckpoint``, ``LearningRateScheduler``, ``ReduceLROnPlateau`` and
+``CSVLogger``."""
 
 from __future__ import annotations
 
@@ -138,33 +139,93 @@ class ModelCheckpoint(Callback):
         self.saved.append(Checkpoint(**objects).write(path))
 
 
+def _optimizer(owner: str, callback: Callback) -> Any:
+    optimizer = callback.params.get("optimizer")
+    if optimizer is None:
+        raise ValueError(f"{owner}: fit gave no optimizer to change the learning rate of")
+    return optimizer
+
+
+def current_rate(optimizer: Any) -> float:
+    """The optimizer's learning rate now, as a Python float (Keras logs it as this)."""
+    return float(np.asarray(optimizer.learning_rate))
+
+
 class LearningRateScheduler(Callback):
     """Set the optimizer's learning rate at the start of each epoch to
     ``schedule(epoch, learning_rate)`` (the epoch counts from 0); the rate of each epoch is
-    added to its logs as ``learning_rate``."""
+    added to its logs as ``learning_rate``. The rate is a variable the update ops read, so
+    the new rate reaches a training step traced by ``function`` without tracing it again."""
 
     def __init__(self, schedule: Callable[[int, float], float], verbose: int = 0) -> None:
         super().__init__()
         self.schedule, self.verbose = schedule, verbose
 
-    def _optimizer(self) -> Any:
-        optimizer = self.params.get("optimizer")
-        if optimizer is None:
-            raise ValueError("LearningRateScheduler: fit gave no optimizer to schedule")
-        return optimizer
-
     def on_epoch_begin(self, epoch: int, logs: Logs | None = None) -> None:
-        optimizer = self._optimizer()
-        value = self.schedule(epoch, optimizer.learning_rate)
+        optimizer = _optimizer("LearningRateScheduler", self)
+        value = self.schedule(epoch, current_rate(optimizer))
         optimizer.learning_rate = hyperparameter(
             "LearningRateScheduler", "the schedule's learning_rate", value, "> 0")  # fmt: skip
         if self.verbose:
             print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to "
-                  f"{optimizer.learning_rate}.")  # fmt: skip
+                  f"{current_rate(optimizer)}.")  # fmt: skip
 
     def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
         if logs is not None:
-            logs["learning_rate"] = float(self._optimizer().learning_rate)
+            logs["learning_rate"] = current_rate(_optimizer("LearningRateScheduler", self))
+
+
+class ReduceLROnPlateau(Callback):
+    """Multiply the learning rate by ``factor`` (not below ``min_lr``) once ``monitor`` has
+    not improved by more than ``min_delta`` for ``patience`` epochs; then wait ``cooldown``
+    epochs before counting again. Each epoch's logs get its ``learning_rate``. Keras' callback
+    and defaults; the rate changes in the optimizer's variable, traced steps included."""
+
+    def __init__(self, monitor: str = "val_loss", factor: float = 0.1, patience: int = 10,
+                 verbose: int = 0, mode: str = "auto", min_delta: float = 1e-4,
+                 cooldown: int = 0, min_lr: float = 0.0) -> None:  # fmt: skip
+        super().__init__()
+        if not factor < 1.0:
+            raise ValueError(f"ReduceLROnPlateau: factor must be < 1, got {factor}")
+        better = _improved(mode, monitor)
+        sign = 1.0 if better(1.0, 0.0) else -1.0  # as EarlyStopping's min_delta
+        self.improved = lambda new, best: better(new - sign * abs(min_delta), best)
+        self.monitor, self.factor, self.patience, self.verbose = monitor, factor, patience, verbose
+        self.cooldown, self.min_lr = cooldown, min_lr
+        self.best: float | None = None
+        self.wait = self.cooldown_counter = 0
+
+    def on_train_begin(self, logs: Logs | None = None) -> None:
+        self.best, self.wait, self.cooldown_counter = None, 0, 0
+
+    def on_epoch_end(self, epoch: int, logs: Logs | None = None) -> None:
+        logs = logs if logs is not None else {}
+        optimizer = _optimizer("ReduceLROnPlateau", self)
+        logs["learning_rate"] = current_rate(optimizer)
+        value = _monitored("ReduceLROnPlateau", self.monitor, logs)
+        if value is None:
+            return
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.wait = 0
+        if self.best is None or self.improved(value, self.best):
+            self.best, self.wait = value, 0
+        elif self.cooldown_counter == 0:
+            self.wait += 1
+            if self.wait >= self.patience and self._reduce(optimizer, epoch):
+                self.cooldown_counter, self.wait = self.cooldown, 0
+
+    def _reduce(self, optimizer: Any, epoch: int) -> bool:
+        """Lower the rate, unless it is at ``min_lr`` already (compared in float32, as the
+        variable holds it); whether it did."""
+        old = current_rate(optimizer)
+        if not old > np.float32(self.min_lr):
+            return False
+        optimizer.learning_rate = max(old * self.factor, self.min_lr)
+        if self.verbose:
+            print(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to "
+                  f"{max(old * self.factor, self.min_lr)}.")  # fmt: skip
+        return True
 
 
 class CSVLogger(Callback):
@@ -199,4 +260,11 @@ class CSVLogger(Callback):
             file.write(self.text)
 
 
-__all__ = ["CSVLogger", "EarlyStopping", "LearningRateScheduler", "ModelCheckpoint"]
+__all__ = [
+    "CSVLogger",
+    "EarlyStopping",
+    "LearningRateScheduler",
+    "ModelCheckpoint",
+    "ReduceLROnPlateau",
+    "current_rate",
+]

@@ -1,7 +1,8 @@
 """``TensorBoard``: Keras' callback that writes ``fit``'s numbers for TensorBoard.
 
 It writes with ``eagerflow.graph.summary`` (``tf.summary``'s names) into two runs, as Keras
-does: ``log_dir/train`` gets ``epoch_loss``, ``epoch_<metric>``, the weights' histograms
+does: ``log_dir/train`` gets ``epoch_loss``, ``epoch_<metric>``, ``epoch_learning_rate`` (the
+optimizer's rate at the end of each epoch), the weights' histograms
 (every ``histogram_freq`` epochs) and the model's graph; ``log_dir/validation`` gets the
 ``val_`` numbers under the same names, so TensorBoard draws the two curves on one chart.
 ``tensorboard --logdir log_dir`` shows them. It needs the optional ``[tf-proto]`` extra of
@@ -18,6 +19,7 @@ import numpy as np
 
 from eagerflow.graph import TensorSpec, function, summary
 from eagerflow.nn.callbacks.base import Callback, Logs
+from eagerflow.nn.callbacks.monitors import current_rate
 
 
 class TensorBoard(Callback):
@@ -57,6 +59,9 @@ class TensorBoard(Callback):
             "train": {k: v for k, v in logs.items() if not k.startswith("val_")},
             "validation": {k[4:]: v for k, v in logs.items() if k.startswith("val_")},
         }
+        optimizer = self.params.get("optimizer")
+        if optimizer is not None:  # as Keras: the optimizer's rate, scheduled or not
+            runs["train"]["learning_rate"] = current_rate(optimizer)
         for run, values in runs.items():
             if values:
                 with self._writer(run).as_default():
