@@ -200,7 +200,7 @@ def test_in_a_session_graph_apply_gradients_averages_over_replicas():
             loss = ef.reduce_mean(ef.matmul(x, w) ** 2)
             train = strategy.run(lambda: nn.GradientDescentOptimizer(0.1).minimize(loss))
             with eg.Session() as session:
-                session.run(w.initializer)
+                session.run(eg.global_variables_initializer())  # w, and the rate
                 session.run(train, {x: np.full((1, 2), comm.rank + 1.0, np.float32)})
                 return session.run(w.read_value())
 

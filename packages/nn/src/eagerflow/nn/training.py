@@ -118,7 +118,6 @@ def fit(
     metric_fns = {_label(m): _named(m, METRICS, "metric") for m in metrics}
     epoch_batches, steps = _epoch_source(x, y, batch_size=batch_size, shuffle=shuffle, seed=seed)
     _check_fit_arguments(optimizer, epochs, verbose, validation_data)
-    _check_replicated_order(x, shuffle, seed)
     params = {"epochs": epochs, "steps": steps, "verbose": int(verbose), "optimizer": optimizer,
               "input_shape": _input_shape(x)}  # fmt: skip
     hooks, history = _callback_list(callbacks, model, params, print_fn)
@@ -255,6 +254,7 @@ def _epoch_source(
 ) -> tuple[Callable[[], Iterator[tuple[Any, ...]]], int | None]:
     """``fit``'s data as a function giving each epoch's ``(x, y)`` batches, and the number of
     batches (steps) in an epoch (None for a Dataset: unknown until an epoch has run)."""
+    _check_replicated_order(x, shuffle, seed)
     if isinstance(x, Dataset):
         _check_dataset_arguments(x, y=y, batch_size=batch_size, shuffle=shuffle, seed=seed)
         return (lambda: (_pair("fit", element) for element in x)), None
