@@ -504,6 +504,7 @@ from cases_data import CASES as DATA_CASES  # noqa: E402
 CASES.update(DATA_CASES)
 
 # --- the API gaps of issue 27 (Keras losses...): their own module, joining CASES ----------------
+import cases_conv  # noqa: E402, F401  (convolution and pooling, custom_gradient)
 import cases_gaps  # noqa: E402, F401
 import cases_loops  # noqa: E402,F401  (graph loops: TensorArray loop variables, AutoGraph)
 import cases_schedules  # noqa: E402, F401  (learning-rate schedules)

@@ -15,6 +15,7 @@ KEPT: dict[str, str] = {
     "losses/MeanSquaredError/float64": "a loss keeps the predictions' float dtype",
     "unary/softmax/float32/edges": "a NaN in softmax's input makes every output NaN",
     "random/seed/two_ops_same_seeds": "two random ops of one graph with the same two seeds",
+    "conv/conv2d/dilations=2/gradient": "differentiates a dilated convolution on the CPU",
 }
 
 _ROOT_CAUSES: dict[str, list[str]] = {}

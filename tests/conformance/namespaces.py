@@ -86,6 +86,9 @@ NAMES: dict[str, tuple[str, str]] = {
         name: (f"tf.nn.{name}", f"ef.nn.{name}")
         for name in ["relu", "softplus", "elu", "leaky_relu", "softmax", "log_softmax"]
     },
+    **{name: (f"tf.nn.{name}", f"ef.nn.{name}") for name in ["conv2d", "max_pool2d", "avg_pool2d"]},
+    "custom_gradient": ("tf.custom_gradient", "autodiff.custom_gradient"),
+    "random_shuffle": ("tf.random.shuffle", "ef.random_shuffle"),
     "GradientTape": ("tf.GradientTape", "autodiff.GradientTape"),
     "Variable": ("tf.Variable", "autodiff.Variable"),
     "function": ("tf.function", "graph.function"),

@@ -84,8 +84,12 @@ def max_pool_kernel(x: np.ndarray, ksize: Pair, strides: Pair, padding: str) -> 
     taps = _pool_taps(x, ksize, strides, padding, fill=-np.inf)
     out = taps[0].copy()
     for value in taps[1:]:
-        np.maximum(out, value, out=out)
-    return out
+        np.fmax(out, value, out=out)  # (fmax: a NaN never wins, as it does not in TensorFlow)
+    # TensorFlow's running maximum starts at the dtype's lowest value: a window of NaNs and
+    # -infs gives that
+    lowest = np.finfo(out.dtype).min
+    out[np.isnan(out)] = lowest
+    return np.maximum(out, lowest, out=out)
 
 
 @op("MaxPool", max_pool_kernel, shape=pool_shape, dtype=same_dtype(FLOATS), attrs=POOL_ATTRS)
@@ -98,7 +102,9 @@ def max_pool2d(
     name: str | None = None,
 ) -> Tensor:
     """The maximum of each ``ksize`` window of an NHWC ``input``, per channel, windows
-    ``strides`` apart. With "SAME" padding the padded cells never count (as if -inf).
+    ``strides`` apart. With "SAME" padding the padded cells never count (as if -inf). As in
+    TensorFlow, a NaN never wins a window, and a window of nothing but NaNs and -infs gives the
+    dtype's lowest value (where TensorFlow's running maximum starts).
 
     Its gradient goes all to the window's maximum; where several cells tie, to the first in
     row-major order (TensorFlow's CPU kernel and PyTorch's do the same).
