@@ -20,8 +20,12 @@ import json
 import sys
 import warnings
 from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
+
+from eagerflow.tensor.execution import recording
+from eagerflow.tensor.registry import OPS
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -37,11 +41,23 @@ NAMES_PAGE = (HERE.parents[1] / "site" / "docs" / "tensorflow-names.md").read_te
 EAGERFLOW = namespaces.eagerflow()
 
 
+class _OpNames:
+    """A recorder: the names of the ops the cases run (eagerly, through the seam)."""
+
+    seen: ClassVar[set[str]] = set()
+    cases_run: ClassVar[set[str]] = set()
+
+    def record(self, op: Any, inputs: Any, attrs: Any, outputs: Any) -> None:
+        self.seen.add(op.name)
+
+
 def run_here(name: str) -> list[str]:
     """How eagerflow's outcome of case ``name`` differs from TensorFlow's recorded one."""
     with warnings.catch_warnings():  # NumPy's overflow and empty-mean warnings: compared below
         warnings.simplefilter("ignore")
-        ours = outcome(cases.CASES[name], EAGERFLOW)
+        with recording(_OpNames()):
+            ours = outcome(cases.CASES[name], EAGERFLOW)
+    _OpNames.cases_run.add(name)
     return differences(ours, RECORDED["cases"][name])
 
 
@@ -114,3 +130,29 @@ def test_each_kept_error_class_is_still_raised() -> None:
     assert set(KEPT_CLASSES) <= shown, f"no case raises {set(KEPT_CLASSES) - shown}"
     cited = "tests/conformance/error_classes.py"  # the page names the mapping's file
     assert f"`{cited}`" in NAMES_PAGE and (HERE.parents[1] / cited).is_file()
+
+
+# Ops no case runs eagerly, each with where it is compared instead
+NOT_RUN_BY_A_CASE = {
+    "Placeholder": "graph-only: the graph and function cases feed placeholders",
+    "NoOp": "graph-only: control dependencies' group op, in the graph cases",
+    "PrintV2": "an effect (printing): tests/graph/test_print_in_graphs.py",
+    "WriteSummary": "an effect (an event file): tests/graph/test_summary.py",
+    "CollectiveAllReduce": "needs tasks: tests/distribute, against one process",
+    "_Send": "needs tasks: tests/graph/partition, against the unsplit graph",
+    "_Recv": "needs tasks: tests/graph/partition, against the unsplit graph",
+}
+
+
+def test_every_op_is_run_by_a_case() -> None:
+    """Every registered op is run eagerly by some case, or named above with where it is
+    compared. (Last in the file: it reads what the value tests above recorded.)"""
+    if _OpNames.cases_run != set(cases.CASES):
+        pytest.skip("run every case of the file to see which ops they cover")
+    import eagerflow.distribute.collective  # noqa: F401  (registers CollectiveAllReduce)
+
+    uncovered = set(OPS) - _OpNames.seen
+    assert uncovered <= set(NOT_RUN_BY_A_CASE), (
+        f"ops no case runs: {sorted(uncovered - set(NOT_RUN_BY_A_CASE))}"
+    )
+    assert not set(NOT_RUN_BY_A_CASE) & _OpNames.seen, "a case runs it now: take it off the list"
