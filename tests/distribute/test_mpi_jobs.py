@@ -65,11 +65,16 @@ def test_a_task_that_dies_ends_the_job_naming_it(how, says):
     assert seconds < 30
 
 
-def test_a_hanging_task_is_ended_by_the_timeout():
-    done, seconds = launch("-n", "2", str(JOBS / "fail.py"), "hang", timeout=1)
+def test_a_hanging_task_is_ended_by_the_timeout_and_named():
+    # a second before the timeout each task still running prints its Python stack: task 1 is
+    # in its own code (the sleep), task 0 waits for it in an all-reduce
+    done, seconds = launch("-n", "2", str(JOBS / "fail.py"), "hang", timeout=5)
     assert done.returncode == 124
-    assert "the job ran past --timeout 1 s and was ended" in done.stderr
-    assert seconds < 20
+    assert "the job ran past --timeout 5 s and was ended" in done.stderr
+    assert "task 1 (/job:worker/task:1) hung, running fail.py:" in done.stderr, done.stderr
+    assert "task 0 was waiting in MPI communicator.py:" in done.stderr, done.stderr
+    assert '[worker 1]   File "' in done.stdout  # the stacks, prefixed by their task
+    assert seconds < 25
 
 
 def test_two_workers_train_as_one_process_on_the_global_batch(tmp_path):

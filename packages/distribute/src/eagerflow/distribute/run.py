@@ -34,11 +34,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from eagerflow.distribute.supervisor import STATUS_DIR, describe_status
+from eagerflow.distribute.supervisor import (
+    DEADLINE,
+    STATUS_DIR,
+    STILL_RUNNING,
+    WAITING,
+    describe_status,
+)
 
 ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 DEFAULT_TIMEOUT = 300.0
 GRACE = 10.0  # past the timeout, the launcher ends mpiexec itself
+STACK_TIME = 1.0  # seconds before the timeout at which a task still running prints its stack
 TIMED_OUT = 124  # the exit status of a job that ran out of time (as coreutils' timeout)
 
 
@@ -70,6 +77,8 @@ def worker_environment(timeout: float, status_dir: str) -> dict[str, str]:
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.update(dict.fromkeys(ONE_THREAD, "1"))
     env["MPIEXEC_TIMEOUT"] = str(math.ceil(timeout))
+    # a task still running a little before the end prints its Python stack (supervisor.py)
+    env[DEADLINE] = str(time.time() + max(timeout - STACK_TIME, timeout / 2))
     env["PYTHONUNBUFFERED"] = "1"
     env[STATUS_DIR] = status_dir
     return env
@@ -91,18 +100,24 @@ def mpiexec_command(options: argparse.Namespace, env: dict[str, str]) -> list[st
 def explain_failure(status_dir: str, num_workers: int, code: int, timed_out: float | None) -> str:
     """Which tasks failed and how, from the statuses their supervisors wrote. (A task that
     MPI aborted, as an uncaught exception does, says so itself, prefixed by its task.)"""
-    failed, unfinished = [], []
+    failed, unfinished, running = [], [], []
     for rank in range(num_workers):
         path = Path(status_dir) / f"task-{rank}"
-        if not path.exists():
+        status = path.read_text() if path.exists() else None
+        if status is None:
             unfinished.append(rank)
-        elif (status := int(path.read_text())) != 0:
-            failed.append(f"task {rank} (/job:worker/task:{rank}) {describe_status(status)}")
+        elif status.startswith(STILL_RUNNING):
+            running.append(f"task {rank} (/job:worker/task:{rank}) hung, {status}")
+        elif status.startswith(WAITING):
+            running.append(f"task {rank} was {status}")
+        elif int(status) != 0:
+            failed.append(f"task {rank} (/job:worker/task:{rank}) {describe_status(int(status))}")
     if timed_out:
         lines = [f"the job ran past --timeout {timed_out:g} s and was ended"]
     else:
         lines = [f"the job failed with status {code}"]
     lines += failed
+    lines += running  # (each printed its Python stack above)
     if unfinished:
         which = ", ".join(str(r) for r in unfinished)
         tasks = "task" if len(unfinished) == 1 else "tasks"

@@ -20,13 +20,19 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from types import FrameType
 
 STATUS_DIR = "EAGERFLOW_RUN_STATUS_DIR"  # where the launcher reads the tasks' exit statuses
+DEADLINE = "EAGERFLOW_RUN_DEADLINE"  # when (time.time()) a task still running prints its stack
+STILL_RUNNING = "running"  # a task's status at the deadline, until it ends
+WAITING = "waiting in MPI"  # the same, for a task whose stack shows it waiting for the others
 RANK_VARIABLES = ("PMI_RANK", "OMPI_COMM_WORLD_RANK")  # MPICH's, Open MPI's
 
 
@@ -54,7 +60,46 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
 
 
-def _write_status(rank: int, code: int) -> None:
+def _at_the_deadline(child: subprocess.Popen[bytes], rank: int) -> threading.Timer | None:
+    """A timer that, at the job's deadline, has the task print its Python stack (``task.py``
+    set ``faulthandler`` on ``SIGUSR1``) and marks it still running, if it is."""
+    deadline = os.environ.get(DEADLINE)
+    if deadline is None:
+        return None
+
+    def still_running() -> None:
+        if child.poll() is None:
+            _write_status(rank, STILL_RUNNING)
+            child.send_signal(signal.SIGUSR1)
+
+    timer = threading.Timer(max(float(deadline) - time.time(), 0.0), still_running)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+class _StackReader:
+    """Finds where the task was in the stack it prints at the deadline (its innermost frame)
+    and writes it as the task's status: ``running <file>:<line> in <function>``, or
+    ``waiting in MPI ...`` when that frame is eagerflow's communicator or mpi4py."""
+
+    FRAME = re.compile(rb'^  File "(.*)", line (\d+) in (.*)$')
+
+    def __init__(self, rank: int) -> None:
+        self.rank, self.expecting = rank, False
+
+    def read(self, line: bytes) -> None:
+        if line.startswith((b"Current thread 0x", b"Thread 0x")):
+            self.expecting = True
+        elif self.expecting and (frame := self.FRAME.match(line.rstrip())):
+            self.expecting = False
+            path, number, function = (part.decode(errors="replace") for part in frame.groups())
+            waiting = "eagerflow/distribute/communicator.py" in path or "mpi4py" in path
+            where = f"{Path(path).name}:{number} in {function}"
+            _write_status(self.rank, f"{WAITING if waiting else STILL_RUNNING} {where}")
+
+
+def _write_status(rank: int, code: int | str) -> None:
     folder = os.environ.get(STATUS_DIR)
     if not folder or not Path(folder).is_dir():
         return  # (another machine: the launcher's folder is not here; stderr says it)
@@ -77,13 +122,18 @@ def supervise(command: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    timer = _at_the_deadline(child, rank)
     assert child.stdout is not None
     prefix = f"[worker {rank}] ".encode()
     out = sys.stdout.buffer
+    stack = _StackReader(rank)
     for line in child.stdout:
         out.write(prefix + line)
         out.flush()
+        stack.read(line)
     code = child.wait()
+    if timer is not None:
+        timer.cancel()
     _write_status(rank, code)
     if code != 0:
         sys.stderr.write(f"[worker {rank}] task {rank} (/job:worker/task:{rank}) "
@@ -94,12 +144,20 @@ def supervise(command: list[str]) -> int:
 
 def main() -> None:
     """``python -m eagerflow.distribute.supervisor script.py [args]`` (the launcher's)."""
-    # mpi4py's runner: an uncaught exception aborts the whole job (MPI_Abort) rather than
-    # leaving the task in MPI_Finalize, waiting for the others, which wait for it
-    sys.exit(supervise([sys.executable, "-u", "-m", "mpi4py", *sys.argv[1:]]))
+    # task.py: mpi4py's runner, and the task's stack printed at the deadline
+    sys.exit(supervise([sys.executable, "-u", "-m", "eagerflow.distribute.task", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":
     main()
 
-__all__ = ["RANK_VARIABLES", "STATUS_DIR", "describe_status", "main", "supervise", "task_rank"]
+__all__ = [
+    "DEADLINE",
+    "RANK_VARIABLES",
+    "STATUS_DIR",
+    "STILL_RUNNING",
+    "describe_status",
+    "main",
+    "supervise",
+    "task_rank",
+]
