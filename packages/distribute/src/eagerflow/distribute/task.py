@@ -18,3 +18,5 @@ from mpi4py.run import main
 if __name__ == "__main__":
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     main()
+
+__all__: list[str] = []  # a program (python -m), not a module to import from
