@@ -10,6 +10,7 @@ replace the ones chapter 18 shows (``site/docs/chapters/tensorboard/``).
 
 from __future__ import annotations
 
+import linecache
 import os
 import re
 import shutil
@@ -39,8 +40,12 @@ def chapter_logdir() -> Path:
     namespace: dict[str, Any] = {}
     show, tutorial.show = tutorial.show, lambda figure, alt: None
     try:
-        for block in CODE_BLOCK.findall(CHAPTER.read_text(encoding="utf-8")):
-            exec(compile(block, str(CHAPTER), "exec"), namespace)  # our own page
+        for i, block in enumerate(CODE_BLOCK.findall(CHAPTER.read_text(encoding="utf-8"))):
+            # each block under a name of its own, its source where inspect looks for it (as
+            # markdown-exec does), so that AutoGraph can read a function the page defines
+            name = f"<{CHAPTER.name}, block {i}>"
+            linecache.cache[name] = (len(block), None, block.splitlines(keepends=True), name)
+            exec(compile(block, name, "exec"), namespace)  # our own page
     finally:
         tutorial.show = show
     logdir = Path(namespace["logdir"])
