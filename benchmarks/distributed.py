@@ -57,7 +57,7 @@ def all_reduce_contenders(size: int) -> dict[str, Step]:
     from mpi4py import MPI
 
     import eagerflow.tensor as ef
-    from eagerflow.distribute.collective import all_reduce_sum
+    from eagerflow.distribute import all_reduce_sum
 
     buffer = np.ones(size, np.float32)
     tensor = ef.constant(np.ones(size, np.float32))

@@ -17,6 +17,7 @@ import workload
 pytest.importorskip("mpi4py", reason="the [mpi] extra (mpi4py, mpich) is not installed")
 
 JOBS = Path(__file__).parent / "jobs"
+CHAPTER_JOBS = Path(__file__).resolve().parents[2] / "site" / "docs" / "chapters" / "jobs.py"
 LIMIT = 60  # seconds: no job here may take longer, whatever happens
 pytestmark = pytest.mark.timeout(LIMIT + 30)
 
@@ -94,15 +95,13 @@ def test_two_workers_train_as_one_process_on_the_global_batch(tmp_path):
                 np.testing.assert_allclose(got[f"w{i}"], want, rtol=1e-5, atol=1e-6)
 
 
-def test_a_placed_graph_split_across_two_workers_equals_the_unsplit_graph(tmp_path):
-    done, _ = launch("-n", "2", str(JOBS / "split.py"), str(tmp_path))
+def test_a_placed_graph_split_across_two_workers_equals_the_unsplit_graph():
+    # chapter 19's job: an MLP split across the tasks, run whole first, then as each task's
+    # part: loss, gradients and a training step compared (site/docs/chapters/jobs.py)
+    done, _ = launch("-n", "2", str(CHAPTER_JOBS), "split")
     assert done.returncode == 0, done.stdout + done.stderr
-    # each task ran one layer's MatMul, and its part talks to the other's
-    assert "[worker 0] task 0: 6 results; ran 1 MatMul, 1 _Send, 1 _Recv" in done.stdout
-    assert "[worker 1] task 1: 6 results; ran 1 MatMul, 1 _Send, 1 _Recv" in done.stdout
-    for rank in (0, 1):
-        saved = np.load(tmp_path / f"task{rank}.npz")
-        arrays = [saved[f"arr_{i}"] for i in range(len(saved.files))]
-        alone, split = arrays[:6], arrays[6:]  # hidden, loss, 3 gradients, loss after a step
-        for got, want in zip(split, alone, strict=True):
-            np.testing.assert_allclose(got, want, rtol=1e-6)
+    for rank in (0, 1):  # one layer's MatMul each, its part talking to the other's; equal
+        assert (f"[worker {rank}] task {rank} ran 1 MatMul, 1 _Send, 1 _Recv; loss "
+                in done.stdout), done.stdout  # fmt: skip
+    lines = [line for line in done.stdout.splitlines() if "largest difference" in line]
+    assert len(lines) == 2 and all(line.endswith("whole graph: 0.0e+00") for line in lines)

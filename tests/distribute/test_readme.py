@@ -30,5 +30,7 @@ def test_the_readmes_train_py_runs_as_printed(tmp_path):
 
 def test_the_files_the_readme_names_exist():
     root = README.parents[2]
-    named = re.findall(r"`((?:tests|packages)/[\w/.]+\.py)`", README.read_text(encoding="utf-8"))
+    named = re.findall(
+        r"`((?:tests|packages|site)/[\w/.]+\.py)`", README.read_text(encoding="utf-8")
+    )
     assert named and all((root / path).is_file() for path in named), named

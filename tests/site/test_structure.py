@@ -148,12 +148,15 @@ def test_nothing_is_used_before_it_is_taught(name: str, chapter: int) -> None:
 
 
 def test_every_source_path_a_chapter_names_exists() -> None:
-    # "Read the code" sections and the recap's table send the reader to files: they must exist
+    # "Read the code" sections, the recap's table and the pages' asides send the reader to
+    # files of the repository: they must exist
     # (a chapter split or a module moved between stages leaves a stale path behind).
     missing = {
         (page.name, path)
         for page in sorted(CHAPTERS.glob("[0-9][0-9]-*.md"))
-        for path in re.findall(r"`(packages/[^`\s]+)`", page.read_text(encoding="utf-8"))
+        for path in re.findall(
+            r"`((?:packages|benchmarks|tests|exercises)/[^`\s]+)`", page.read_text(encoding="utf-8")
+        )
         if not (ROOT / path).exists()
     }
     assert not missing, sorted(missing)

@@ -19,8 +19,12 @@ import eagerflow.graph as eg
 import eagerflow.tensor as ef
 from eagerflow import nn
 from eagerflow.autodiff import GradientTape, Variable
-from eagerflow.distribute import MPICommunicator, MultiWorkerMirroredStrategy, Server
-from eagerflow.distribute.collective import all_reduce_sum
+from eagerflow.distribute import (
+    MPICommunicator,
+    MultiWorkerMirroredStrategy,
+    Server,
+    all_reduce_sum,
+)
 from eagerflow.graph import Graph, Session, device, gradients, placeholder
 
 
